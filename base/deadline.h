@@ -1,0 +1,38 @@
+// Deadline: a point on the monotonic clock that bounds a wait. Every blocking call in
+// tessera takes one, so no wait is unbounded.
+#ifndef TESSERA_BASE_DEADLINE_H_
+#define TESSERA_BASE_DEADLINE_H_
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+
+namespace tessera {
+
+using Clock = std::chrono::steady_clock;
+
+class Deadline {
+ public:
+  static Deadline AfterMs(int64_t ms) { return Deadline(Clock::now() + std::chrono::milliseconds(ms)); }
+  explicit Deadline(Clock::time_point when) : when_(when) {}
+
+  bool Expired() const { return Clock::now() >= when_; }
+  // Milliseconds left, clamped to [0, cap_ms]; rounds up so a poll() never spins at 0.
+  int RemainingMs(int64_t cap_ms = 1 << 30) const {
+    auto left = std::chrono::duration_cast<std::chrono::microseconds>(when_ - Clock::now()).count();
+    if (left <= 0) return 0;
+    return static_cast<int>(std::min<int64_t>((left + 999) / 1000, cap_ms));
+  }
+  Clock::time_point when() const { return when_; }
+
+ private:
+  Clock::time_point when_;
+};
+
+inline int64_t NowMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch()).count();
+}
+
+}  // namespace tessera
+
+#endif  // TESSERA_BASE_DEADLINE_H_

@@ -1,0 +1,76 @@
+#include "base/settings.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace tessera {
+namespace {
+
+Status Parse(const char* env, const char* text, int64_t* out) {
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0') {
+    return InvalidArgument(std::string(env) + "='" + text + "' is not an integer");
+  }
+  *out = v;
+  return Status::Ok();
+}
+
+Status Parse(const char*, const char* text, std::string* out) {
+  *out = text;
+  return Status::Ok();
+}
+
+std::string ToText(int64_t v) { return std::to_string(v); }
+std::string ToText(const char* v) { return v; }
+
+Status Validate(const Settings& s) {
+  if (s.timeout_ms <= 0) return InvalidArgument("TESSERA_TIMEOUT_MS must be > 0");
+  if (s.debug != "NONE" && s.debug != "WARN" && s.debug != "INFO") {
+    return InvalidArgument("TESSERA_DEBUG must be NONE, WARN or INFO, not '" + s.debug + "'");
+  }
+  if (s.transport != "auto" && s.transport != "tcp") {
+    return InvalidArgument("TESSERA_TRANSPORT must be auto or tcp, not '" + s.transport + "'");
+  }
+  if (s.shm_slot_bytes < 256 || s.shm_slot_bytes % 64 != 0 || s.shm_slot_bytes > (1 << 26)) {
+    return InvalidArgument("TESSERA_SHM_SLOT_BYTES must be a multiple of 64 in [256, 64 MiB]");
+  }
+  if (s.shm_slots < 2 || s.shm_slots > 1024) {
+    return InvalidArgument("TESSERA_SHM_SLOTS must be in [2, 1024]");
+  }
+  if (s.tcp_streams < 1 || s.tcp_streams > 64) {
+    return InvalidArgument("TESSERA_TCP_STREAMS must be in [1, 64]");
+  }
+  if (s.tcp_chunk_bytes < 4096 || s.tcp_chunk_bytes % 64 != 0 || s.tcp_chunk_bytes > (1 << 28)) {
+    return InvalidArgument("TESSERA_TCP_CHUNK_BYTES must be a multiple of 64 in [4096, 256 MiB]");
+  }
+  if (s.spin_us < -1) return InvalidArgument("TESSERA_SPIN_US must be >= -1");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Settings::FromEnvironment(Settings* out, const Lookup& lookup) {
+  Lookup get = lookup ? lookup : [](const char* name) -> const char* { return std::getenv(name); };
+  Settings s;
+#define TESSERA_SETTING_PARSE(type, field, env, def, meaning)   \
+  if (const char* text = get(env); text != nullptr && *text) {  \
+    TESSERA_RETURN_IF_ERROR(Parse(env, text, &s.field));        \
+  }
+  TESSERA_SETTINGS(TESSERA_SETTING_PARSE)
+#undef TESSERA_SETTING_PARSE
+  TESSERA_RETURN_IF_ERROR(Validate(s));
+  *out = s;
+  return Status::Ok();
+}
+
+std::vector<SettingInfo> AllSettings() {
+  std::vector<SettingInfo> rows;
+#define TESSERA_SETTING_ROW(type, field, env, def, meaning) rows.push_back({env, ToText(def), meaning});
+  TESSERA_SETTINGS(TESSERA_SETTING_ROW)
+#undef TESSERA_SETTING_ROW
+  return rows;
+}
+
+}  // namespace tessera

@@ -1,0 +1,71 @@
+// The settings table: every tunable of tessera, in one place. Each row is
+// (type, field, environment variable, default, meaning). Settings::FromEnvironment()
+// parses them once, when a communicator is created; the struct is then immutable for
+// that communicator's lifetime. docs/settings.md lists the same rows (a test checks).
+#ifndef TESSERA_BASE_SETTINGS_H_
+#define TESSERA_BASE_SETTINGS_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace tessera {
+
+// clang-format off
+#define TESSERA_SETTINGS(X)                                                              \
+  X(int64_t, timeout_ms, "TESSERA_TIMEOUT_MS", 120000,                                   \
+    "Upper bound, in milliseconds, on every wait: bootstrap, connection set-up and each " \
+    "collective. A peer that stays silent longer makes the call fail naming that peer.") \
+  X(std::string, debug, "TESSERA_DEBUG", "WARN",                                         \
+    "Log level on stderr: NONE, WARN (every failure, with rank and peer) or INFO "       \
+    "(also communicator set-up and transport choices).")                                \
+  X(std::string, transport, "TESSERA_TRANSPORT", "auto",                                 \
+    "Transport between two ranks: auto (shared memory on the same host, TCP across "    \
+    "hosts) or tcp (TCP between every pair, also on one host).")                         \
+  X(std::string, socket_ifname, "TESSERA_SOCKET_IFNAME", "",                             \
+    "Network interface whose IPv4 address ranks listen on and advertise. Empty: the "   \
+    "first interface that is up and not loopback, else loopback.")                      \
+  X(std::string, bootstrap_addr, "TESSERA_BOOTSTRAP_ADDR", "",                           \
+    "host:port of the rendezvous used by tesseraCommInitFromEnv; overrides MASTER_ADDR " \
+    "/ MASTER_PORT and the launcher's PMIx server.")                                     \
+  X(std::string, host_id, "TESSERA_HOST_ID", "",                                         \
+    "Overrides this process's host identity (default: hostname, network namespace and " \
+    "boot id). Ranks with different ids never use shared memory with each other.")       \
+  X(int64_t, shm_slot_bytes, "TESSERA_SHM_SLOT_BYTES", 131072,                           \
+    "Size of one slot of a shared-memory channel: the pipelining unit on one host.")     \
+  X(int64_t, shm_slots, "TESSERA_SHM_SLOTS", 8,                                          \
+    "Slots per shared-memory channel (one channel per ordered pair of local ranks).")    \
+  X(int64_t, tcp_streams, "TESSERA_TCP_STREAMS", 2,                                      \
+    "TCP connections per pair of ranks; large messages are striped across them.")        \
+  X(int64_t, tcp_chunk_bytes, "TESSERA_TCP_CHUNK_BYTES", 262144,                         \
+    "Striping unit across TCP streams, and the staging size for reductions from TCP.")   \
+  X(int64_t, spin_us, "TESSERA_SPIN_US", -1,                                             \
+    "Microseconds a waiting rank polls before it sleeps in the kernel (futex/poll). "   \
+    "-1: 50 when the host's ranks fit its cores, else 0.")
+// clang-format on
+
+struct Settings {
+#define TESSERA_SETTING_FIELD(type, field, env, def, meaning) type field = def;
+  TESSERA_SETTINGS(TESSERA_SETTING_FIELD)
+#undef TESSERA_SETTING_FIELD
+
+  // Reads every row from `lookup` (the process environment by default). A malformed or
+  // out-of-range value is an InvalidArgument naming the variable.
+  using Lookup = std::function<const char*(const char* name)>;
+  static Status FromEnvironment(Settings* out, const Lookup& lookup = nullptr);
+};
+
+// One row of the table, for documentation and tests.
+struct SettingInfo {
+  const char* env;
+  std::string default_value;
+  const char* meaning;
+};
+std::vector<SettingInfo> AllSettings();
+
+}  // namespace tessera
+
+#endif  // TESSERA_BASE_SETTINGS_H_

@@ -1,0 +1,34 @@
+#include "base/status.h"
+
+#include <cstring>
+
+namespace tessera {
+
+const char* CodeName(Code code) {
+  switch (code) {
+    case Code::kOk: return "success";
+    case Code::kCudaError: return "unhandled cuda error";
+    case Code::kSystemError: return "system error";
+    case Code::kInternalError: return "internal error";
+    case Code::kInvalidArgument: return "invalid argument";
+    case Code::kInvalidUsage: return "invalid usage";
+    case Code::kRemoteError: return "remote process exited or there was a network error";
+    case Code::kInProgress: return "operation in progress";
+    case Code::kTimeout: return "timeout";
+  }
+  return "unknown result code";
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "OK";
+  return std::string(CodeName(code_)) + ": " + message_;
+}
+
+Status ErrnoError(const std::string& what, int errno_value) {
+  char buf[256];
+  // GNU strerror_r returns the message pointer (which may not be buf).
+  const char* text = strerror_r(errno_value, buf, sizeof(buf));
+  return SystemError(what + ": " + text);
+}
+
+}  // namespace tessera

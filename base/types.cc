@@ -1,0 +1,18 @@
+#include "base/types.h"
+
+namespace tessera {
+
+const char* DataTypeName(DataType t) {
+  static const char* const kNames[kNumDataTypes] = {"int8", "uint8", "int32", "uint32", "int64",
+                                                    "uint64", "float16", "float32", "float64", "bfloat16"};
+  int i = static_cast<int>(t);
+  return i >= 0 && i < kNumDataTypes ? kNames[i] : "unknown";
+}
+
+const char* RedOpName(RedOp op) {
+  static const char* const kNames[kNumRedOps] = {"sum", "prod", "max", "min", "avg"};
+  int i = static_cast<int>(op);
+  return i >= 0 && i < kNumRedOps ? kNames[i] : "unknown";
+}
+
+}  // namespace tessera

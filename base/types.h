@@ -1,0 +1,33 @@
+// Element types and reduction operators of the core, numbered as tessera.h (and nccl.h).
+#ifndef TESSERA_BASE_TYPES_H_
+#define TESSERA_BASE_TYPES_H_
+
+#include <cstddef>
+
+namespace tessera {
+
+enum class DataType : int {
+  kInt8 = 0, kUint8 = 1, kInt32 = 2, kUint32 = 3, kInt64 = 4, kUint64 = 5,
+  kFloat16 = 6, kFloat32 = 7, kFloat64 = 8, kBfloat16 = 9,
+};
+constexpr int kNumDataTypes = 10;
+
+enum class RedOp : int { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4 };
+constexpr int kNumRedOps = 5;
+
+inline size_t SizeOf(DataType t) {
+  switch (t) {
+    case DataType::kInt8: case DataType::kUint8: return 1;
+    case DataType::kFloat16: case DataType::kBfloat16: return 2;
+    case DataType::kInt32: case DataType::kUint32: case DataType::kFloat32: return 4;
+    case DataType::kInt64: case DataType::kUint64: case DataType::kFloat64: return 8;
+  }
+  return 0;
+}
+
+const char* DataTypeName(DataType t);
+const char* RedOpName(RedOp op);
+
+}  // namespace tessera
+
+#endif  // TESSERA_BASE_TYPES_H_

@@ -1,0 +1,232 @@
+#include "bootstrap/rendezvous.h"
+
+#include <poll.h>
+#include <sys/random.h>
+
+#include <cstring>
+#include <memory>
+#include <thread>
+
+namespace tessera {
+namespace {
+
+constexpr char kIdMagic[8] = {'T', 'E', 'S', 'S', 'E', 'R', 'A', '1'};
+constexpr uint64_t kHelloMagic = 0x7465737365726131ull;  // "tessera1"
+
+struct Hello {
+  uint64_t magic;
+  uint64_t secret;
+  int32_t rank;
+  int32_t nranks;
+  RankInfo info;
+};
+
+struct Reply {
+  int32_t code;  // Code
+  int32_t nranks;
+  char message[512];
+};
+
+Reply MakeReply(const Status& s, int nranks) {
+  Reply r;
+  std::memset(&r, 0, sizeof(r));
+  r.code = static_cast<int32_t>(s.code());
+  r.nranks = nranks;
+  std::strncpy(r.message, s.message().c_str(), sizeof(r.message) - 1);
+  return r;
+}
+
+std::string MissingRanks(const std::vector<Socket>& joined) {
+  std::string out;
+  int listed = 0;
+  for (size_t r = 0; r < joined.size(); ++r) {
+    if (joined[r].valid()) continue;
+    if (listed++ == 16) return out + ", ...";
+    out += (out.empty() ? "" : ", ") + std::to_string(r);
+  }
+  return out;
+}
+
+// Names the first agreed setting in which b differs from a, or "".
+std::string SettingMismatch(const AgreedSettings& a, const AgreedSettings& b) {
+  if (a.shm_slot_bytes != b.shm_slot_bytes) return "TESSERA_SHM_SLOT_BYTES";
+  if (a.shm_slots != b.shm_slots) return "TESSERA_SHM_SLOTS";
+  if (a.tcp_streams != b.tcp_streams) return "TESSERA_TCP_STREAMS";
+  if (a.tcp_chunk_bytes != b.tcp_chunk_bytes) return "TESSERA_TCP_CHUNK_BYTES";
+  if (a.tcp_only != b.tcp_only) return "TESSERA_TRANSPORT";
+  return "";
+}
+
+// The service's state for one communicator being formed.
+class RendezvousService {
+ public:
+  RendezvousService(Socket listener, uint64_t secret, int64_t timeout_ms)
+      : listener_(std::move(listener)), secret_(secret), deadline_(Deadline::AfterMs(timeout_ms)),
+        timeout_ms_(timeout_ms) {}
+
+  void Run() {
+    while (!deadline_.Expired()) {
+      pollfd p{listener_.fd(), POLLIN, 0};
+      if (::poll(&p, 1, std::min(deadline_.RemainingMs(), 100)) <= 0) continue;
+      Socket client;
+      if (!Accept(listener_, deadline_, &client).ok()) continue;
+      Handle(std::move(client));
+      if (failure_.ok() && nranks_ > 0 && joined_count_ == nranks_) {
+        SendTable();
+        return;
+      }
+    }
+    if (failure_.ok()) {
+      if (nranks_ <= 0) return;  // nobody came
+      failure_ = TimeoutError("rendezvous timed out after " + std::to_string(timeout_ms_) + " ms: " +
+                              std::to_string(joined_count_) + " of " + std::to_string(nranks_) +
+                              " ranks joined; missing rank(s) " + MissingRanks(joined_));
+    }
+    FailAll();
+  }
+
+ private:
+  void Handle(Socket client) {
+    Hello hello;
+    Deadline hello_deadline = Deadline::AfterMs(std::min<int64_t>(5000, deadline_.RemainingMs()));
+    if (!RecvAll(client, &hello, sizeof(hello), hello_deadline).ok()) return;  // not a rank
+    if (hello.magic != kHelloMagic || hello.secret != secret_) {
+      Reply r = MakeReply(InvalidArgument("the unique id's secret does not match this communicator's "
+                                          "(stale or foreign id)"), 0);
+      SendAll(client, &r, sizeof(r), hello_deadline);
+      return;
+    }
+    if (!failure_.ok()) {
+      Reply r = MakeReply(failure_, 0);
+      SendAll(client, &r, sizeof(r), hello_deadline);
+      return;
+    }
+    const int rank = hello.rank;
+    if (nranks_ == 0) {
+      nranks_ = hello.nranks;
+      first_rank_ = rank;
+      first_agreed_ = hello.info.agreed;
+      joined_.resize(nranks_);
+      infos_.resize(nranks_);
+    }
+    if (hello.nranks != nranks_) {
+      failure_ = InvalidUsage("nranks differs between ranks: rank " + std::to_string(rank) + " says " +
+                              std::to_string(hello.nranks) + ", rank " + std::to_string(first_rank_) +
+                              " says " + std::to_string(nranks_));
+    } else if (rank < 0 || rank >= nranks_) {
+      failure_ = InvalidUsage("rank " + std::to_string(rank) + " out of range for nranks " + std::to_string(nranks_));
+    } else if (joined_[rank].valid()) {
+      failure_ = InvalidUsage("two processes joined as rank " + std::to_string(rank));
+    } else if (std::string name = SettingMismatch(first_agreed_, hello.info.agreed); !name.empty()) {
+      failure_ = InvalidUsage(name + " differs between rank " + std::to_string(first_rank_) + " and rank " +
+                              std::to_string(rank) + "; it must be the same on every rank");
+    }
+    if (!failure_.ok()) {
+      Reply r = MakeReply(failure_, 0);
+      SendAll(client, &r, sizeof(r), hello_deadline);
+      FailAll();
+      return;
+    }
+    joined_[rank] = std::move(client);
+    infos_[rank] = hello.info;
+    ++joined_count_;
+  }
+
+  void SendTable() {
+    Reply r = MakeReply(Status::Ok(), nranks_);
+    for (Socket& s : joined_) {
+      Deadline d = Deadline::AfterMs(std::min<int64_t>(5000, std::max(deadline_.RemainingMs(), 1000)));
+      if (SendAll(s, &r, sizeof(r), d).ok()) {
+        SendAll(s, infos_.data(), infos_.size() * sizeof(RankInfo), d);
+      }
+      s.Close();
+    }
+  }
+
+  void FailAll() {
+    Reply r = MakeReply(failure_, 0);
+    for (Socket& s : joined_) {
+      if (!s.valid()) continue;
+      SendAll(s, &r, sizeof(r), Deadline::AfterMs(1000));
+      s.Close();
+    }
+  }
+
+  Socket listener_;
+  const uint64_t secret_;
+  const Deadline deadline_;
+  const int64_t timeout_ms_;
+  int nranks_ = 0;
+  int first_rank_ = 0;
+  AgreedSettings first_agreed_;
+  int joined_count_ = 0;
+  std::vector<Socket> joined_;
+  std::vector<RankInfo> infos_;
+  Status failure_;
+};
+
+}  // namespace
+
+void EncodeUniqueId(const UniqueIdData& id, char out[kUniqueIdBytes]) {
+  std::memset(out, 0, kUniqueIdBytes);
+  std::memcpy(out, kIdMagic, sizeof(kIdMagic));
+  std::memcpy(out + 8, &id.root.ip_be, sizeof(id.root.ip_be));
+  std::memcpy(out + 12, &id.root.port_be, sizeof(id.root.port_be));
+  std::memcpy(out + 16, &id.secret, sizeof(id.secret));
+}
+
+Status DecodeUniqueId(const char in[kUniqueIdBytes], UniqueIdData* out) {
+  if (std::memcmp(in, kIdMagic, sizeof(kIdMagic)) != 0) {
+    return InvalidArgument("commId is not a tessera unique id (bad magic); create it with tesseraGetUniqueId");
+  }
+  std::memcpy(&out->root.ip_be, in + 8, sizeof(out->root.ip_be));
+  std::memcpy(&out->root.port_be, in + 12, sizeof(out->root.port_be));
+  std::memcpy(&out->secret, in + 16, sizeof(out->secret));
+  if (out->root.port() == 0) return InvalidArgument("commId has no rendezvous port");
+  return Status::Ok();
+}
+
+uint64_t RandomSecret() {
+  uint64_t v = 0;
+  while (v == 0) {
+    if (getrandom(&v, sizeof(v), 0) != sizeof(v)) v = static_cast<uint64_t>(NowMicros()) * 0x9E3779B97F4A7C15ull;
+  }
+  return v;
+}
+
+Status StartRendezvous(const std::string& listen_ip, int port, uint64_t secret, int64_t timeout_ms,
+                       SocketAddress* bound) {
+  Socket listener;
+  TESSERA_RETURN_IF_ERROR(Listen(listen_ip, port, &listener, bound).Annotate("rendezvous service"));
+  auto service = std::make_shared<RendezvousService>(std::move(listener), secret, timeout_ms);
+  std::thread([service] { service->Run(); }).detach();
+  return Status::Ok();
+}
+
+Status JoinRendezvous(const UniqueIdData& id, int rank, int nranks, const RankInfo& mine, int64_t timeout_ms,
+                      std::vector<RankInfo>* all) {
+  const Deadline deadline = Deadline::AfterMs(timeout_ms);
+  const std::string where = "rendezvous at " + id.root.ToString() + " (rank " + std::to_string(rank) + ")";
+  Socket s;
+  TESSERA_RETURN_IF_ERROR(Connect(id.root, deadline, &s).Annotate(where));
+  Hello hello{};
+  hello.magic = kHelloMagic;
+  hello.secret = id.secret;
+  hello.rank = rank;
+  hello.nranks = nranks;
+  hello.info = mine;
+  TESSERA_RETURN_IF_ERROR(SendAll(s, &hello, sizeof(hello), deadline).Annotate(where));
+  Reply reply;
+  Status st = RecvAll(s, &reply, sizeof(reply), deadline);
+  if (st.code() == Code::kRemoteError) {
+    return RemoteError(where + ": the service closed the connection (it timed out or exited)");
+  }
+  TESSERA_RETURN_IF_ERROR(st.Annotate(where + ": waiting for all ranks to join"));
+  reply.message[sizeof(reply.message) - 1] = '\0';
+  if (reply.code != 0) return Status(static_cast<Code>(reply.code), where + ": " + reply.message);
+  if (reply.nranks != nranks) return InternalError(where + ": table of the wrong size");
+  all->resize(nranks);
+  return RecvAll(s, all->data(), nranks * sizeof(RankInfo), deadline).Annotate(where);
+}
+
+}  // namespace tessera

@@ -1,0 +1,32 @@
+// What every collective algorithm receives: who this rank is, how to reach its peers,
+// and the bounds of its waits. Algorithms are schedules of Exchanges over Links; they
+// never see which transport carries them.
+#ifndef TESSERA_COLLECTIVES_COLLECTIVE_H_
+#define TESSERA_COLLECTIVES_COLLECTIVE_H_
+
+#include <cstddef>
+
+#include "base/types.h"
+#include "transport/exchange.h"
+#include "transport/link_table.h"
+
+namespace tessera {
+
+struct CollectiveContext {
+  int rank = 0;
+  int nranks = 1;
+  LinkTable* links = nullptr;
+  ExchangeOptions exchange;  // deadline of this call, spinning, abort flag
+};
+
+struct AllReduceArgs {
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  DataType type = DataType::kFloat32;
+  Reducer reducer;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_COLLECTIVES_COLLECTIVE_H_

@@ -1,0 +1,121 @@
+"""A repository rule that exposes one installed Debian package to Bazel.
+
+system_library() makes an external repository holding symlinks to exactly the
+directories and files of the package that we name (its headers and, for static
+archives, the .a files), plus a BUILD file from third_party/system/. Unlike a
+new_local_repository at /usr, nothing else of /usr is reachable through the
+repository, so an `includes` entry in its BUILD file never puts all of
+/usr/include on the -isystem path (which would break libstdc++'s #include_next,
+e.g. when a target is tagged no-sandbox).
+
+If a path is missing, the fetch fails naming the Debian package and the script that
+installs it; a failed fetch is tried again by the next Bazel command, so installing
+the package is enough to fix it.
+"""
+
+def _system_library_impl(rctx):
+    hint = "install the Debian package %s (run: bash tools/install_deps.sh)" % rctx.attr.debian_package
+    for link, target in rctx.attr.links.items():
+        if not rctx.path(target).exists:
+            fail("%s not found: %s" % (target, hint))
+        rctx.symlink(target, link)
+    for required in rctx.attr.required_files:
+        if not rctx.path(required).exists:
+            fail("%s not found: %s" % (required, hint))
+    rctx.file("WORKSPACE", "workspace(name = \"%s\")\n" % rctx.name)
+    rctx.template("BUILD.bazel", rctx.attr.build_file, executable = False)
+
+system_library = repository_rule(
+    implementation = _system_library_impl,
+    local = True,
+    attrs = {
+        "build_file": attr.label(
+            mandatory = True,
+            allow_single_file = True,
+            doc = "BUILD file of the repository (in third_party/system/).",
+        ),
+        "debian_package": attr.string(
+            mandatory = True,
+            doc = "The Debian package that provides the files, for error messages.",
+        ),
+        "links": attr.string_dict(
+            mandatory = True,
+            doc = "Path inside the repository -> absolute path on the system it links to.",
+        ),
+        "required_files": attr.string_list(
+            doc = "Absolute paths that must exist (e.g. the .so that linkopts name).",
+        ),
+    },
+)
+
+_MULTIARCH_LIB = "/usr/lib/x86_64-linux-gnu"
+
+def tessera_system_libraries():
+    """Declares every system library repository tessera uses; called from WORKSPACE."""
+    system_library(
+        name = "system_gtest",
+        debian_package = "libgtest-dev",
+        build_file = "//third_party/system:gtest.BUILD",
+        links = {
+            "include/gtest": "/usr/include/gtest",
+            "lib/libgtest.a": _MULTIARCH_LIB + "/libgtest.a",
+            "lib/libgtest_main.a": _MULTIARCH_LIB + "/libgtest_main.a",
+        },
+    )
+    system_library(
+        name = "system_benchmark",
+        debian_package = "libbenchmark-dev",
+        build_file = "//third_party/system:benchmark.BUILD",
+        links = {
+            "include/benchmark": "/usr/include/benchmark",
+            "lib/libbenchmark_main.a": _MULTIARCH_LIB + "/libbenchmark_main.a",
+        },
+        required_files = [_MULTIARCH_LIB + "/libbenchmark.so"],
+    )
+    system_library(
+        name = "system_openmpi",
+        debian_package = "libopenmpi-dev",
+        build_file = "//third_party/system:openmpi.BUILD",
+        links = {
+            "include": _MULTIARCH_LIB + "/openmpi/include",
+        },
+        required_files = [_MULTIARCH_LIB + "/libmpi.so"],
+    )
+    system_library(
+        name = "system_hwloc",
+        debian_package = "libhwloc-dev",
+        build_file = "//third_party/system:hwloc.BUILD",
+        links = {
+            "include/hwloc.h": "/usr/include/hwloc.h",
+            "include/hwloc": "/usr/include/hwloc",
+            # hwloc/autogen/config.h lives in the multiarch include directory.
+            "include_multiarch/hwloc/autogen": "/usr/include/x86_64-linux-gnu/hwloc/autogen",
+        },
+        required_files = [_MULTIARCH_LIB + "/libhwloc.so"],
+    )
+    system_library(
+        name = "system_pmix",
+        debian_package = "libpmix-dev",
+        build_file = "//third_party/system:pmix.BUILD",
+        links = {
+            # Debian keeps PMIx 4.2 apart from /usr/include; libpmix.so is also
+            # linked into the multiarch library directory.
+            "include": _MULTIARCH_LIB + "/pmix2/include",
+        },
+        required_files = [_MULTIARCH_LIB + "/libpmix.so"],
+    )
+    system_library(
+        name = "system_ucx",
+        debian_package = "libucx-dev",
+        build_file = "//third_party/system:ucx.BUILD",
+        links = {
+            "include/ucp": "/usr/include/ucp",
+            "include/uct": "/usr/include/uct",
+            "include/ucs": "/usr/include/ucs",
+        },
+        required_files = [
+            _MULTIARCH_LIB + "/libucp.so",
+            _MULTIARCH_LIB + "/libuct.so",
+            _MULTIARCH_LIB + "/libucs.so",
+        ],
+    )

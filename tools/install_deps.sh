@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that building and testing tessera needs.
+# Idempotent: when every package is already installed it changes nothing and runs no
+# apt-get at all. Needs root (CI runs as root) only when something is missing.
+# Usage: bash tools/install_deps.sh
+set -euo pipefail
+
+PACKAGES=(
+  bazel-bootstrap   # Bazel 4.2.3, the build system (runs offline)
+  g++               # C++17 compiler
+  zip               # Bazel zips tests' undeclared outputs with it
+  libgtest-dev      # //third_party:gtest, //third_party:gtest_main
+  libbenchmark-dev  # //third_party:benchmark
+  libopenmpi-dev    # //third_party:mpi (Open MPI 4.1 C API)
+  openmpi-bin       # mpirun, for tests and benchmarks against Open MPI
+  libhwloc-dev      # //third_party:hwloc
+  hwloc             # lstopo, to look at a machine's topology
+  libpmix-dev       # //third_party:pmix
+  libucx-dev        # //third_party:ucx
+  ucx-utils         # ucx_info and ucx_perftest
+  iproute2          # ip netns, veth and tc, for tests that emulate several hosts
+  python3           # scripts in tools/
+)
+
+is_installed() {
+  [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" == "install ok installed" ]]
+}
+
+missing=()
+for package in "${PACKAGES[@]}"; do
+  if ! is_installed "${package}"; then
+    missing+=("${package}")
+  fi
+done
+
+if (( ${#missing[@]} == 0 )); then
+  echo "install_deps: all ${#PACKAGES[@]} packages are installed."
+  exit 0
+fi
+
+echo "install_deps: missing packages: ${missing[*]}"
+if (( EUID != 0 )); then
+  echo "install_deps: installing them needs root; run: sudo bash tools/install_deps.sh" >&2
+  exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+# Wait for another apt or dpkg run to finish instead of failing at once.
+apt_options=(-q -y -o DPkg::Lock::Timeout=600)
+apt-get "${apt_options[@]}" update
+apt-get "${apt_options[@]}" install --no-install-recommends "${missing[@]}"
+
+for package in "${missing[@]}"; do
+  if ! is_installed "${package}"; then
+    echo "install_deps: ${package} is still not installed" >&2
+    exit 1
+  fi
+done
+echo "install_deps: installed ${missing[*]}."

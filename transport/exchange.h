@@ -1,0 +1,55 @@
+// The Exchange engine: runs a set of sends and receives over Links to completion,
+// progressing them all together without blocking, spinning briefly and then sleeping
+// on what the links say (futex doorbell, sockets), until all are done, one fails, the
+// deadline passes, or the communicator is aborted. Failures name the peer(s).
+#ifndef TESSERA_TRANSPORT_EXCHANGE_H_
+#define TESSERA_TRANSPORT_EXCHANGE_H_
+
+#include <atomic>
+#include <cstddef>
+
+#include "base/deadline.h"
+#include "base/status.h"
+#include "transport/transport.h"
+
+namespace tessera {
+
+// One message of an exchange. Transfers on the same link and direction run in order.
+struct Transfer {
+  Link* link = nullptr;
+  bool is_send = true;
+  const void* src = nullptr;        // send: the data
+  void* dst = nullptr;              // receive: where the result goes
+  const void* acc = nullptr;        // receive with reduction: the other operand
+  const Reducer* reducer = nullptr; // receive: null = copy
+  size_t len = 0;
+
+  static Transfer Send(Link* l, const void* data, size_t len) {
+    Transfer t;
+    t.link = l; t.is_send = true; t.src = data; t.len = len;
+    return t;
+  }
+  static Transfer Recv(Link* l, void* dst, size_t len) {
+    Transfer t;
+    t.link = l; t.is_send = false; t.dst = dst; t.len = len;
+    return t;
+  }
+  static Transfer RecvReduce(Link* l, void* dst, const void* acc, const Reducer* r, size_t len) {
+    Transfer t = Recv(l, dst, len);
+    t.acc = acc; t.reducer = r;
+    return t;
+  }
+};
+
+struct ExchangeOptions {
+  Deadline deadline = Deadline::AfterMs(0);
+  int64_t timeout_ms = 0;                  // for messages only
+  int64_t spin_us = 0;                     // poll this long after the last progress before sleeping
+  const std::atomic<bool>* abort = nullptr;  // set by another thread: give up promptly
+};
+
+Status Exchange(Transfer* transfers, size_t count, const ExchangeOptions& options);
+
+}  // namespace tessera
+
+#endif  // TESSERA_TRANSPORT_EXCHANGE_H_

@@ -1,0 +1,39 @@
+#include "transport/link_table.h"
+
+namespace tessera {
+
+LinkTable::LinkTable(int nranks, std::vector<std::unique_ptr<Transport>> transports)
+    : links_(nranks), transports_(std::move(transports)) {}
+
+LinkTable::~LinkTable() {
+  links_.clear();  // links point into transports' memory: release them first
+  transports_.clear();
+}
+
+const char* LinkTable::TransportFor(int peer) const {
+  for (const auto& t : transports_) {
+    if (t->CanConnect(peer)) return t->name();
+  }
+  return "none";
+}
+
+Status LinkTable::Get(int peer, const Deadline& deadline, Link** out) {
+  if (peer < 0 || peer >= static_cast<int>(links_.size())) {
+    return InternalError("no rank " + std::to_string(peer));
+  }
+  if (!links_[peer]) {
+    Transport* chosen = nullptr;
+    for (const auto& t : transports_) {
+      if (t->CanConnect(peer)) {
+        chosen = t.get();
+        break;
+      }
+    }
+    if (chosen == nullptr) return InternalError("no transport can reach rank " + std::to_string(peer));
+    TESSERA_RETURN_IF_ERROR(chosen->Connect(peer, deadline, &links_[peer]));
+  }
+  *out = links_[peer].get();
+  return Status::Ok();
+}
+
+}  // namespace tessera

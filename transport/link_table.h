@@ -1,0 +1,32 @@
+// LinkTable: a communicator's links, one per peer, created on first use by the first
+// transport (in priority order) that can reach the peer, as NCCL does with canConnect.
+#ifndef TESSERA_TRANSPORT_LINK_TABLE_H_
+#define TESSERA_TRANSPORT_LINK_TABLE_H_
+
+#include <memory>
+#include <vector>
+
+#include "transport/transport.h"
+
+namespace tessera {
+
+class LinkTable {
+ public:
+  LinkTable(int nranks, std::vector<std::unique_ptr<Transport>> transports_by_priority);
+  ~LinkTable();
+
+  // The link to `peer`, connecting it now if needed (both ranks must ask, e.g. because
+  // they run the same collective).
+  Status Get(int peer, const Deadline& deadline, Link** out);
+
+  // Which transport reaches `peer` ("shm", "tcp", or "none").
+  const char* TransportFor(int peer) const;
+
+ private:
+  std::vector<std::unique_ptr<Link>> links_;               // by peer; destroyed first
+  std::vector<std::unique_ptr<Transport>> transports_;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_TRANSPORT_LINK_TABLE_H_

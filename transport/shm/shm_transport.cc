@@ -1,0 +1,330 @@
+#include "transport/shm/shm_transport.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+namespace tessera {
+namespace {
+
+constexpr uint64_t kSegmentMagic = 0x74657373736d3031ull;  // "tesssm01"
+constexpr size_t kLine = 64;
+
+struct SegmentHeader {
+  std::atomic<uint64_t> magic;  // written last, with release, once the segment is ready
+  uint64_t slot_bytes;
+  uint64_t slots;
+  uint64_t channels;
+  alignas(kLine) Doorbell doorbell;
+  alignas(kLine) std::atomic<uint32_t> attached;  // local peers that have mapped this segment
+};
+
+struct ChannelHeader {
+  alignas(kLine) std::atomic<uint64_t> head;  // slots published by the sender
+  alignas(kLine) std::atomic<uint64_t> tail;  // slots released by the receiver
+};
+
+struct SlotHeader {
+  uint64_t message_bytes;
+  uint64_t offset;
+};
+
+size_t RoundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
+size_t HeaderBytes() { return RoundUp(sizeof(SegmentHeader), 4096); }
+size_t SlotStride(size_t slot_bytes) { return kLine + slot_bytes; }
+size_t ChannelStride(size_t slot_bytes, size_t slots) { return sizeof(ChannelHeader) + slots * SlotStride(slot_bytes); }
+
+int PidfdOpen(int pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+
+bool PidfdExited(int pidfd) {
+  if (pidfd < 0) return false;
+  pollfd p{pidfd, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0;
+}
+
+}  // namespace
+
+struct ShmTransport::Mapping {
+  void* base = nullptr;
+  size_t bytes = 0;
+  ~Mapping() {
+    if (base != nullptr) munmap(base, bytes);
+  }
+  SegmentHeader* header() const { return static_cast<SegmentHeader*>(base); }
+  ChannelHeader* channel(size_t index) const {
+    const SegmentHeader* h = header();
+    return reinterpret_cast<ChannelHeader*>(static_cast<char*>(base) + HeaderBytes() +
+                                            index * ChannelStride(h->slot_bytes, h->slots));
+  }
+};
+
+namespace {
+
+// One direction's ring, as seen by one side.
+struct Ring {
+  ChannelHeader* ch = nullptr;
+  char* slots = nullptr;
+  size_t slot_bytes = 0;
+  size_t nslots = 0;
+  SlotHeader* slot_header(uint64_t n) const { return reinterpret_cast<SlotHeader*>(slots + (n % nslots) * SlotStride(slot_bytes)); }
+  char* payload(uint64_t n) const { return slots + (n % nslots) * SlotStride(slot_bytes) + kLine; }
+};
+
+Ring RingOf(const ShmTransport::Mapping& m, size_t channel) {
+  Ring r;
+  r.ch = m.channel(channel);
+  r.slots = reinterpret_cast<char*>(r.ch) + sizeof(ChannelHeader);
+  r.slot_bytes = m.header()->slot_bytes;
+  r.nslots = m.header()->slots;
+  return r;
+}
+
+class ShmLink : public Link {
+ public:
+  ShmLink(int peer, int peer_pid, int pidfd, Ring out, Ring in, Doorbell* mine, Doorbell* theirs)
+      : Link(peer), peer_pid_(peer_pid), pidfd_(pidfd), out_(out), in_(in), mine_(mine), theirs_(theirs) {
+    // Both sides start from the counters as they are (fresh segments hold zero).
+    send_head_ = out_.ch->head.load(std::memory_order_relaxed);
+    recv_tail_ = in_.ch->tail.load(std::memory_order_relaxed);
+  }
+
+  const char* kind() const override { return "shm"; }
+
+  void BeginSend(const void* data, size_t len) override {
+    send_data_ = static_cast<const char*>(data);
+    send_len_ = len;
+    send_off_ = 0;
+  }
+
+  void BeginRecv(void* dst, size_t len, const void* acc, const Reducer* reducer) override {
+    recv_dst_ = static_cast<char*>(dst);
+    recv_acc_ = static_cast<const char*>(acc);
+    recv_reducer_ = reducer;
+    recv_len_ = len;
+    recv_off_ = 0;
+  }
+
+  Status ProgressSend(bool* progressed, bool* done) override {
+    *progressed = false;
+    const uint64_t tail = out_.ch->tail.load(std::memory_order_acquire);
+    if (send_head_ - tail < out_.nslots) {
+      const size_t piece = std::min(out_.slot_bytes, send_len_ - send_off_);
+      SlotHeader* h = out_.slot_header(send_head_);
+      h->message_bytes = send_len_;
+      h->offset = send_off_;
+      std::memcpy(out_.payload(send_head_), send_data_ + send_off_, piece);
+      out_.ch->head.store(++send_head_, std::memory_order_release);
+      theirs_->Ring();
+      send_off_ += piece;
+      *progressed = true;
+    }
+    *done = send_off_ == send_len_;
+    return Status::Ok();
+  }
+
+  Status ProgressRecv(bool* progressed, bool* done) override {
+    *progressed = false;
+    const uint64_t head = in_.ch->head.load(std::memory_order_acquire);
+    if (recv_tail_ != head) {
+      const SlotHeader* h = in_.slot_header(recv_tail_);
+      if (h->message_bytes != recv_len_ || h->offset != recv_off_) {
+        return InvalidUsage("message size mismatch: rank " + std::to_string(peer()) + " sent " +
+                            std::to_string(h->message_bytes) + " bytes (piece at " + std::to_string(h->offset) +
+                            "), this rank expected " + std::to_string(recv_len_) +
+                            " (do all ranks pass the same count and datatype?)");
+      }
+      const size_t piece = std::min(in_.slot_bytes, recv_len_ - recv_off_);
+      const char* src = in_.payload(recv_tail_);
+      if (recv_reducer_ != nullptr) {
+        recv_reducer_->fn(recv_dst_ + recv_off_, recv_acc_ + recv_off_, src, piece / recv_reducer_->elem_size);
+      } else {
+        std::memcpy(recv_dst_ + recv_off_, src, piece);
+      }
+      in_.ch->tail.store(++recv_tail_, std::memory_order_release);
+      theirs_->Ring();
+      recv_off_ += piece;
+      *progressed = true;
+    }
+    *done = recv_off_ == recv_len_;
+    return Status::Ok();
+  }
+
+  void AddWaits(WaitSet* set, bool, bool) override { set->AddDoorbell(mine_); }
+
+  Status CheckPeer() override {
+    if (PidfdExited(pidfd_)) {
+      return RemoteError("rank " + std::to_string(peer()) + " (pid " + std::to_string(peer_pid_) + ") exited");
+    }
+    return Status::Ok();
+  }
+
+  size_t sent_bytes() const override { return send_off_; }
+  size_t received_bytes() const override { return recv_off_; }
+
+ private:
+  const int peer_pid_;
+  const int pidfd_;  // owned by the transport
+  Ring out_, in_;
+  Doorbell* mine_;
+  Doorbell* theirs_;
+  uint64_t send_head_ = 0, recv_tail_ = 0;
+  const char* send_data_ = nullptr;
+  size_t send_len_ = 0, send_off_ = 0;
+  char* recv_dst_ = nullptr;
+  const char* recv_acc_ = nullptr;
+  const Reducer* recv_reducer_ = nullptr;
+  size_t recv_len_ = 0, recv_off_ = 0;
+};
+
+Status MapSegment(int fd, size_t bytes, const std::string& name, ShmTransport::Mapping* m) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return ErrnoError("mmap " + name, errno);
+  m->base = p;
+  m->bytes = bytes;
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string ShmTransport::NewSegmentName() {
+  static std::atomic<uint64_t> counter{0};
+  return "/tessera-" + std::to_string(getpid()) + "-" + std::to_string(counter.fetch_add(1)) + "-" +
+         std::to_string(NowMicros() % 1000000);
+}
+
+Status ShmTransport::Create(const Options& options, int my_rank, const std::vector<LocalRank>& local,
+                            const Deadline& deadline, std::unique_ptr<ShmTransport>* out) {
+  std::unique_ptr<ShmTransport> t(new ShmTransport());
+  TESSERA_RETURN_IF_ERROR(t->Init(options, my_rank, local, deadline).Annotate("shared-memory transport"));
+  *out = std::move(t);
+  return Status::Ok();
+}
+
+Status ShmTransport::Init(const Options& options, int my_rank, const std::vector<LocalRank>& local,
+                          const Deadline& deadline) {
+  options_ = options;
+  my_rank_ = my_rank;
+  local_ = local;
+  my_index_ = LocalIndex(my_rank);
+  if (my_index_ < 0) return InternalError("this rank is not in its own host's rank list");
+  const size_t n = local.size();
+  const size_t bytes = HeaderBytes() + n * ChannelStride(options.slot_bytes, options.slots);
+  maps_.resize(n);
+  pidfds_.assign(n, -1);
+
+  // 1. Create and initialise our own segment.
+  own_name_ = local[my_index_].segment;
+  int fd = shm_open(own_name_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoError("shm_open " + own_name_, errno);
+  own_unlinked_ = false;
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    int e = errno;
+    close(fd);
+    return ErrnoError("ftruncate " + own_name_ + " to " + std::to_string(bytes) + " bytes (is /dev/shm full?)", e);
+  }
+  maps_[my_index_] = std::make_unique<Mapping>();
+  Status s = MapSegment(fd, bytes, own_name_, maps_[my_index_].get());
+  close(fd);
+  TESSERA_RETURN_IF_ERROR(s);
+  SegmentHeader* own = maps_[my_index_]->header();
+  own->slot_bytes = options.slot_bytes;
+  own->slots = options.slots;
+  own->channels = n;
+  own->attached.store(0, std::memory_order_relaxed);
+  own->magic.store(kSegmentMagic, std::memory_order_release);
+
+  // 2. Map every local peer's segment (it may not exist yet: retry until the deadline).
+  for (size_t i = 0; i < n; ++i) {
+    if (static_cast<int>(i) == my_index_) continue;
+    const LocalRank& peer = local[i];
+    pidfds_[i] = PidfdOpen(peer.pid);
+    for (;;) {
+      int pfd = shm_open(peer.segment.c_str(), O_RDWR | O_CLOEXEC, 0600);
+      if (pfd >= 0) {
+        struct stat st;
+        if (fstat(pfd, &st) == 0 && static_cast<size_t>(st.st_size) == bytes) {
+          maps_[i] = std::make_unique<Mapping>();
+          s = MapSegment(pfd, bytes, peer.segment, maps_[i].get());
+          close(pfd);
+          TESSERA_RETURN_IF_ERROR(s);
+          if (maps_[i]->header()->magic.load(std::memory_order_acquire) == kSegmentMagic) break;
+          maps_[i].reset();
+        } else {
+          close(pfd);
+        }
+      } else if (errno != ENOENT) {
+        return ErrnoError("shm_open " + peer.segment + " of rank " + std::to_string(peer.rank), errno);
+      }
+      if (PidfdExited(pidfds_[i])) {
+        return RemoteError("rank " + std::to_string(peer.rank) + " (pid " + std::to_string(peer.pid) +
+                           ") exited before its shared memory was ready");
+      }
+      if (deadline.Expired()) {
+        return TimeoutError("timed out waiting for the shared memory of rank " + std::to_string(peer.rank));
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    SegmentHeader* h = maps_[i]->header();
+    if (h->slot_bytes != static_cast<uint64_t>(options.slot_bytes) || h->slots != static_cast<uint64_t>(options.slots) ||
+        h->channels != n) {
+      return InvalidUsage("rank " + std::to_string(peer.rank) + " laid out its shared memory differently");
+    }
+    h->attached.fetch_add(1, std::memory_order_acq_rel);
+  }
+
+  // 3. Once every peer has mapped our segment, remove its name: the memory lives on
+  //    while mapped, and no process death can leave it behind.
+  while (own->attached.load(std::memory_order_acquire) < n - 1) {
+    for (size_t i = 0; i < n; ++i) {
+      if (PidfdExited(pidfds_[i])) {
+        return RemoteError("rank " + std::to_string(local[i].rank) + " exited during shared-memory set-up");
+      }
+    }
+    if (deadline.Expired()) {
+      return TimeoutError("timed out waiting for local peers to map this rank's shared memory (" +
+                          std::to_string(own->attached.load()) + " of " + std::to_string(n - 1) + " did)");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  shm_unlink(own_name_.c_str());
+  own_unlinked_ = true;
+  return Status::Ok();
+}
+
+ShmTransport::~ShmTransport() {
+  if (!own_unlinked_) shm_unlink(own_name_.c_str());
+  for (int fd : pidfds_) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+int ShmTransport::LocalIndex(int rank) const {
+  for (size_t i = 0; i < local_.size(); ++i) {
+    if (local_[i].rank == rank) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+bool ShmTransport::CanConnect(int peer) const { return peer != my_rank_ && LocalIndex(peer) >= 0; }
+
+Status ShmTransport::Connect(int peer, const Deadline&, std::unique_ptr<Link>* out) {
+  const int pi = LocalIndex(peer);
+  if (pi < 0 || pi == my_index_) return InternalError("shm: rank " + std::to_string(peer) + " is not a local peer");
+  // We send into the peer's segment on the channel indexed by us, and receive in ours
+  // on the channel indexed by the peer.
+  Ring out_ring = RingOf(*maps_[pi], my_index_);
+  Ring in_ring = RingOf(*maps_[my_index_], pi);
+  *out = std::make_unique<ShmLink>(peer, local_[pi].pid, pidfds_[pi], out_ring, in_ring,
+                                   &maps_[my_index_]->header()->doorbell, &maps_[pi]->header()->doorbell);
+  return Status::Ok();
+}
+
+}  // namespace tessera

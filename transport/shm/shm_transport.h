@@ -1,0 +1,70 @@
+// Shared-memory transport between ranks on one host.
+//
+// Each rank owns one segment holding its doorbell and one inbound channel per local
+// peer. A channel is a ring of fixed-size slots: the sender copies a piece of its
+// message into the next free slot and advances `head`; the receiver copies or reduces
+// straight out of the slot into its destination and advances `tail`. Slots are reused,
+// so they stay in the shared cache and a message costs one copy in and one pass out.
+// Both sides ring the other's doorbell after moving a counter, so a sleeping rank
+// wakes at once (futex) and an idle rank spins no core.
+//
+// Segments are unlinked as soon as every local peer has mapped them, so nothing is left
+// in /dev/shm whatever happens to the processes afterwards. A dead peer is noticed
+// through a pidfd while waiting.
+#ifndef TESSERA_TRANSPORT_SHM_SHM_TRANSPORT_H_
+#define TESSERA_TRANSPORT_SHM_SHM_TRANSPORT_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/transport.h"
+
+namespace tessera {
+
+class ShmTransport : public Transport {
+ public:
+  struct Options {
+    int64_t slot_bytes = 131072;
+    int64_t slots = 8;
+  };
+  // A rank on this host (the caller included).
+  struct LocalRank {
+    int rank;
+    int pid;
+    std::string segment;  // its segment's name
+  };
+
+  // A segment name unique on this host, to advertise before the segment exists.
+  static std::string NewSegmentName();
+
+  // Creates this rank's segment, maps every local peer's, and unlinks its own once all
+  // have mapped it. `local` lists the ranks of this host in rank order.
+  static Status Create(const Options& options, int my_rank, const std::vector<LocalRank>& local,
+                       const Deadline& deadline, std::unique_ptr<ShmTransport>* out);
+  ~ShmTransport() override;
+
+  const char* name() const override { return "shm"; }
+  bool CanConnect(int peer) const override;
+  Status Connect(int peer, const Deadline& deadline, std::unique_ptr<Link>* out) override;
+
+  struct Mapping;  // one mapped segment (defined in the .cc)
+
+ private:
+  ShmTransport() = default;
+  Status Init(const Options& options, int my_rank, const std::vector<LocalRank>& local, const Deadline& deadline);
+  int LocalIndex(int rank) const;
+
+  Options options_;
+  int my_rank_ = -1;
+  int my_index_ = -1;
+  std::vector<LocalRank> local_;
+  std::vector<std::unique_ptr<Mapping>> maps_;  // indexed like local_
+  std::vector<int> pidfds_;                      // indexed like local_, -1 for self
+  std::string own_name_;
+  bool own_unlinked_ = true;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_TRANSPORT_SHM_SHM_TRANSPORT_H_

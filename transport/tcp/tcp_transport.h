@@ -1,0 +1,56 @@
+// TCP transport between ranks on different hosts (or any ranks, with
+// TESSERA_TRANSPORT=tcp).
+//
+// A link is `streams` non-blocking connections. A message is cut into chunks of
+// `chunk_bytes`; chunk k travels on stream k % streams, so a large message keeps every
+// stream busy while a small one uses stream 0 alone. Stream 0 carries a 16-byte header
+// (length, sequence number) before each message, sent in the same system call as the
+// first chunk, so a size mismatch between sender and receiver is reported, not silently
+// absorbed. Received chunks land directly in the destination, or, when reducing, in a
+// per-stream staging chunk that is reduced into the destination once complete.
+//
+// Connections are made lazily, the first time a peer is needed: the lower rank
+// connects, the higher accepts (stashing connections from other peers until wanted).
+#ifndef TESSERA_TRANSPORT_TCP_TCP_TRANSPORT_H_
+#define TESSERA_TRANSPORT_TCP_TCP_TRANSPORT_H_
+
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "base/socket.h"
+#include "transport/transport.h"
+
+namespace tessera {
+
+class TcpTransport : public Transport {
+ public:
+  struct Options {
+    int64_t streams = 2;
+    int64_t chunk_bytes = 262144;
+  };
+
+  // `listener` was opened before the rendezvous (its address is in every RankInfo);
+  // `peers` holds every rank's listening address, indexed by rank.
+  TcpTransport(const Options& options, int my_rank, uint64_t secret, Socket listener,
+               std::vector<SocketAddress> peers);
+
+  const char* name() const override { return "tcp"; }
+  bool CanConnect(int peer) const override { return peer != my_rank_; }
+  Status Connect(int peer, const Deadline& deadline, std::unique_ptr<Link>* out) override;
+
+ private:
+  Status AcceptFrom(int peer, const Deadline& deadline, std::vector<Socket>* streams);
+
+  const Options options_;
+  const int my_rank_;
+  const uint64_t secret_;
+  Socket listener_;
+  const std::vector<SocketAddress> peers_;
+  std::map<std::pair<int, int>, Socket> stash_;  // (rank, stream) accepted before wanted
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_TRANSPORT_TCP_TCP_TRANSPORT_H_

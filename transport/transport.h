@@ -1,0 +1,113 @@
+// The transport seam. Algorithms (collectives/) see only Links: one per peer, each able
+// to carry one message at a time in each direction. A message is sent from a buffer and
+// received either as a copy into a buffer or as a reduction (dst = acc op incoming), so
+// a transport can reduce straight out of its own staging memory (a shared-memory slot,
+// a socket buffer) without an extra copy. Which transport backs a Link (shm, tcp, later
+// ucx and ibverbs) is decided per peer by the LinkTable; algorithms never know.
+//
+// Links are driven by the Exchange engine (transport/exchange.h) without blocking:
+// Begin* starts a message, Progress* moves as much as it can right now, and AddWaits
+// tells the engine what to sleep on when nothing moves.
+#ifndef TESSERA_TRANSPORT_TRANSPORT_H_
+#define TESSERA_TRANSPORT_TRANSPORT_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <poll.h>
+
+#include "base/deadline.h"
+#include "base/status.h"
+
+namespace tessera {
+
+// dst[i] = a[i] op b[i] for `count` elements; dst may equal a or b exactly.
+struct Reducer {
+  void (*fn)(void* dst, const void* a, const void* b, size_t count) = nullptr;
+  size_t elem_size = 1;
+};
+
+// A wake-up word in shared memory, one per rank: peers ring it when they publish data
+// for that rank or free space it is waiting for. Sleeping is a futex wait on `bell`.
+struct Doorbell {
+  std::atomic<uint32_t> bell{0};
+  std::atomic<uint32_t> sleepers{0};
+  void Ring();  // after publishing: bell++, futex-wake if anyone sleeps
+};
+
+// What a rank with stalled links sleeps on: sockets and/or its own doorbell.
+class WaitSet {
+ public:
+  void AddFd(int fd, short events) { fds_.push_back(pollfd{fd, events, 0}); }
+  void AddDoorbell(Doorbell* d) { doorbell_ = d; }
+  void Clear() { fds_.clear(); doorbell_ = nullptr; }
+
+  // The protocol: token = Announce(); re-check for progress; if none, Sleep(token, us);
+  // always Retire() afterwards. Announcing before the re-check makes a ring that
+  // happens in between wake the sleep (no lost wake-up).
+  uint32_t Announce();
+  void Sleep(uint32_t token, int64_t max_us);
+  void Retire();
+
+ private:
+  std::vector<pollfd> fds_;
+  Doorbell* doorbell_ = nullptr;
+};
+
+class Link;
+
+// A way to reach peers (shm, tcp, ...). The LinkTable asks each transport, in priority
+// order, whether it can reach a peer, and lets the first that can create the Link.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  virtual bool CanConnect(int peer) const = 0;
+  // Blocks until the link to `peer` is set up on both sides, or the deadline.
+  virtual Status Connect(int peer, const Deadline& deadline, std::unique_ptr<Link>* out) = 0;
+};
+
+class Link {
+ public:
+  explicit Link(int peer) : peer_(peer) {}
+  virtual ~Link() = default;
+  Link(const Link&) = delete;
+  Link& operator=(const Link&) = delete;
+
+  int peer() const { return peer_; }
+  virtual const char* kind() const = 0;  // "shm", "tcp", ...
+
+  // Start a message. At most one send and one receive are active per link; the peer
+  // must post the matching operation with the same length (mismatches are detected and
+  // reported where the wire format allows). Zero-length messages are not sent at all.
+  virtual void BeginSend(const void* data, size_t len) = 0;
+  // dst = incoming when reducer is null, else dst = reducer(acc, incoming).
+  virtual void BeginRecv(void* dst, size_t len, const void* acc, const Reducer* reducer) = 0;
+
+  // Move the active message forward without blocking. *progressed is set when anything
+  // moved, *done when the message is complete (its buffer may then be reused).
+  virtual Status ProgressSend(bool* progressed, bool* done) = 0;
+  virtual Status ProgressRecv(bool* progressed, bool* done) = 0;
+
+  // What to sleep on while the active send and/or receive cannot move.
+  virtual void AddWaits(WaitSet* set, bool sending, bool receiving) = 0;
+
+  // A slow check that the peer process is still alive, for links whose medium does not
+  // report a dead peer by itself. Called by the engine while it sleeps.
+  virtual Status CheckPeer() { return Status::Ok(); }
+
+  // Bytes of the active message moved so far, for error messages.
+  virtual size_t sent_bytes() const = 0;
+  virtual size_t received_bytes() const = 0;
+
+ private:
+  const int peer_;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_TRANSPORT_TRANSPORT_H_
