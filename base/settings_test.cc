@@ -1,0 +1,68 @@
+// The settings table: parsing, validation that names the variable, and docs/settings.md
+// listing every row with its default (so the documentation cannot drift).
+#include "base/settings.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace tessera {
+namespace {
+
+Settings::Lookup From(const std::map<std::string, std::string>& env) {
+  return [env](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+}
+
+TEST(Settings, DefaultsWhenNothingIsSet) {
+  Settings s;
+  ASSERT_TRUE(Settings::FromEnvironment(&s, From({})).ok());
+  EXPECT_EQ(s.timeout_ms, 120000);
+  EXPECT_EQ(s.transport, "auto");
+  EXPECT_EQ(s.tcp_streams, 2);
+}
+
+TEST(Settings, ReadsEveryKind) {
+  Settings s;
+  ASSERT_TRUE(Settings::FromEnvironment(&s, From({{"TESSERA_TIMEOUT_MS", "2500"},
+                                                   {"TESSERA_TRANSPORT", "tcp"},
+                                                   {"TESSERA_SHM_SLOT_BYTES", "4096"}}))
+                  .ok());
+  EXPECT_EQ(s.timeout_ms, 2500);
+  EXPECT_EQ(s.transport, "tcp");
+  EXPECT_EQ(s.shm_slot_bytes, 4096);
+}
+
+TEST(Settings, MalformedValuesNameTheVariable) {
+  const std::map<std::string, std::string> bad[] = {
+      {{"TESSERA_TIMEOUT_MS", "soon"}},  {{"TESSERA_TIMEOUT_MS", "0"}},
+      {{"TESSERA_TRANSPORT", "pigeon"}}, {{"TESSERA_SHM_SLOT_BYTES", "100"}},
+      {{"TESSERA_SHM_SLOTS", "1"}},      {{"TESSERA_TCP_STREAMS", "0"}},
+      {{"TESSERA_DEBUG", "LOUD"}},       {{"TESSERA_TCP_CHUNK_BYTES", "12x"}},
+  };
+  for (const auto& env : bad) {
+    Settings s;
+    Status st = Settings::FromEnvironment(&s, From(env));
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << env.begin()->first;
+    EXPECT_NE(st.message().find(env.begin()->first), std::string::npos) << st.message();
+  }
+}
+
+TEST(Settings, DocsListEveryVariableWithItsDefault) {
+  std::ifstream in("docs/settings.md");
+  ASSERT_TRUE(in.good()) << "docs/settings.md not found";
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+  for (const SettingInfo& row : AllSettings()) {
+    const std::string want = "| `" + std::string(row.env) + "` | `" + row.default_value + "` |";
+    EXPECT_NE(doc.find(want), std::string::npos) << "docs/settings.md lacks the row start: " << want;
+  }
+}
+
+}  // namespace
+}  // namespace tessera
