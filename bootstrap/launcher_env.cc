@@ -112,8 +112,9 @@ Status SetRanks(const Env& env, const char* rank_var, const char* size_var,
   TESSERA_RETURN_IF_ERROR(ParseInt(local_rank_var, local_rank_text, 0, &info->local_rank));
   info->local_size = local_size.value;
   if (info->local_rank >= info->local_size) {
-    return InvalidArgument(Quote(local_rank_var, local_rank_text) + " is not below the local size " +
-                           std::to_string(info->local_size) + " (" + local_size.origin + ")");
+    return InvalidArgument(Quote(local_rank_var, local_rank_text) +
+                           " is not below the local size " + std::to_string(info->local_size) +
+                           " (" + local_size.origin + ")");
   }
   if (info->local_size > info->size) {
     return InvalidArgument("local size " + std::to_string(info->local_size) + " (" +
@@ -167,8 +168,8 @@ Status SlurmTasksOnNode(const std::string& var, const std::string& list,
 // Slurm's local size: this node's entry of the tasks-per-node list, else
 // SLURM_NTASKS_PER_NODE.
 Status SlurmLocalSize(const Env& env, LocalSize* out) {
-  const char* list_var = env.Has("SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE"
-                                                                : "SLURM_TASKS_PER_NODE";
+  const char* list_var =
+      env.Has("SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE" : "SLURM_TASKS_PER_NODE";
   const char* list = env.Get(list_var);
   const char* node_text = env.Get("SLURM_NODEID");
   if (list == nullptr || node_text == nullptr) {
@@ -236,8 +237,8 @@ Status DetectSlurm(const Env& env, LaunchInfo* info, bool* pmix, std::string* de
   uint64_t step = 0, job = 0;
   TESSERA_RETURN_IF_ERROR(
       ParseNumber("SLURM_STEP_ID", env.Get("SLURM_STEP_ID"), 0, UINT32_MAX, &step));
-  const char* job_var = env.Has("SLURM_JOBID") && !env.Has("SLURM_JOB_ID") ? "SLURM_JOBID"
-                                                                          : "SLURM_JOB_ID";
+  const char* job_var =
+      env.Has("SLURM_JOBID") && !env.Has("SLURM_JOB_ID") ? "SLURM_JOBID" : "SLURM_JOB_ID";
   const char* job_text = env.Get(job_var);
   if (job_text != nullptr) {
     TESSERA_RETURN_IF_ERROR(ParseNumber(job_var, job_text, 0, UINT32_MAX, &job));
@@ -254,8 +255,8 @@ Status DetectSlurm(const Env& env, LaunchInfo* info, bool* pmix, std::string* de
     return InvalidArgument(std::string(job_var) + " is not set but " + list_var +
                            " is (the rendezvous port derives from the job id)");
   }
-  *derived_port = kSlurmPortBase +
-                  static_cast<int>(((job % kSlurmPortSpan) * 97 + step) % kSlurmPortSpan);
+  *derived_port =
+      kSlurmPortBase + static_cast<int>(((job % kSlurmPortSpan) * 97 + step) % kSlurmPortSpan);
   return Status::Ok();
 }
 
@@ -295,7 +296,8 @@ Status ParseHostPort(const std::string& what, const std::string& text, std::stri
   size_t colon;
   if (!text.empty() && text.front() == '[') {
     size_t close = text.find(']');
-    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') return bad;
+    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':')
+      return bad;
     h = text.substr(1, close - 1);
     colon = close + 1;
   } else {
@@ -365,8 +367,7 @@ Status FirstSlurmHost(const std::string& nodelist, std::string* first) {
   return Status::Ok();
 }
 
-Status DetectLaunch(const EnvLookup& lookup, const std::string& bootstrap_addr,
-                    LaunchInfo* out) {
+Status DetectLaunch(const EnvLookup& lookup, const std::string& bootstrap_addr, LaunchInfo* out) {
   Env env(lookup);
   LaunchInfo info;
   bool pmix = false;

@@ -73,11 +73,17 @@ constexpr int kSlurmPortSpan = 10000;  // ports [20000, 29999]: below Linux's ep
 // torchrun's default "none") or "torchrun:<MASTER_ADDR>:<MASTER_PORT>"; "" when none of
 // these is known.
 //
+// Every variable that is set is checked, also when a higher-precedence source overrides
+// it (a malformed MASTER_PORT is an error even with TESSERA_BOOTSTRAP_ADDR set); the
+// variables of launchers that were not chosen are not read.
+//
 // Errors: InvalidArgument naming the variable and its value for every malformed value: a
-// non-number, a negative number, rank >= size, local rank >= local size, local size >
-// size, a port outside [1, 65535], a bad host or host:port, a malformed Slurm hostlist or
-// tasks-per-node list, and a variable that its partner requires (size without rank's
-// partner, MASTER_ADDR without MASTER_PORT, ...). Never aborts.
+// non-number (signs, spaces, hex and overflow included), a negative number, rank >= size,
+// local rank >= local size, local size > size, a port outside [1, 65535], a bad host or
+// host:port, a malformed Slurm hostlist or tasks-per-node list, PMIX_RANK differing from
+// the rank; and naming the missing one when a variable lacks its partner (a rank without
+// a size, MASTER_ADDR without MASTER_PORT, a nodelist without SLURM_JOB_ID, ...).
+// Never aborts.
 Status DetectLaunch(const EnvLookup& env, const std::string& bootstrap_addr, LaunchInfo* out);
 
 // Returns the first host of a Slurm hostlist such as "node[07-09,12],gpu[1-2]" ->

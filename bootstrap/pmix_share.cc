@@ -2,19 +2,16 @@
 #include "bootstrap/pmix_share.h"
 
 #include <pmix.h>
+#include <unistd.h>
 
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <string>
 
 namespace tessera {
 namespace {
-
-// Serialises shares within the process and numbers them, so that the n-th share of every
-// process uses the same key.
-std::mutex share_mutex;
-uint64_t share_count = 0;
 
 // A failed PMIx call as a Status naming the call and PMIx's error.
 Status PmixError(const std::string& call, pmix_status_t rc, int timeout_s) {
@@ -25,17 +22,29 @@ Status PmixError(const std::string& call, pmix_status_t rc, int timeout_s) {
   return RemoteError(call + " failed: " + PMIx_Error_string(rc));
 }
 
-// One PMIx_Init, finalised when the object goes out of scope.
-class PmixClient {
+// This process's one reference on libpmix: taken by the first share, released at exit.
+// libpmix counts PMIx_Init calls, so the reference coexists with MPI's; but once the count
+// falls to zero PMIx cannot be initialised again cleanly (a later MPI_Init fails with
+// "getting local rank failed"), so the reference is never dropped before exit.
+class PmixProcess {
  public:
-  PmixClient() = default;
-  PmixClient(const PmixClient&) = delete;
-  PmixClient& operator=(const PmixClient&) = delete;
-  ~PmixClient() {
-    if (initialized_) PMIx_Finalize(nullptr, 0);
+  // The process-wide instance; never destroyed, so the exit handler can still use it.
+  static PmixProcess& Get() {
+    static PmixProcess* process = new PmixProcess;
+    return *process;
   }
 
-  Status Init() {
+  std::mutex& mutex() { return mutex_; }
+
+  // Connects on the first call; later calls return the same client. Caller holds mutex().
+  Status Connect() {
+    if (connected_) {
+      if (getpid() != pid_) {
+        return InvalidUsage("PMIx was initialised by process " + std::to_string(pid_) +
+                            "; this process is a fork of it and cannot use that connection");
+      }
+      return Status::Ok();
+    }
     if (std::getenv("PMIX_NAMESPACE") == nullptr || std::getenv("PMIX_RANK") == nullptr) {
       return InvalidUsage(
           "this process was not started by a PMIx launcher (PMIX_NAMESPACE and PMIX_RANK are "
@@ -44,20 +53,41 @@ class PmixClient {
     }
     pmix_status_t rc = PMIx_Init(&self_, nullptr, 0);
     if (rc != PMIX_SUCCESS) {
-      // libpmix caches a failed initialisation; finalising it would tear down state that a
-      // later caller could still be using, so it is left as is.
+      // libpmix remembers a failed initialisation and returns the same error to every later
+      // PMIx_Init; there is nothing for us to finalise.
       return InvalidUsage(std::string("PMIx_Init failed: ") + PMIx_Error_string(rc) +
                           " (is the launcher's PMIx server reachable?)");
     }
-    initialized_ = true;
+    connected_ = true;
+    pid_ = getpid();
+    std::atexit(&PmixProcess::FinalizeAtExit);
     return Status::Ok();
   }
 
   const pmix_proc_t& self() const { return self_; }
 
+  // The key of the next share: "tessera.share.<n>" for the n-th share of this process.
+  std::string NextKey() { return "tessera.share." + std::to_string(share_count_++); }
+
  private:
+  PmixProcess() = default;
+
+  // Launchers treat a process that initialised PMIx and exits without finalising as
+  // failed. A forked child inherits this handler but not PMIx's progress thread, so only
+  // the process that connected finalises.
+  static void FinalizeAtExit() {
+    PmixProcess& process = Get();
+    if (process.connected_ && getpid() == process.pid_) {
+      process.connected_ = false;
+      PMIx_Finalize(nullptr, 0);
+    }
+  }
+
+  std::mutex mutex_;  // serialises shares within the process
+  bool connected_ = false;
+  pid_t pid_ = 0;
   pmix_proc_t self_{};
-  bool initialized_ = false;
+  uint64_t share_count_ = 0;
 };
 
 // The info keys of one bounded call: PMIX_TIMEOUT, plus PMIX_COLLECT_DATA when asked.
@@ -105,7 +135,11 @@ Status Share(const pmix_proc_t& self, int rank, const std::string& key, int time
 
   BoundedCallInfo fence_info(timeout_s, /*collect_data=*/true);
   pmix_status_t rc = PMIx_Fence(nullptr, 0, fence_info.data(), fence_info.size());
-  if (rc != PMIX_SUCCESS) return PmixError("PMIx_Fence", rc, timeout_s);
+  if (rc != PMIX_SUCCESS) {
+    Status error = PmixError("PMIx_Fence", rc, timeout_s);
+    if (rc == PMIX_ERR_TIMEOUT) return error;
+    return RemoteError(error.message() + " (did a process of the job exit?)");
+  }
   if (rank == 0) return Status::Ok();
 
   pmix_proc_t root{};
@@ -119,8 +153,7 @@ Status Share(const pmix_proc_t& self, int rank, const std::string& key, int time
     status = RemoteError("PMIx_Get of rank 0's value returned no value");
   } else if (value->type != PMIX_BYTE_OBJECT) {
     status = RemoteError("PMIx_Get of rank 0's value returned type " +
-                         std::string(PMIx_Data_type_string(value->type)) +
-                         ", not a byte object");
+                         std::string(PMIx_Data_type_string(value->type)) + ", not a byte object");
   } else if (value->data.bo.size == 0) {
     blob->clear();
   } else {
@@ -141,18 +174,17 @@ Status PmixShareFromRankZero(int rank, std::string* blob, int64_t timeout_ms) {
   if (rank < 0) {
     return InvalidArgument("PmixShareFromRankZero: rank " + std::to_string(rank) + " < 0");
   }
-  const int64_t timeout_s64 = (timeout_ms + 999) / 1000;
+  const int64_t timeout_s64 = timeout_ms / 1000 + (timeout_ms % 1000 != 0 ? 1 : 0);
   const int timeout_s = timeout_s64 > INT_MAX ? INT_MAX : static_cast<int>(timeout_s64);
 
-  std::lock_guard<std::mutex> lock(share_mutex);
-  const std::string key = "tessera.share." + std::to_string(share_count++);
-  const std::string where = "PmixShareFromRankZero (rank " + std::to_string(rank) + ", key " +
-                            key;
-  PmixClient client;
-  Status status = client.Init();
+  PmixProcess& process = PmixProcess::Get();
+  std::lock_guard<std::mutex> lock(process.mutex());
+  const std::string where = "PmixShareFromRankZero (rank " + std::to_string(rank);
+  Status status = process.Connect();
   if (!status.ok()) return status.Annotate(where + ")");
-  status = Share(client.self(), rank, key, timeout_s, blob);
-  return status.Annotate(where + ", namespace " + client.self().nspace + ")");
+  const std::string key = process.NextKey();
+  status = Share(process.self(), rank, key, timeout_s, blob);
+  return status.Annotate(where + ", namespace " + process.self().nspace + ", key " + key + ")");
 }
 
 }  // namespace tessera

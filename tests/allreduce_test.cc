@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,6 +34,8 @@ const char* TransportName(Transport t) {
   }
   return "?";
 }
+
+void PrintTo(Transport t, std::ostream* os) { *os << TransportName(t); }
 
 // Not divisible by any rank count here, nor by any slot or chunk size (prime).
 constexpr size_t kOddCount = 100003;
@@ -166,6 +169,11 @@ std::vector<AllReduceCase> BigCases(Transport t, std::vector<int> rank_counts, b
   return cases;
 }
 
+void PrintTo(const AllReduceCase& c, std::ostream* os) {
+  *os << TransportName(c.transport) << " nranks " << c.nranks << " count " << c.count
+      << (c.in_place ? " in-place" : " out-of-place") << (c.multi_segment ? " multi-segment" : "");
+}
+
 class AllReduceSum : public testing::TestWithParam<AllReduceCase> {};
 
 TEST_P(AllReduceSum, MatchesSerialSum) {
@@ -187,13 +195,20 @@ INSTANTIATE_TEST_SUITE_P(Mixed, AllReduceSum, testing::ValuesIn(SmallCases(Trans
 
 std::vector<AllReduceCase> ShmBigCases() {
   auto cases = BigCases(Transport::kShm, {2, 4, 8}, false);
-  auto multi = BigCases(Transport::kShm, {2}, true);
+  auto multi = BigCases(Transport::kShm, {2, 4}, true);
+  cases.insert(cases.end(), multi.begin(), multi.end());
+  return cases;
+}
+
+std::vector<AllReduceCase> TcpBigCases() {
+  auto cases = BigCases(Transport::kTcp, {2, 4}, false);
+  auto multi = BigCases(Transport::kTcp, {2}, true);
   cases.insert(cases.end(), multi.begin(), multi.end());
   return cases;
 }
 INSTANTIATE_TEST_SUITE_P(ShmBig, AllReduceSum, testing::ValuesIn(ShmBigCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(TcpBig, AllReduceSum,
-                         testing::ValuesIn(BigCases(Transport::kTcp, {2, 4}, false)), CaseName);
+                         testing::ValuesIn(TcpBigCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(MixedBig, AllReduceSum,
                          testing::ValuesIn(BigCases(Transport::kMixed, {4}, false)), CaseName);
 
@@ -207,6 +222,10 @@ struct TransportCase {
 std::string TransportCaseName(const testing::TestParamInfo<TransportCase>& info) {
   return std::string(TransportName(info.param.transport)) +
          (info.param.multi_segment ? "_multiseg" : "");
+}
+
+void PrintTo(const TransportCase& t, std::ostream* os) {
+  *os << TransportName(t.transport) << (t.multi_segment ? " multi-segment" : "");
 }
 
 class AllReduceSequence : public testing::TestWithParam<TransportCase> {};

@@ -260,13 +260,16 @@ std::string Encode(const InitOutcome& o) {
 }
 
 // Process 3 is an imposter: rank 2 of 3 with a wrong secret. It is refused alone; the
-// real ranks 0..2 form the communicator and it works.
+// real ranks 0..2 form the communicator and it works. The real rank 2 joins only after
+// the imposter is done, so that the imposter meets a rendezvous still waiting for it
+// (once all ranks have joined, the service is gone and there is nobody to refuse it).
 TEST(WrongSecret, ImposterRefusedRealRanksSucceed) {
   auto results = RunRanksRaw(4, [](const RankContext& ctx) {
     RankChecks c;
     tesseraUniqueId id = ctx.ids[0];
     const bool imposter = ctx.rank == 3;
     if (imposter) id.internal[kSecretOffset] ^= 0x5A;
+    if (ctx.rank == 2 && !WaitForRanksDone({3}, Milliseconds(10000))) return std::string("imposter hung");
     auto start = std::chrono::steady_clock::now();
     tesseraComm_t comm = nullptr;
     tesseraResult_t r = tesseraCommInitRank(&comm, 3, id, imposter ? 2 : ctx.rank);

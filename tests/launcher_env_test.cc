@@ -36,15 +36,23 @@ const EnvMap kOpenMpi = {
 };
 const EnvMap kPmix = {{"PMIX_RANK", "2"}, {"PMIX_NAMESPACE", "prterun-host-123@1"}};
 const EnvMap kSlurm = {
-    {"SLURM_PROCID", "5"},          {"SLURM_NTASKS", "7"},
-    {"SLURM_LOCALID", "1"},         {"SLURM_NODEID", "2"},
+    {"SLURM_PROCID", "5"},
+    {"SLURM_NTASKS", "7"},
+    {"SLURM_LOCALID", "1"},
+    {"SLURM_NODEID", "2"},
     {"SLURM_STEP_TASKS_PER_NODE", "2(x3),1"},
-    {"SLURM_JOB_ID", "123456"},     {"SLURM_STEP_ID", "2"},
-    {"SLURM_STEP_NODELIST", "gpu[07-09],cpu1"}, {"SLURM_JOB_NODELIST", "gpu[01-09],cpu1"},
+    {"SLURM_JOB_ID", "123456"},
+    {"SLURM_STEP_ID", "2"},
+    {"SLURM_STEP_NODELIST", "gpu[07-09],cpu1"},
+    {"SLURM_JOB_NODELIST", "gpu[01-09],cpu1"},
 };
 const EnvMap kTorchrun = {
-    {"RANK", "3"},        {"WORLD_SIZE", "8"},         {"LOCAL_RANK", "3"},
-    {"LOCAL_WORLD_SIZE", "4"}, {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"},
+    {"RANK", "3"},
+    {"WORLD_SIZE", "8"},
+    {"LOCAL_RANK", "3"},
+    {"LOCAL_WORLD_SIZE", "4"},
+    {"MASTER_ADDR", "10.0.0.1"},
+    {"MASTER_PORT", "29500"},
 };
 
 EnvMap Merge(std::vector<EnvMap> parts) {
@@ -104,7 +112,8 @@ TEST(DetectLaunchTest, OpenMpiWithoutLocalValuesKeepsDefaults) {
 }
 
 TEST(DetectLaunchTest, SlurmWithPmix) {
-  LaunchInfo info = Detect(Merge({kSlurm, {{"PMIX_RANK", "5"}, {"PMIX_NAMESPACE", "slurm.pmix.123456.2"}}}));
+  LaunchInfo info =
+      Detect(Merge({kSlurm, {{"PMIX_RANK", "5"}, {"PMIX_NAMESPACE", "slurm.pmix.123456.2"}}}));
   EXPECT_EQ(info.launcher, Launcher::kSlurm);
   EXPECT_EQ(info.rank, 5);
   EXPECT_EQ(info.size, 7);
@@ -314,8 +323,9 @@ TEST(DetectLaunchTest, EveryMalformedValueIsInvalidArgumentNamingIt) {
        "OMPI_COMM_WORLD_RANK='0x1'"},
       {"rank overflows int", With(kOpenMpi, {{"OMPI_COMM_WORLD_RANK", "4294967296"}}), "",
        "OMPI_COMM_WORLD_RANK='4294967296'"},
-      {"rank overflows uint64", With(kOpenMpi, {{"OMPI_COMM_WORLD_RANK", "99999999999999999999999"}}),
-       "", "OMPI_COMM_WORLD_RANK='99999999999999999999999'"},
+      {"rank overflows uint64",
+       With(kOpenMpi, {{"OMPI_COMM_WORLD_RANK", "99999999999999999999999"}}), "",
+       "OMPI_COMM_WORLD_RANK='99999999999999999999999'"},
       {"rank == size", With(kOpenMpi, {{"OMPI_COMM_WORLD_RANK", "4"}}), "",
        "OMPI_COMM_WORLD_RANK='4' is not below OMPI_COMM_WORLD_SIZE='4'"},
       {"size zero", With(kOpenMpi, {{"OMPI_COMM_WORLD_SIZE", "0"}}), "",
@@ -445,10 +455,9 @@ TEST(FirstSlurmHostTest, ValidLists) {
 
 TEST(FirstSlurmHostTest, MalformedListsAreInvalidArgument) {
   const std::vector<std::string> cases = {
-      "",          ",",          "n1,",        ",n1",       "n1,,n2",    "n[1-3",
-      "n1-3]",     "n[]",        "n[1-]",      "n[-3]",     "n[a-b]",    "n[3-1]",
-      "n[1-2-3]",  "n[1,,2]",    "n[[1]]",     "[1-3]",     "n 1",       "n[1 -2]",
-      "n[1-2],",   "n[1-2]]",    "n/1",        "n[1,2",     "n[+1]",
+      "",      ",",       "n1,",     ",n1",     "n1,,n2",   "n[1-3",   "n1-3]",  "n[]",
+      "n[1-]", "n[-3]",   "n[a-b]",  "n[3-1]",  "n[1-2-3]", "n[1,,2]", "n[[1]]", "[1-3]",
+      "n 1",   "n[1 -2]", "n[1-2],", "n[1-2]]", "n/1",      "n[1,2",   "n[+1]",
   };
   for (const std::string& list : cases) {
     std::string first = "untouched";

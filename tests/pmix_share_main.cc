@@ -4,8 +4,10 @@
 //               included); every rank checks the blob's embedded checksum and prints
 //               "rank R round I bytes B digest D OK"; the script checks that every rank
 //               printed rank 0's digest.
-//   mpi         the same inside MPI_Init/MPI_Finalize (PMIx shared with Open MPI), each
-//               rank comparing its blob with rank 0's sent by MPI_Bcast.
+//   mpi         one round before MPI_Init, the rounds inside MPI (PMIx shared with Open
+//               MPI), each rank comparing its blob with rank 0's sent by MPI_Bcast, and
+//               one round after MPI_Finalize.
+//   mpi-first   the same with MPI initialising PMIx before the first share.
 //   absent      the last rank initialises PMIx but never calls; the others must get a
 //               Timeout error within their timeout (plus slack) and print
 //               "rank R timeout OK".
@@ -66,9 +68,13 @@ int Fail(int rank, const std::string& what) {
   return 1;
 }
 
+// Rounds are numbered across calls, so every share of the process has its own number.
+int next_round = 0;
+
 int ShareRounds(const LaunchInfo& launch, int rounds, int64_t timeout_ms, bool with_mpi) {
   const size_t kPayloadBytes[] = {40, 0, 1, 100000, 3000};
-  for (int round = 0; round < rounds; ++round) {
+  for (int last = next_round + rounds; next_round < last; ++next_round) {
+    const int round = next_round;
     size_t payload = kPayloadBytes[round % 5];
     std::string blob = launch.rank == 0 ? RandomBlob(payload)
                                         : "not shared yet, rank " + std::to_string(launch.rank);
@@ -108,8 +114,10 @@ int Absent(const LaunchInfo& launch, int64_t timeout_ms) {
   auto start = std::chrono::steady_clock::now();
   Status s = PmixShareFromRankZero(launch.rank, &blob, timeout_ms);
   auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    std::chrono::steady_clock::now() - start).count();
-  if (s.code() != Code::kTimeout) return Fail(launch.rank, "expected a timeout, got " + s.ToString());
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+  if (s.code() != Code::kTimeout)
+    return Fail(launch.rank, "expected a timeout, got " + s.ToString());
   // PMIx rounds the timeout up to whole seconds; allow that and some scheduling slack.
   if (waited > timeout_ms + 1000 + 2000) {
     return Fail(launch.rank, "timed out after " + std::to_string(waited) + " ms");
@@ -155,6 +163,14 @@ int Main(int argc, char** argv) {
   }
   if (mode == "share") return ShareRounds(launch, rounds, timeout_ms, /*with_mpi=*/false);
   if (mode == "absent") return Absent(launch, timeout_ms);
+  if (mode == "mpi-first") {
+    // MPI initialises PMIx first; a share after MPI_Finalize still works.
+    MPI_Init(&argc, &argv);
+    int result = ShareRounds(launch, rounds, timeout_ms, /*with_mpi=*/true);
+    if (result != 0) MPI_Abort(MPI_COMM_WORLD, result);
+    MPI_Finalize();
+    return ShareRounds(launch, 1, timeout_ms, /*with_mpi=*/false);
+  }
   if (mode == "mpi") {
     // Before MPI_Init, inside MPI (PMIx initialised twice), and after MPI_Finalize.
     if (ShareRounds(launch, 1, timeout_ms, /*with_mpi=*/false) != 0) return 1;
