@@ -2,7 +2,8 @@
 // measures tessera (same flags, same table; see all_reduce_perf.cc for usage), so the
 // two can run side by side with the same mpirun line:
 //
-//   mpirun --allow-run-as-root --oversubscribe -np 4 bazel-bin/bench/mpi_all_reduce_perf -b 8 -e 64M -f 4
+//   cd bazel-bin/bench
+//   mpirun --allow-run-as-root --oversubscribe -np 4 ./mpi_all_reduce_perf -b 8 -e 64M -f 4
 //
 // half and bfloat16 use user-defined MPI_Ops and avg is MPI_SUM plus a local division
 // (mpi_backend.h): what an MPI user would write, since MPI has neither.
@@ -13,6 +14,7 @@
 int main(int argc, char** argv) {
   tessera_bench::AllReducePerf allreduce;
   return tessera_bench::PerfProgramMain(argc, argv, allreduce, [](std::string* error) {
-    return std::unique_ptr<tessera_bench::CollectiveBackend>(tessera_bench::MpiBackend::Create(error));
+    return std::unique_ptr<tessera_bench::CollectiveBackend>(
+        tessera_bench::MpiBackend::Create(error));
   });
 }

@@ -4,13 +4,17 @@
 #include <climits>
 #include <cstdint>
 
+#include "bench/float16.h"
+
 namespace tessera_bench {
 namespace {
 
 std::string MpiError(const std::string& call, int code) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int length = 0;
-  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return call + ": MPI error " + std::to_string(code);
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) {
+    return call + ": MPI error " + std::to_string(code);
+  }
   return call + ": " + std::string(text, static_cast<size_t>(length));
 }
 
@@ -153,7 +157,8 @@ Outcome MpiBackend::Translate(DataType type, ReduceOp op, MPI_Datatype* mpi_type
       *mpi_op = float16_ops_[type == DataType::kFloat16 ? 0 : 1][op_index];
       return Outcome::Ok();
   }
-  return Outcome::Rejected("MPI backend: unknown data type " + std::to_string(static_cast<int>(type)));
+  return Outcome::Rejected("MPI backend: unknown data type " +
+                           std::to_string(static_cast<int>(type)));
 }
 
 Outcome MpiBackend::AllReduce(const void* sendbuff, void* recvbuff, size_t count, DataType type,
@@ -182,13 +187,15 @@ Outcome MpiBackend::Barrier() {
 Outcome MpiBackend::MaxAcrossRanks(double* values, size_t count) {
   int rc = MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(count), MPI_DOUBLE, MPI_MAX,
                          MPI_COMM_WORLD);
-  return rc == MPI_SUCCESS ? Outcome::Ok() : Outcome::Failed(MpiError("MPI_Allreduce (max of doubles)", rc));
+  return rc == MPI_SUCCESS ? Outcome::Ok()
+                           : Outcome::Failed(MpiError("MPI_Allreduce (max of doubles)", rc));
 }
 
 Outcome MpiBackend::SumAcrossRanks(int64_t* values, size_t count) {
   int rc = MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(count), MPI_INT64_T, MPI_SUM,
                          MPI_COMM_WORLD);
-  return rc == MPI_SUCCESS ? Outcome::Ok() : Outcome::Failed(MpiError("MPI_Allreduce (sum of int64)", rc));
+  return rc == MPI_SUCCESS ? Outcome::Ok()
+                           : Outcome::Failed(MpiError("MPI_Allreduce (sum of int64)", rc));
 }
 
 void MpiBackend::AbortJob() { MPI_Abort(MPI_COMM_WORLD, 1); }

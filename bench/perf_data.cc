@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "bench/float16.h"
+
 namespace tessera_bench {
 namespace {
 

@@ -106,6 +106,8 @@ class PerfRun {
 };
 
 int PerfRun::Fail(const Outcome& outcome) {
+  // The table on stdout says why it ends early; the message itself goes to stderr.
+  Print("# stopped: " + outcome.message() + "\n");
   if (outcome.kind() == Outcome::Kind::kRejected) {
     // Every rank was refused alike and all are still in step: one message, clean exit.
     if (rank_ == 0) std::fprintf(stderr, "%s: %s\n", program_.c_str(), outcome.message().c_str());
@@ -138,7 +140,8 @@ Outcome PerfRun::GatherRankLines(std::vector<std::string>* lines) {
 }
 
 Outcome PerfRun::AllocateBuffers() {
-  size_t largest = SizeSeries(options_).back();
+  std::vector<size_t> sizes = SizeSeries(options_);
+  size_t largest = sizes.empty() ? 0 : sizes.back();
   size_t send_bytes = 0;
   size_t recv_bytes = 0;
   for (DataType type : options_.types) {
@@ -244,7 +247,8 @@ int PerfRun::Run() {
           GroupResult* group = in_place ? &row.in_place : &row.out_of_place;
           outcome = MeasureGroup(type, op, counts, in_place, group);
           if (!outcome.ok()) {
-            return Fail(outcome.Annotate(CaseName(collective_.Name(), row.count, type, op, in_place)));
+            std::string name = CaseName(collective_.Name(), row.count, type, op, in_place);
+            return Fail(outcome.Annotate(name));
           }
           ComputeBandwidths(row.bytes, collective_.BusBandwidthFactor(nranks_), group);
           busbw_sum += group->busbw;

@@ -10,6 +10,8 @@
 namespace tessera_bench {
 namespace {
 
+constexpr long long kMaxInt = std::numeric_limits<int>::max();
+
 // A decimal integer in [min, max], nothing else.
 bool ParseInteger(const std::string& text, long long min, long long max, long long* value) {
   if (text.empty()) return false;
@@ -22,6 +24,17 @@ bool ParseInteger(const std::string& text, long long min, long long max, long lo
 }
 
 std::string Quoted(const char* text) { return std::string("'") + (text ? text : "") + "'"; }
+
+// "a,b,c" -> {"a", "b", "c"}; "" -> {""} (so that an empty name is reported).
+std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t comma; (comma = text.find(',', start)) != std::string::npos; start = comma + 1) {
+    parts.push_back(text.substr(start, comma - start));
+  }
+  parts.push_back(text.substr(start));
+  return parts;
+}
 
 // Applies one flag to `options`; returns an error message or "".
 std::string ApplyFlag(int flag, const char* arg, PerfOptions* options) {
@@ -40,15 +53,21 @@ std::string ApplyFlag(int flag, const char* arg, PerfOptions* options) {
       }
       return "";
     case 'f':
-      if (!ParseInteger(value, 1, 1 << 20, &number)) return "-f: bad step factor " + Quoted(arg) + " (want an integer >= 1)";
+      if (!ParseInteger(value, 1, 1 << 20, &number)) {
+        return "-f: bad step factor " + Quoted(arg) + " (want an integer >= 1)";
+      }
       options->step_factor = static_cast<size_t>(number);
       return "";
     case 'n':
-      if (!ParseInteger(value, 1, std::numeric_limits<int>::max(), &number)) return "-n: bad iteration count " + Quoted(arg) + " (want >= 1)";
+      if (!ParseInteger(value, 1, kMaxInt, &number)) {
+        return "-n: bad iteration count " + Quoted(arg) + " (want >= 1)";
+      }
       options->iters = static_cast<int>(number);
       return "";
     case 'w':
-      if (!ParseInteger(value, 0, std::numeric_limits<int>::max(), &number)) return "-w: bad warmup count " + Quoted(arg) + " (want >= 0)";
+      if (!ParseInteger(value, 0, kMaxInt, &number)) {
+        return "-w: bad warmup count " + Quoted(arg) + " (want >= 0)";
+      }
       options->warmup_iters = static_cast<int>(number);
       return "";
     case 'c':
@@ -60,9 +79,14 @@ std::string ApplyFlag(int flag, const char* arg, PerfOptions* options) {
         options->ops = AllReduceOps();
         return "";
       }
-      ReduceOp op;
-      if (!ParseReduceOp(value, &op)) return "-o: unknown op " + Quoted(arg) + " (sum, prod, max, min, avg, all)";
-      options->ops = {op};
+      options->ops.clear();
+      for (const std::string& name : SplitCommas(value)) {
+        ReduceOp op;
+        if (!ParseReduceOp(name, &op)) {
+          return "-o: unknown op " + Quoted(name.c_str()) + " (sum, prod, max, min, avg, all)";
+        }
+        options->ops.push_back(op);
+      }
       return "";
     }
     case 'd': {
@@ -70,18 +94,22 @@ std::string ApplyFlag(int flag, const char* arg, PerfOptions* options) {
         options->types = AllDataTypes();
         return "";
       }
-      DataType type;
-      if (!ParseDataType(value, &type)) {
-        return "-d: unknown datatype " + Quoted(arg) +
-               " (int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 all)";
+      options->types.clear();
+      for (const std::string& name : SplitCommas(value)) {
+        DataType type;
+        if (!ParseDataType(name, &type)) {
+          return "-d: unknown datatype " + Quoted(name.c_str()) +
+                 " (int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 all)";
+        }
+        options->types.push_back(type);
       }
-      options->types = {type};
       return "";
     }
     case 't':
     case 'g':
       if (value != "1") {
-        return std::string("-") + static_cast<char>(flag) + ": only 1 is supported (one process per rank), got " + Quoted(arg);
+        return std::string("-") + static_cast<char>(flag) +
+               ": only 1 is supported (one process per rank), got " + Quoted(arg);
       }
       return "";
     case 'h':
@@ -107,7 +135,8 @@ bool ParseByteSize(const std::string& text, size_t* bytes) {
     }
   }
   long long number = 0;
-  if (!ParseInteger(text.substr(0, digits), 0, std::numeric_limits<long long>::max(), &number)) return false;
+  const long long kMax = std::numeric_limits<long long>::max();
+  if (!ParseInteger(text.substr(0, digits), 0, kMax, &number)) return false;
   size_t value = static_cast<size_t>(number);
   if (value > (std::numeric_limits<size_t>::max() >> shift)) return false;
   *bytes = value << shift;
@@ -116,12 +145,18 @@ bool ParseByteSize(const std::string& text, size_t* bytes) {
 
 ParsedOptions ParsePerfOptions(int argc, char** argv) {
   static const option kLongOptions[] = {
-      {"minbytes", required_argument, nullptr, 'b'},  {"maxbytes", required_argument, nullptr, 'e'},
-      {"stepbytes", required_argument, nullptr, 'i'}, {"stepfactor", required_argument, nullptr, 'f'},
-      {"iters", required_argument, nullptr, 'n'},     {"warmup_iters", required_argument, nullptr, 'w'},
-      {"check", required_argument, nullptr, 'c'},     {"op", required_argument, nullptr, 'o'},
-      {"datatype", required_argument, nullptr, 'd'},  {"nthreads", required_argument, nullptr, 't'},
-      {"ngpus", required_argument, nullptr, 'g'},     {"help", no_argument, nullptr, 'h'},
+      {"minbytes", required_argument, nullptr, 'b'},
+      {"maxbytes", required_argument, nullptr, 'e'},
+      {"stepbytes", required_argument, nullptr, 'i'},
+      {"stepfactor", required_argument, nullptr, 'f'},
+      {"iters", required_argument, nullptr, 'n'},
+      {"warmup_iters", required_argument, nullptr, 'w'},
+      {"check", required_argument, nullptr, 'c'},
+      {"op", required_argument, nullptr, 'o'},
+      {"datatype", required_argument, nullptr, 'd'},
+      {"nthreads", required_argument, nullptr, 't'},
+      {"ngpus", required_argument, nullptr, 'g'},
+      {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   ParsedOptions parsed;
   // getopt keeps its state in globals: optind = 0 restarts GNU getopt from scratch, and
@@ -164,14 +199,17 @@ std::string PerfUsage(const std::string& program) {
          "  [-b,--minbytes <min size in bytes>]     default 32M\n"
          "  [-e,--maxbytes <max size in bytes>]     default 32M\n"
          "  [-i,--stepbytes <increment size>]       default 1M\n"
-         "  [-f,--stepfactor <increment factor>]    default 1 (use -i); sizes take K, M, G suffixes\n"
+         "  [-f,--stepfactor <increment factor>]    default 1 (use -i)\n"
          "  [-n,--iters <iteration count>]          default 20\n"
          "  [-w,--warmup_iters <warmup count>]      default 5\n"
          "  [-c,--check <0/1>]                      validate results, default 1\n"
          "  [-o,--op <sum/prod/min/max/avg/all>]    default sum\n"
-         "  [-d,--datatype <int8/uint8/int32/uint32/int64/uint64/half/float/double/bfloat16/all>]  default float\n"
-         "  [-t,--nthreads 1] [-g,--ngpus 1]        accepted for nccl-tests scripts; one process is one rank\n"
-         "  [-h,--help]\n";
+         "  [-d,--datatype <int8/uint8/int32/uint32/int64/uint64/half/float/double/bfloat16/all>]\n"
+         "                                          default float\n"
+         "  [-t,--nthreads 1] [-g,--ngpus 1]        for nccl-tests scripts (1 process = 1 rank)\n"
+         "  [-h,--help]\n"
+         "Sizes take K, M, G suffixes (powers of 2). -o and -d also take comma-separated\n"
+         "lists (-d int8,float).\n";
 }
 
 std::vector<size_t> SizeSeries(const PerfOptions& options) {

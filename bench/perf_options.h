@@ -3,6 +3,7 @@
 //   -f/--stepfactor (multiply; wins when > 1)  -i/--stepbytes (add)
 //   -n/--iters  -w/--warmup_iters  -c/--check <0|1>  -o/--op <op|all>
 //   -d/--datatype <type|all>  -h/--help
+// -o and -d also take comma-separated lists ("-d int8,float -o sum,max"), an extension.
 // and, for scripts written for nccl-tests, -t/--nthreads and -g/--ngpus accepting only 1
 // (one process is one rank here).
 #ifndef TESSERA_BENCH_PERF_OPTIONS_H_

@@ -54,13 +54,17 @@ std::string FormatRunHeader(const RunDescription& run) {
   std::string text;
   text += Printf("# %s: %s, %s, %d rank%s\n", run.program.c_str(), run.collective.c_str(),
                  run.backend.c_str(), run.nranks, run.nranks == 1 ? "" : "s");
-  text += Printf("# nRanks %d minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d validation: %d\n",
-                 run.nranks, o.min_bytes, o.max_bytes, by_factor ? o.step_factor : o.step_bytes,
-                 by_factor ? "factor" : "bytes", o.warmup_iters, o.iters, o.check ? 1 : 0);
+  text += Printf("# nRanks %d minBytes %zu maxBytes %zu step: %zu(%s)", run.nranks, o.min_bytes,
+                 o.max_bytes, by_factor ? o.step_factor : o.step_bytes,
+                 by_factor ? "factor" : "bytes");
+  text += Printf(" warmup iters: %d iters: %d validation: %d\n", o.warmup_iters, o.iters,
+                 o.check ? 1 : 0);
   text += "#\n";
   text += "# time: average of one call over the timed iterations, the maximum over ranks (us)\n";
-  text += "# algbw = size / time; busbw = algbw * " + run.bus_formula + "; GB/s with GB = 1e9 bytes\n";
-  text += "# #wrong: elements that differ from the exact result, summed over ranks (one call checked)\n";
+  text += "# algbw = size / time; busbw = algbw * " + run.bus_formula +
+          "; GB/s with GB = 1e9 bytes\n";
+  text += "# #wrong: elements that differ from the exact result, summed over ranks"
+          " (one call checked)\n";
   text += "#\n";
   text += "# Using ranks\n";
   for (const std::string& line : run.rank_lines) text += line + "\n";
@@ -70,12 +74,17 @@ std::string FormatRunHeader(const RunDescription& run) {
 
 std::string FormatColumnHeader() {
   std::string text;
-  text += Printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n",
-                 "", "", "", "", "");
-  text += Printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size", "count", "type",
-                 "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
-  text += Printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)", "(elements)", "", "",
-                 "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+  // The five leading columns, then each group's four (the last two lines differ in how
+  // #wrong's header and units are spaced, as in nccl-tests).
+  const char* const kLeading = "# %10s  %12s  %8s  %6s  %6s";
+  text += Printf(kLeading, "", "", "", "", "") +
+          "           out-of-place                       in-place          \n";
+  text += Printf(kLeading, "size", "count", "type", "redop", "root") +
+          Printf("  %7s  %6s  %6s %6s", "time", "algbw", "busbw", "#wrong") +
+          Printf("  %7s  %6s  %6s %6s\n", "time", "algbw", "busbw", "#wrong");
+  text += Printf(kLeading, "(B)", "(elements)", "", "", "") +
+          Printf("  %7s  %6s  %6s  %5s", "(us)", "(GB/s)", "(GB/s)", "") +
+          Printf("  %7s  %6s  %6s  %5s\n", "(us)", "(GB/s)", "(GB/s)", "");
   return text;
 }
 

@@ -1,6 +1,5 @@
 // Element types and reduction operators as the benchmark programs see them, with the
-// names nccl-tests uses on its command line and in its table, and the float16 /
-// bfloat16 conversions the benchmarks need to fill and check 2-byte floating buffers.
+// names nccl-tests uses on its command line and in its table.
 //
 // The harness is library-agnostic, so these are its own enums; their numbering is
 // nccl.h's (and so tessera.h's), which makes a backend's mapping a checked cast.
@@ -8,7 +7,6 @@
 #define TESSERA_BENCH_PERF_TYPES_H_
 
 #include <cstddef>
-#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -39,15 +37,6 @@ bool ParseReduceOp(const std::string& name, ReduceOp* op);
 size_t ElementSize(DataType type);
 bool IsFloatingPoint(DataType type);
 bool IsSigned(DataType type);  // true for the signed integers and every floating type
-
-// IEEE 754 binary16 and bfloat16 (the top half of a binary32), as raw bits.
-// Float -> 16 bits rounds to nearest, ties to even; overflow gives infinity; NaN stays
-// NaN. 16 bits -> float is exact. Integers up to 2048 (half) and 256 (bfloat16) in
-// magnitude convert exactly both ways.
-uint16_t FloatToHalf(float value);
-float HalfToFloat(uint16_t bits);
-uint16_t FloatToBfloat16(float value);
-float Bfloat16ToFloat(uint16_t bits);
 
 }  // namespace tessera_bench
 

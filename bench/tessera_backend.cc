@@ -1,0 +1,93 @@
+// tessera behind the benchmark's CollectiveBackend (see tessera_backend.h).
+#include "bench/tessera_backend.h"
+
+namespace tessera_bench {
+namespace {
+
+// The harness's enums share tessera.h's numbering (both are nccl.h's): a cast maps them.
+static_assert(static_cast<int>(DataType::kInt8) == tesseraInt8, "numbering");
+static_assert(static_cast<int>(DataType::kUint8) == tesseraUint8, "numbering");
+static_assert(static_cast<int>(DataType::kInt32) == tesseraInt32, "numbering");
+static_assert(static_cast<int>(DataType::kUint32) == tesseraUint32, "numbering");
+static_assert(static_cast<int>(DataType::kInt64) == tesseraInt64, "numbering");
+static_assert(static_cast<int>(DataType::kUint64) == tesseraUint64, "numbering");
+static_assert(static_cast<int>(DataType::kFloat16) == tesseraFloat16, "numbering");
+static_assert(static_cast<int>(DataType::kFloat32) == tesseraFloat32, "numbering");
+static_assert(static_cast<int>(DataType::kFloat64) == tesseraFloat64, "numbering");
+static_assert(static_cast<int>(DataType::kBfloat16) == tesseraBfloat16, "numbering");
+static_assert(kNumDataTypes == tesseraNumTypes, "numbering");
+static_assert(static_cast<int>(ReduceOp::kSum) == tesseraSum, "numbering");
+static_assert(static_cast<int>(ReduceOp::kProd) == tesseraProd, "numbering");
+static_assert(static_cast<int>(ReduceOp::kMax) == tesseraMax, "numbering");
+static_assert(static_cast<int>(ReduceOp::kMin) == tesseraMin, "numbering");
+static_assert(static_cast<int>(ReduceOp::kAvg) == tesseraAvg, "numbering");
+static_assert(kNumReduceOps == tesseraNumOps, "numbering");
+
+std::string ResultMessage(tesseraResult_t result, tesseraComm_t comm) {
+  const char* detail = tesseraGetLastError(comm);
+  std::string message = tesseraGetErrorString(result);
+  if (detail != nullptr && *detail != '\0') message += std::string(": ") + detail;
+  return message;
+}
+
+}  // namespace
+
+std::unique_ptr<TesseraBackend> TesseraBackend::Create(std::string* error) {
+  tesseraComm_t comm = nullptr;
+  tesseraResult_t result = tesseraCommInitFromEnv(&comm);
+  if (result != tesseraSuccess) {
+    *error = "tesseraCommInitFromEnv: " + ResultMessage(result, nullptr);
+    return nullptr;
+  }
+  std::unique_ptr<TesseraBackend> backend(new TesseraBackend(comm));
+  int version = 0;
+  Outcome outcome =
+      backend->Check(tesseraCommUserRank(comm, &backend->rank_), "tesseraCommUserRank");
+  if (outcome.ok()) {
+    outcome = backend->Check(tesseraCommCount(comm, &backend->size_), "tesseraCommCount");
+  }
+  if (outcome.ok()) outcome = backend->Check(tesseraGetVersion(&version), "tesseraGetVersion");
+  if (!outcome.ok()) {
+    *error = outcome.message();
+    return nullptr;  // the destructor has released the communicator
+  }
+  // TESSERA_VERSION_CODE = MAJOR * 10000 + MINOR * 100 + PATCH.
+  backend->description_ = "tessera " + std::to_string(version / 10000) + "." +
+                          std::to_string(version / 100 % 100) + "." + std::to_string(version % 100);
+  return backend;
+}
+
+TesseraBackend::~TesseraBackend() { tesseraCommDestroy(comm_); }
+
+Outcome TesseraBackend::Check(tesseraResult_t result, const std::string& call) const {
+  if (result == tesseraSuccess) return Outcome::Ok();
+  std::string message = call + ": " + ResultMessage(result, comm_);
+  return result == tesseraInvalidArgument ? Outcome::Rejected(message) : Outcome::Failed(message);
+}
+
+Outcome TesseraBackend::AllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                  DataType type, ReduceOp op) {
+  tesseraResult_t result =
+      tesseraAllReduce(sendbuff, recvbuff, count, static_cast<tesseraDataType_t>(type),
+                       static_cast<tesseraRedOp_t>(op), comm_, nullptr);
+  return Check(result, std::string("tesseraAllReduce (") + DataTypeName(type) + ", " +
+                           ReduceOpName(op) + ")");
+}
+
+Outcome TesseraBackend::Barrier() {
+  float token = 0;
+  return Check(tesseraAllReduce(&token, &token, 1, tesseraFloat32, tesseraSum, comm_, nullptr),
+               "tesseraAllReduce (1 float, as a barrier)");
+}
+
+Outcome TesseraBackend::MaxAcrossRanks(double* values, size_t count) {
+  return Check(tesseraAllReduce(values, values, count, tesseraFloat64, tesseraMax, comm_, nullptr),
+               "tesseraAllReduce (max of doubles, for timing)");
+}
+
+Outcome TesseraBackend::SumAcrossRanks(int64_t* values, size_t count) {
+  return Check(tesseraAllReduce(values, values, count, tesseraInt64, tesseraSum, comm_, nullptr),
+               "tesseraAllReduce (sum of int64, for counts)");
+}
+
+}  // namespace tessera_bench

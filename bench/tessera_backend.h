@@ -1,0 +1,53 @@
+// TesseraBackend: the benchmark's CollectiveBackend over tessera's C API, one
+// communicator of the whole job created with tesseraCommInitFromEnv (rank and size
+// from the launcher's environment; run alone, a job of one rank).
+//
+// tessera has no barrier: the harness's barrier is an allreduce of one float, which no
+// rank can leave before every rank has entered it. Every call is bounded by tessera's
+// own timeout, so nothing here needs to abort the job after a failure.
+#ifndef TESSERA_BENCH_TESSERA_BACKEND_H_
+#define TESSERA_BENCH_TESSERA_BACKEND_H_
+
+#include <memory>
+#include <string>
+
+#include "bench/collective_backend.h"
+#include "tessera/tessera.h"
+
+namespace tessera_bench {
+
+class TesseraBackend : public CollectiveBackend {
+ public:
+  // Joins the job (tesseraCommInitFromEnv). Null and *error set on failure.
+  static std::unique_ptr<TesseraBackend> Create(std::string* error);
+  // tesseraCommDestroy.
+  ~TesseraBackend() override;
+
+  TesseraBackend(const TesseraBackend&) = delete;
+  TesseraBackend& operator=(const TesseraBackend&) = delete;
+
+  std::string Description() const override { return description_; }
+  int Rank() const override { return rank_; }
+  int Size() const override { return size_; }
+
+  Outcome AllReduce(const void* sendbuff, void* recvbuff, size_t count, DataType type,
+                    ReduceOp op) override;
+  Outcome Barrier() override;
+  Outcome MaxAcrossRanks(double* values, size_t count) override;
+  Outcome SumAcrossRanks(int64_t* values, size_t count) override;
+
+ private:
+  explicit TesseraBackend(tesseraComm_t comm) : comm_(comm) {}
+  // Ok for tesseraSuccess; otherwise `call` failed: Rejected for an invalid argument
+  // (refused locally, alike on every rank), Failed for anything else.
+  Outcome Check(tesseraResult_t result, const std::string& call) const;
+
+  tesseraComm_t comm_;
+  int rank_ = 0;
+  int size_ = 1;
+  std::string description_;
+};
+
+}  // namespace tessera_bench
+
+#endif  // TESSERA_BENCH_TESSERA_BACKEND_H_
