@@ -171,7 +171,7 @@ Status Accept(const Socket& listener, const Deadline& deadline, Socket* out) {
   }
 }
 
-Status Connect(const SocketAddress& to, const Deadline& deadline, Socket* out) {
+Status Connect(const SocketAddress& to, const Deadline& deadline, Socket* out, bool retry_refused) {
   int backoff_ms = 1;
   for (;;) {
     Socket s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -188,6 +188,9 @@ Status Connect(const SocketAddress& to, const Deadline& deadline, Socket* out) {
       SetNoDelay(s.fd());
       *out = std::move(s);
       return Status::Ok();
+    }
+    if (err == ECONNRESET || (err == ECONNREFUSED && !retry_refused)) {
+      return RemoteError("connect to " + to.ToString() + ": " + std::strerror(err));
     }
     if (err != ECONNREFUSED && err != ETIMEDOUT && err != ENETUNREACH && err != EHOSTUNREACH && err != EAGAIN) {
       return ErrnoError("connect to " + to.ToString(), err);

@@ -58,8 +58,10 @@ Status Listen(const std::string& ip, int port, Socket* out, SocketAddress* bound
 // Accepts one connection; InvalidUsage-free: Timeout when none arrives by the deadline.
 Status Accept(const Socket& listener, const Deadline& deadline, Socket* out);
 
-// Connects, retrying while the peer is not listening yet (ECONNREFUSED), until deadline.
-Status Connect(const SocketAddress& to, const Deadline& deadline, Socket* out);
+// Connects by the deadline. With retry_refused, a refused connection is retried (the
+// peer may not listen yet, e.g. a rendezvous still starting); without it, a refusal
+// is a RemoteError at once (the peer listened before and is gone).
+Status Connect(const SocketAddress& to, const Deadline& deadline, Socket* out, bool retry_refused = true);
 
 // Sends / receives exactly len bytes. A closed connection is a RemoteError.
 Status SendAll(const Socket& s, const void* data, size_t len, const Deadline& deadline);

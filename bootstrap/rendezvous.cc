@@ -3,8 +3,11 @@
 #include <poll.h>
 #include <sys/random.h>
 
+#include <condition_variable>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 namespace tessera {
@@ -55,6 +58,24 @@ std::string SettingMismatch(const AgreedSettings& a, const AgreedSettings& b) {
   if (a.tcp_chunk_bytes != b.tcp_chunk_bytes) return "TESSERA_TCP_CHUNK_BYTES";
   if (a.tcp_only != b.tcp_only) return "TESSERA_TRANSPORT";
   return "";
+}
+
+// Services running in this process, by secret. A rank whose process hosts the service
+// must not return (and perhaps exit) before the service has answered every rank.
+struct RunningServices {
+  std::mutex mu;
+  std::condition_variable changed;
+  std::map<uint64_t, int> running;  // secret -> count
+};
+RunningServices& Services() {
+  static auto* services = new RunningServices();
+  return *services;
+}
+
+void WaitForLocalService(uint64_t secret, const Deadline& deadline) {
+  RunningServices& s = Services();
+  std::unique_lock<std::mutex> lock(s.mu);
+  s.changed.wait_until(lock, deadline.when(), [&] { return s.running.count(secret) == 0; });
 }
 
 // The service's state for one communicator being formed.
@@ -199,7 +220,17 @@ Status StartRendezvous(const std::string& listen_ip, int port, uint64_t secret, 
   Socket listener;
   TESSERA_RETURN_IF_ERROR(Listen(listen_ip, port, &listener, bound).Annotate("rendezvous service"));
   auto service = std::make_shared<RendezvousService>(std::move(listener), secret, timeout_ms);
-  std::thread([service] { service->Run(); }).detach();
+  {
+    std::lock_guard<std::mutex> lock(Services().mu);
+    ++Services().running[secret];
+  }
+  std::thread([service, secret] {
+    service->Run();
+    RunningServices& s = Services();
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (--s.running[secret] == 0) s.running.erase(secret);
+    s.changed.notify_all();
+  }).detach();
   return Status::Ok();
 }
 
@@ -226,7 +257,9 @@ Status JoinRendezvous(const UniqueIdData& id, int rank, int nranks, const RankIn
   if (reply.code != 0) return Status(static_cast<Code>(reply.code), where + ": " + reply.message);
   if (reply.nranks != nranks) return InternalError(where + ": table of the wrong size");
   all->resize(nranks);
-  return RecvAll(s, all->data(), nranks * sizeof(RankInfo), deadline).Annotate(where);
+  TESSERA_RETURN_IF_ERROR(RecvAll(s, all->data(), nranks * sizeof(RankInfo), deadline).Annotate(where));
+  WaitForLocalService(id.secret, deadline);
+  return Status::Ok();
 }
 
 }  // namespace tessera

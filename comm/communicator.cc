@@ -85,6 +85,7 @@ CollectiveContext Communicator::Context() const {
   ctx.exchange.timeout_ms = settings_.timeout_ms;
   ctx.exchange.spin_us = spin_us_;
   ctx.exchange.abort = &abort_;
+  ctx.exchange.notices = links_.get();
   return ctx;
 }
 
@@ -94,8 +95,13 @@ Status Communicator::sticky_error() const {
 }
 
 Status Communicator::Break(const Status& s) {
-  std::lock_guard<std::mutex> lock(error_mu_);
-  if (error_.ok()) error_ = s;
+  {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    if (!error_.ok()) return s;
+    error_ = s;
+  }
+  // Tell the peers, so they fail now with this root cause instead of timing out on us.
+  links_->PublishFailure(s);
   return s;
 }
 

@@ -4,9 +4,9 @@
 //
 // The ShmLeak tests count /dev/shm entries named tessera*, so they must not run beside
 // other tessera tests: tests/BUILD runs them in a target of their own, tagged exclusive.
+#include <dlfcn.h>
 #include <dirent.h>
 #include <signal.h>
-#include <sys/inotify.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -399,28 +399,29 @@ TEST(ShmLeak, NothingLeftAfterDeathsAndDestroy) {
 }
 
 // The worst moment to die: right after creating one's own segment, before the peers
-// have mapped it (and so before it is unlinked). An inotify watch on /dev/shm kills
-// rank 2 the moment its segment appears. The peers fail; nothing may remain.
+// have mapped it (and so before it is unlinked). This test binary interposes ftruncate,
+// which libtessera.so calls right after creating its segment, so rank 2 dies exactly
+// there, every time. The peers fail; nothing may remain.
+std::atomic<bool> g_exit_after_ftruncate{false};
+
+}  // namespace
+}  // namespace tessera_test
+
+extern "C" int ftruncate(int fd, off_t length) {
+  using Fn = int (*)(int, off_t);
+  static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "ftruncate"));
+  int rc = real(fd, length);
+  if (tessera_test::g_exit_after_ftruncate.load()) _exit(5);
+  return rc;
+}
+
+namespace tessera_test {
+namespace {
+
 TEST(ShmLeak, RankDiesRightAfterCreatingItsSegment) {
   const std::vector<std::string> before = TesseraShmEntries();
   auto results = RunRanksRaw(3, [](const RankContext& ctx) {
-    if (ctx.rank == 2) {
-      int fd = inotify_init1(IN_CLOEXEC);
-      if (fd < 0 || inotify_add_watch(fd, "/dev/shm", IN_CREATE) < 0) return std::string("inotify failed");
-      const std::string mine = "tessera-" + std::to_string(getpid()) + "-";
-      std::thread([fd, mine] {
-        alignas(inotify_event) char buf[4096];
-        for (;;) {
-          ssize_t n = read(fd, buf, sizeof(buf));
-          if (n <= 0) _exit(4);
-          for (char* p = buf; p < buf + n;) {
-            auto* ev = reinterpret_cast<inotify_event*>(p);
-            if (ev->len > 0 && std::string(ev->name).rfind(mine, 0) == 0) _exit(5);
-            p += sizeof(inotify_event) + ev->len;
-          }
-        }
-      }).detach();
-    }
+    if (ctx.rank == 2) g_exit_after_ftruncate.store(true);
     tesseraComm_t comm = nullptr;
     CallOutcome o;
     auto start = std::chrono::steady_clock::now();
@@ -428,7 +429,7 @@ TEST(ShmLeak, RankDiesRightAfterCreatingItsSegment) {
     o.seconds = SecondsSince(start);
     o.message = o.code == tesseraSuccess ? "" : LastError(nullptr);
     if (ctx.rank == 2) {
-      // The segment never showed up under the expected name (or init failed first).
+      // ftruncate was never called (or init failed before it).
       return "rank 2 was not killed by its segment's creation; init: " + Describe(o);
     }
     RankChecks c;

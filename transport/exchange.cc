@@ -87,13 +87,21 @@ Status Exchange(Transfer* ts, size_t n, const ExchangeOptions& opt) {
     return Status::Ok();
   };
 
+  // A peer that closed its link may have published why: prefer its root cause.
+  auto explain = [&](const Status& s) -> Status {
+    if (s.code() != Code::kRemoteError || opt.notices == nullptr) return s;
+    Status notice = opt.notices->CheckNotices(100);
+    return notice.ok() ? s : Status(notice.code(), s.message() + "; " + notice.message());
+  };
+
   activate();
   int64_t last_progress_us = NowMicros();
   int64_t last_peer_check_us = last_progress_us;
   WaitSet waits;
   while (remaining > 0) {
     bool moved = false;
-    TESSERA_RETURN_IF_ERROR(progress(&moved));
+    Status st = progress(&moved);
+    if (!st.ok()) return explain(st);
     if (remaining == 0) break;
     int64_t now = NowMicros();
     if (moved) {
@@ -116,7 +124,7 @@ Status Exchange(Transfer* ts, size_t n, const ExchangeOptions& opt) {
       for (size_t i = 0; i < n; ++i) {
         if (state[i] == State::kDone) continue;
         Status s = ts[i].link->CheckPeer();
-        if (!s.ok()) return s.Annotate((ts[i].is_send ? "sending to " : "receiving from ") + Describe(ts[i]));
+        if (!s.ok()) return explain(s.Annotate((ts[i].is_send ? "sending to " : "receiving from ") + Describe(ts[i])));
       }
     }
     // Sleep until a link can move, a slice passes, or the deadline.
@@ -124,6 +132,7 @@ Status Exchange(Transfer* ts, size_t n, const ExchangeOptions& opt) {
     for (size_t i = 0; i < n; ++i) {
       if (state[i] == State::kActive) ts[i].link->AddWaits(&waits, ts[i].is_send, !ts[i].is_send);
     }
+    if (opt.notices != nullptr) opt.notices->AddNoticeWaits(&waits);
     uint32_t token = waits.Announce();
     Status s = progress(&moved);
     if (s.ok() && !moved && remaining > 0) {
@@ -131,7 +140,12 @@ Status Exchange(Transfer* ts, size_t n, const ExchangeOptions& opt) {
       waits.Sleep(token, std::max<int64_t>(1, std::min(kSleepSliceUs, left_us)));
     }
     waits.Retire();
-    TESSERA_RETURN_IF_ERROR(s);
+    if (!s.ok()) return explain(s);
+    if (opt.notices != nullptr) {
+      // A peer published its failure: report it with what this rank was waiting for.
+      Status notice = opt.notices->CheckNotices(0);
+      if (!notice.ok()) return Status(notice.code(), PendingSummary(ts, state) + "; " + notice.message());
+    }
     if (moved) last_progress_us = NowMicros();
   }
   return Status::Ok();

@@ -17,6 +17,19 @@ const char* LinkTable::TransportFor(int peer) const {
   return "none";
 }
 
+void LinkTable::PublishFailure(const Status& failure) {
+  for (const auto& t : transports_) t->PublishFailure(failure);
+}
+
+void LinkTable::AddNoticeWaits(WaitSet* set) {
+  for (const auto& t : transports_) t->AddNoticeWaits(set);
+}
+
+Status LinkTable::CheckNotices(int wait_ms) {
+  for (const auto& t : transports_) TESSERA_RETURN_IF_ERROR(t->CheckNotices(wait_ms));
+  return Status::Ok();
+}
+
 Status LinkTable::Get(int peer, const Deadline& deadline, Link** out) {
   if (peer < 0 || peer >= static_cast<int>(links_.size())) {
     return InternalError("no rank " + std::to_string(peer));

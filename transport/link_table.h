@@ -22,6 +22,11 @@ class LinkTable {
   // Which transport reaches `peer` ("shm", "tcp", or "none").
   const char* TransportFor(int peer) const;
 
+  // Failure propagation over every transport (see Transport).
+  void PublishFailure(const Status& failure);
+  void AddNoticeWaits(WaitSet* set);
+  Status CheckNotices(int wait_ms);
+
  private:
   std::vector<std::unique_ptr<Link>> links_;               // by peer; destroyed first
   std::vector<std::unique_ptr<Transport>> transports_;

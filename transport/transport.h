@@ -69,6 +69,16 @@ class Transport {
   virtual bool CanConnect(int peer) const = 0;
   // Blocks until the link to `peer` is set up on both sides, or the deadline.
   virtual Status Connect(int peer, const Deadline& deadline, std::unique_ptr<Link>* out) = 0;
+
+  // Failure propagation. When this rank's communicator breaks, PublishFailure tells the
+  // peers this transport links to why (best effort, bounded time), so that they fail at
+  // once with the root cause instead of timing out on this rank.
+  virtual void PublishFailure(const Status& failure) { (void)failure; }
+  // Adds what a rank waiting in an exchange should also wake for (incoming notices).
+  virtual void AddNoticeWaits(WaitSet* set) { (void)set; }
+  // A peer's published failure (its code, "rank N failed: <reason>") if one has
+  // arrived, waiting up to wait_ms for it; else OK.
+  virtual Status CheckNotices(int wait_ms) { (void)wait_ms; return Status::Ok(); }
 };
 
 class Link {

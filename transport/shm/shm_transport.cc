@@ -24,12 +24,17 @@ struct SegmentHeader {
   uint64_t slots;
   uint64_t channels;
   alignas(kLine) Doorbell doorbell;
-  alignas(kLine) std::atomic<uint32_t> attached;  // local peers that have mapped this segment
+  // Set (with a reason) when the owner's communicator broke, so local peers blocked on
+  // it fail at once with the root cause instead of timing out.
+  alignas(kLine) std::atomic<uint32_t> failed;
+  int32_t failure_code;
+  char failure[512];
 };
 
 struct ChannelHeader {
   alignas(kLine) std::atomic<uint64_t> head;  // slots published by the sender
   alignas(kLine) std::atomic<uint64_t> tail;  // slots released by the receiver
+  std::atomic<uint32_t> attached;             // the sender has mapped this segment
 };
 
 struct SlotHeader {
@@ -42,9 +47,17 @@ size_t HeaderBytes() { return RoundUp(sizeof(SegmentHeader), 4096); }
 size_t SlotStride(size_t slot_bytes) { return kLine + slot_bytes; }
 size_t ChannelStride(size_t slot_bytes, size_t slots) { return sizeof(ChannelHeader) + slots * SlotStride(slot_bytes); }
 
-int PidfdOpen(int pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+// A pidfd for `pid`; kGone when the process no longer exists, -1 when pidfds are not
+// available (then death is noticed by timeouts only).
+constexpr int kGone = -2;
+int PidfdOpen(int pid) {
+  int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0 && errno == ESRCH) return kGone;
+  return fd;
+}
 
 bool PidfdExited(int pidfd) {
+  if (pidfd == kGone) return true;
   if (pidfd < 0) return false;
   pollfd p{pidfd, POLLIN, 0};
   return ::poll(&p, 1, 0) > 0;
@@ -89,8 +102,9 @@ Ring RingOf(const ShmTransport::Mapping& m, size_t channel) {
 
 class ShmLink : public Link {
  public:
-  ShmLink(int peer, int peer_pid, int pidfd, Ring out, Ring in, Doorbell* mine, Doorbell* theirs)
-      : Link(peer), peer_pid_(peer_pid), pidfd_(pidfd), out_(out), in_(in), mine_(mine), theirs_(theirs) {
+  ShmLink(int peer, int peer_pid, int pidfd, Ring out, Ring in, Doorbell* mine, SegmentHeader* theirs)
+      : Link(peer), peer_pid_(peer_pid), pidfd_(pidfd), out_(out), in_(in), mine_(mine), peer_header_(theirs),
+        theirs_(&theirs->doorbell) {
     // Both sides start from the counters as they are (fresh segments hold zero).
     send_head_ = out_.ch->head.load(std::memory_order_relaxed);
     recv_tail_ = in_.ch->tail.load(std::memory_order_relaxed);
@@ -160,6 +174,12 @@ class ShmLink : public Link {
   void AddWaits(WaitSet* set, bool, bool) override { set->AddDoorbell(mine_); }
 
   Status CheckPeer() override {
+    if (peer_header_->failed.load(std::memory_order_acquire) != 0) {
+      char reason[sizeof(peer_header_->failure)];
+      std::memcpy(reason, peer_header_->failure, sizeof(reason));
+      reason[sizeof(reason) - 1] = '\0';
+      return Status(static_cast<Code>(peer_header_->failure_code), "rank " + std::to_string(peer()) + " failed: " + reason);
+    }
     if (PidfdExited(pidfd_)) {
       return RemoteError("rank " + std::to_string(peer()) + " (pid " + std::to_string(peer_pid_) + ") exited");
     }
@@ -174,6 +194,7 @@ class ShmLink : public Link {
   const int pidfd_;  // owned by the transport
   Ring out_, in_;
   Doorbell* mine_;
+  SegmentHeader* peer_header_;
   Doorbell* theirs_;
   uint64_t send_head_ = 0, recv_tail_ = 0;
   const char* send_data_ = nullptr;
@@ -238,14 +259,28 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
   own->slot_bytes = options.slot_bytes;
   own->slots = options.slots;
   own->channels = n;
-  own->attached.store(0, std::memory_order_relaxed);
   own->magic.store(kSegmentMagic, std::memory_order_release);
+
+  for (size_t i = 0; i < n; ++i) {
+    if (static_cast<int>(i) != my_index_) pidfds_[i] = PidfdOpen(local[i].pid);
+  }
+  // Names every local peer that has exited (removing the names of their segments, in
+  // case they died holding one), or returns "" when all are alive.
+  auto dead_peers = [&]() {
+    std::string dead;
+    for (size_t i = 0; i < n; ++i) {
+      if (!PidfdExited(pidfds_[i])) continue;
+      shm_unlink(local[i].segment.c_str());
+      dead += (dead.empty() ? "rank " : ", rank ") + std::to_string(local[i].rank) + " (pid " +
+              std::to_string(local[i].pid) + ")";
+    }
+    return dead;
+  };
 
   // 2. Map every local peer's segment (it may not exist yet: retry until the deadline).
   for (size_t i = 0; i < n; ++i) {
     if (static_cast<int>(i) == my_index_) continue;
     const LocalRank& peer = local[i];
-    pidfds_[i] = PidfdOpen(peer.pid);
     for (;;) {
       int pfd = shm_open(peer.segment.c_str(), O_RDWR | O_CLOEXEC, 0600);
       if (pfd >= 0) {
@@ -263,9 +298,9 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
       } else if (errno != ENOENT) {
         return ErrnoError("shm_open " + peer.segment + " of rank " + std::to_string(peer.rank), errno);
       }
-      if (PidfdExited(pidfds_[i])) {
-        return RemoteError("rank " + std::to_string(peer.rank) + " (pid " + std::to_string(peer.pid) +
-                           ") exited before its shared memory was ready");
+      if (std::string dead = dead_peers(); !dead.empty()) {
+        return RemoteError(dead + " exited during shared-memory set-up (waiting for rank " +
+                           std::to_string(peer.rank) + "'s segment)");
       }
       if (deadline.Expired()) {
         return TimeoutError("timed out waiting for the shared memory of rank " + std::to_string(peer.rank));
@@ -277,22 +312,24 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
         h->channels != n) {
       return InvalidUsage("rank " + std::to_string(peer.rank) + " laid out its shared memory differently");
     }
-    h->attached.fetch_add(1, std::memory_order_acq_rel);
+    maps_[i]->channel(my_index_)->attached.store(1, std::memory_order_release);
   }
 
   // 3. Once every peer has mapped our segment, remove its name: the memory lives on
-  //    while mapped, and no process death can leave it behind.
-  while (own->attached.load(std::memory_order_acquire) < n - 1) {
-    for (size_t i = 0; i < n; ++i) {
+  //    while mapped, and no process death can leave it behind. A peer that mapped it
+  //    and has exited since is fine; one that died before mapping it fails set-up.
+  for (size_t i = 0; i < n; ++i) {
+    if (static_cast<int>(i) == my_index_) continue;
+    while (maps_[my_index_]->channel(i)->attached.load(std::memory_order_acquire) == 0) {
       if (PidfdExited(pidfds_[i])) {
-        return RemoteError("rank " + std::to_string(local[i].rank) + " exited during shared-memory set-up");
+        return RemoteError(dead_peers() + " exited during shared-memory set-up (before mapping this rank's segment)");
       }
+      if (deadline.Expired()) {
+        return TimeoutError("timed out waiting for rank " + std::to_string(local[i].rank) +
+                            " to map this rank's shared memory");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
-    if (deadline.Expired()) {
-      return TimeoutError("timed out waiting for local peers to map this rank's shared memory (" +
-                          std::to_string(own->attached.load()) + " of " + std::to_string(n - 1) + " did)");
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   shm_unlink(own_name_.c_str());
   own_unlinked_ = true;
@@ -303,6 +340,18 @@ ShmTransport::~ShmTransport() {
   if (!own_unlinked_) shm_unlink(own_name_.c_str());
   for (int fd : pidfds_) {
     if (fd >= 0) close(fd);
+  }
+}
+
+void ShmTransport::PublishFailure(const Status& failure) {
+  if (my_index_ < 0 || !maps_[my_index_]) return;
+  SegmentHeader* own = maps_[my_index_]->header();
+  if (own->failed.load(std::memory_order_acquire) != 0) return;
+  own->failure_code = static_cast<int32_t>(failure.code());
+  std::strncpy(own->failure, failure.message().c_str(), sizeof(own->failure) - 1);
+  own->failed.store(1, std::memory_order_release);
+  for (size_t i = 0; i < maps_.size(); ++i) {
+    if (static_cast<int>(i) != my_index_ && maps_[i]) maps_[i]->header()->doorbell.Ring();
   }
 }
 
@@ -323,7 +372,7 @@ Status ShmTransport::Connect(int peer, const Deadline&, std::unique_ptr<Link>* o
   Ring out_ring = RingOf(*maps_[pi], my_index_);
   Ring in_ring = RingOf(*maps_[my_index_], pi);
   *out = std::make_unique<ShmLink>(peer, local_[pi].pid, pidfds_[pi], out_ring, in_ring,
-                                   &maps_[my_index_]->header()->doorbell, &maps_[pi]->header()->doorbell);
+                                   &maps_[my_index_]->header()->doorbell, maps_[pi]->header());
   return Status::Ok();
 }
 

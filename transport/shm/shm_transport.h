@@ -47,6 +47,7 @@ class ShmTransport : public Transport {
   const char* name() const override { return "shm"; }
   bool CanConnect(int peer) const override;
   Status Connect(int peer, const Deadline& deadline, std::unique_ptr<Link>* out) override;
+  void PublishFailure(const Status& failure) override;
 
   struct Mapping;  // one mapped segment (defined in the .cc)
 

@@ -2,6 +2,9 @@
 
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <cstring>
 
@@ -10,12 +13,16 @@ namespace {
 
 constexpr uint64_t kConnectMagic = 0x74657373746370ull;  // "tesstcp"
 
+// First bytes on every connection to a rank's listener: a stream of a new link, or
+// (stream == kNoticeStream) a failure notice: its code, length and text.
 struct ConnectHello {
   uint64_t magic;
   uint64_t secret;
   int32_t rank;
   int32_t stream;
 };
+constexpr int32_t kNoticeStream = -1;
+constexpr uint32_t kMaxNoticeBytes = 1024;
 
 struct MessageHeader {
   uint64_t bytes;
@@ -202,40 +209,92 @@ TcpTransport::TcpTransport(const Options& options, int my_rank, uint64_t secret,
                            std::vector<SocketAddress> peers)
     : options_(options), my_rank_(my_rank), secret_(secret), listener_(std::move(listener)), peers_(std::move(peers)) {}
 
+Status TcpTransport::AcceptOne(const Deadline& deadline, bool* accepted) {
+  *accepted = false;
+  int fd = ::accept4(listener_.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) return Status::Ok();
+    return ErrnoError("accept", errno);
+  }
+  *accepted = true;
+  Socket s(fd);
+  SetNoDelay(fd);
+  const Deadline hello_deadline = Deadline::AfterMs(std::min(std::max(deadline.RemainingMs(), 100), 5000));
+  ConnectHello hello{};
+  if (!RecvAll(s, &hello, sizeof(hello), hello_deadline).ok() || hello.magic != kConnectMagic ||
+      hello.secret != secret_ || hello.rank < 0 || hello.rank >= static_cast<int>(peers_.size())) {
+    return Status::Ok();  // not one of ours: drop it
+  }
+  if (hello.stream == kNoticeStream) {
+    uint32_t header[2] = {static_cast<uint32_t>(Code::kRemoteError), 0};  // code, length
+    std::string reason = "(reason lost)";
+    if (RecvAll(s, header, sizeof(header), hello_deadline).ok() && header[1] <= kMaxNoticeBytes) {
+      std::string text(header[1], '\0');
+      if (RecvAll(s, &text[0], text.size(), hello_deadline).ok()) reason = text;
+    }
+    Code code = header[0] >= 1 && header[0] <= static_cast<uint32_t>(Code::kTimeout) ? static_cast<Code>(header[0])
+                                                                                       : Code::kRemoteError;
+    return Status(code, "rank " + std::to_string(hello.rank) + " failed: " + reason);
+  }
+  if (hello.stream >= 0 && hello.stream < options_.streams) stash_[{hello.rank, hello.stream}] = std::move(s);
+  return Status::Ok();
+}
+
 Status TcpTransport::AcceptFrom(int peer, const Deadline& deadline, std::vector<Socket>* streams) {
   const int want = static_cast<int>(options_.streams);
   streams->resize(want);
   int have = 0;
-  for (int k = 0; k < want; ++k) {
-    auto it = stash_.find({peer, k});
-    if (it != stash_.end()) {
-      (*streams)[k] = std::move(it->second);
-      stash_.erase(it);
-      ++have;
+  for (;;) {
+    for (int k = 0; k < want; ++k) {
+      auto it = stash_.find({peer, k});
+      if (it != stash_.end()) {
+        (*streams)[k] = std::move(it->second);
+        stash_.erase(it);
+        ++have;
+      }
     }
-  }
-  while (have < want) {
-    Socket s;
-    Status st = Accept(listener_, deadline, &s);
-    if (st.code() == Code::kTimeout) {
+    if (have == want) return Status::Ok();
+    bool accepted = false;
+    TESSERA_RETURN_IF_ERROR(AcceptOne(deadline, &accepted));
+    if (accepted) continue;
+    if (deadline.Expired()) {
       return TimeoutError("waiting for rank " + std::to_string(peer) + " to connect (" + std::to_string(have) +
                           " of " + std::to_string(want) + " streams arrived)");
     }
-    TESSERA_RETURN_IF_ERROR(st);
-    ConnectHello hello{};
-    if (!RecvAll(s, &hello, sizeof(hello), Deadline::AfterMs(std::min(deadline.RemainingMs(), 5000))).ok() ||
-        hello.magic != kConnectMagic || hello.secret != secret_ || hello.rank < 0 ||
-        hello.rank >= static_cast<int>(peers_.size()) || hello.stream < 0 || hello.stream >= want) {
-      continue;  // not one of ours: drop it
-    }
-    if (hello.rank == peer) {
-      (*streams)[hello.stream] = std::move(s);
-      ++have;
-    } else {
-      stash_[{hello.rank, hello.stream}] = std::move(s);
+    pollfd p{listener_.fd(), POLLIN, 0};
+    ::poll(&p, 1, std::min(deadline.RemainingMs(), 100));
+  }
+}
+
+void TcpTransport::PublishFailure(const Status& failure) {
+  const Deadline deadline = Deadline::AfterMs(500);  // best effort, bounded
+  const std::string text = failure.message().substr(0, kMaxNoticeBytes);
+  for (int peer : linked_peers_) {
+    Socket s;
+    if (!tessera::Connect(peers_[peer], deadline, &s, /*retry_refused=*/false).ok()) continue;
+    ConnectHello hello{kConnectMagic, secret_, my_rank_, kNoticeStream};
+    uint32_t header[2] = {static_cast<uint32_t>(failure.code()), static_cast<uint32_t>(text.size())};
+    if (SendAll(s, &hello, sizeof(hello), deadline).ok() && SendAll(s, header, sizeof(header), deadline).ok()) {
+      SendAll(s, text.data(), text.size(), deadline);
     }
   }
-  return Status::Ok();
+  for (int fd : link_fds_) ::shutdown(fd, SHUT_RDWR);  // peers blocked on us see it at once
+}
+
+void TcpTransport::AddNoticeWaits(WaitSet* set) {
+  if (!linked_peers_.empty()) set->AddFd(listener_.fd(), POLLIN);
+}
+
+Status TcpTransport::CheckNotices(int wait_ms) {
+  const Deadline deadline = Deadline::AfterMs(wait_ms);
+  for (;;) {
+    bool accepted = false;
+    TESSERA_RETURN_IF_ERROR(AcceptOne(deadline, &accepted));
+    if (accepted) continue;
+    if (deadline.Expired()) return Status::Ok();
+    pollfd p{listener_.fd(), POLLIN, 0};
+    ::poll(&p, 1, deadline.RemainingMs());
+  }
 }
 
 Status TcpTransport::Connect(int peer, const Deadline& deadline, std::unique_ptr<Link>* out) {
@@ -244,7 +303,8 @@ Status TcpTransport::Connect(int peer, const Deadline& deadline, std::unique_ptr
   if (my_rank_ < peer) {
     for (int k = 0; k < options_.streams; ++k) {
       Socket s;
-      TESSERA_RETURN_IF_ERROR(tessera::Connect(peers_[peer], deadline, &s).Annotate(where));
+      // The peer listens since before the rendezvous: a refusal means it is gone.
+      TESSERA_RETURN_IF_ERROR(tessera::Connect(peers_[peer], deadline, &s, /*retry_refused=*/false).Annotate(where));
       ConnectHello hello{kConnectMagic, secret_, my_rank_, k};
       TESSERA_RETURN_IF_ERROR(SendAll(s, &hello, sizeof(hello), deadline).Annotate(where));
       streams.push_back(std::move(s));
@@ -252,6 +312,8 @@ Status TcpTransport::Connect(int peer, const Deadline& deadline, std::unique_ptr
   } else {
     TESSERA_RETURN_IF_ERROR(AcceptFrom(peer, deadline, &streams).Annotate(where));
   }
+  linked_peers_.push_back(peer);
+  for (const Socket& s : streams) link_fds_.push_back(s.fd());
   *out = std::make_unique<TcpLink>(peer, std::move(streams), static_cast<size_t>(options_.chunk_bytes));
   return Status::Ok();
 }

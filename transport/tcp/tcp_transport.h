@@ -40,8 +40,17 @@ class TcpTransport : public Transport {
   bool CanConnect(int peer) const override { return peer != my_rank_; }
   Status Connect(int peer, const Deadline& deadline, std::unique_ptr<Link>* out) override;
 
+  // Failure notices travel on a fresh connection to each linked peer's listener, after
+  // which this rank's link sockets are shut down.
+  void PublishFailure(const Status& failure) override;
+  void AddNoticeWaits(WaitSet* set) override;
+  Status CheckNotices(int wait_ms) override;
+
  private:
   Status AcceptFrom(int peer, const Deadline& deadline, std::vector<Socket>* streams);
+  // Accepts one pending connection and files it: a stream of a link goes to the stash,
+  // a failure notice becomes the returned RemoteError. Sets *accepted if one came.
+  Status AcceptOne(const Deadline& deadline, bool* accepted);
 
   const Options options_;
   const int my_rank_;
@@ -49,6 +58,8 @@ class TcpTransport : public Transport {
   Socket listener_;
   const std::vector<SocketAddress> peers_;
   std::map<std::pair<int, int>, Socket> stash_;  // (rank, stream) accepted before wanted
+  std::vector<int> linked_peers_;                 // peers with a link, in connection order
+  std::vector<int> link_fds_;                     // their sockets (owned by the links)
 };
 
 }  // namespace tessera
