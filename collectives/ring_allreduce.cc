@@ -9,12 +9,15 @@
 //
 // No copy is made up front for an out-of-place call: the first reduce-scatter step
 // reads the send buffer directly and each received block is reduced from the send
-// buffer into the receive buffer, so the send buffer is only ever read. Within a step
-// the transport pipelines the block in slots or chunks, so sending, receiving and
-// reducing overlap.
+// buffer into the receive buffer, so the send buffer is only ever read.
+//
+// All 2(p-1) steps run as one exchange, pipelined: the send of step k is gated on the
+// receive of step k-1 (the block it forwards), so a rank forwards each slot or chunk as
+// soon as it has reduced it, and no step waits for the previous one to drain.
 #include "collectives/ring_allreduce.h"
 
 #include <cstring>
+#include <vector>
 
 #include "collectives/ring_pattern.h"
 
@@ -34,28 +37,30 @@ Status RingAllReduce(const CollectiveContext& ctx, const AllReduceArgs& args) {
   TESSERA_RETURN_IF_ERROR(ctx.links->Get(RingRight(r, p), ctx.exchange.deadline, &right));
   TESSERA_RETURN_IF_ERROR(ctx.links->Get(RingLeft(r, p), ctx.exchange.deadline, &left));
 
-  for (int s = 0; s < p - 1; ++s) {
-    const Block out = RingBlock(args.count, p, RingReduceScatterSendBlock(r, p, s));
-    const Block in = RingBlock(args.count, p, RingReduceScatterRecvBlock(r, p, s));
+  std::vector<Transfer> t;
+  t.reserve(4 * (p - 1));
+  auto block = [&](int b) {
+    Block blk = RingBlock(args.count, p, b);
+    return Block{blk.offset * es, blk.count * es};  // in bytes
+  };
+  for (int s = 0; s < p - 1; ++s) {  // reduce-scatter
+    const Block out = block(RingReduceScatterSendBlock(r, p, s));
+    const Block in = block(RingReduceScatterRecvBlock(r, p, s));
     // Step 0 sends our own contribution; later steps forward what we just reduced.
-    const char* out_src = (s == 0 ? send : recv) + out.offset * es;
-    Transfer t[2] = {
-        Transfer::Send(right, out_src, out.count * es),
-        Transfer::RecvReduce(left, recv + in.offset * es, send + in.offset * es, &args.reducer, in.count * es),
-    };
-    TESSERA_RETURN_IF_ERROR(Exchange(t, 2, ctx.exchange).Annotate("reduce-scatter step " + std::to_string(s + 1) +
-                                                                  " of " + std::to_string(p - 1)));
+    if (s == 0) {
+      t.push_back(Transfer::Send(right, send + out.offset, out.count));
+    } else {
+      t.push_back(Transfer::SendAfter(right, recv + out.offset, out.count, static_cast<int>(t.size()) - 1));
+    }
+    t.push_back(Transfer::RecvReduce(left, recv + in.offset, send + in.offset, &args.reducer, in.count));
   }
-  for (int s = 0; s < p - 1; ++s) {
-    const Block out = RingBlock(args.count, p, RingAllGatherSendBlock(r, p, s));
-    const Block in = RingBlock(args.count, p, RingAllGatherRecvBlock(r, p, s));
-    Transfer t[2] = {
-        Transfer::Send(right, recv + out.offset * es, out.count * es),
-        Transfer::Recv(left, recv + in.offset * es, in.count * es),
-    };
-    TESSERA_RETURN_IF_ERROR(Exchange(t, 2, ctx.exchange).Annotate("allgather step " + std::to_string(s + 1) +
-                                                                  " of " + std::to_string(p - 1)));
+  for (int s = 0; s < p - 1; ++s) {  // allgather: forward each block as it arrives
+    const Block out = block(RingAllGatherSendBlock(r, p, s));
+    const Block in = block(RingAllGatherRecvBlock(r, p, s));
+    t.push_back(Transfer::SendAfter(right, recv + out.offset, out.count, static_cast<int>(t.size()) - 1));
+    t.push_back(Transfer::Recv(left, recv + in.offset, in.count));
   }
+  TESSERA_RETURN_IF_ERROR(Exchange(t.data(), t.size(), ctx.exchange));
   return Status::Ok();
 }
 

@@ -12,7 +12,7 @@ enum class State : uint8_t { kWaiting, kActive, kDone };
 
 // Longest single sleep: bounds how late abort, peer death and the deadline are noticed.
 constexpr int64_t kSleepSliceUs = 20000;
-// How often sleeping ranks check that shared-memory peers are still alive.
+// How often sleeping ranks check that their peers are still alive.
 constexpr int64_t kPeerCheckUs = 50000;
 
 inline void CpuRelax() {
@@ -25,130 +25,178 @@ std::string Describe(const Transfer& t) {
   return "rank " + std::to_string(t.link->peer()) + " (" + t.link->kind() + ")";
 }
 
-std::string PendingSummary(const Transfer* ts, const std::vector<State>& st) {
-  std::string out;
-  for (size_t i = 0; i < st.size(); ++i) {
-    if (st[i] == State::kDone) continue;
-    const Transfer& t = ts[i];
-    size_t moved = st[i] == State::kWaiting ? 0 : (t.is_send ? t.link->sent_bytes() : t.link->received_bytes());
-    if (!out.empty()) out += "; ";
-    out += (t.is_send ? "sending to " : "receiving from ") + Describe(t) + ", " + std::to_string(moved) +
-           " of " + std::to_string(t.len) + " bytes moved";
+std::string Direction(const Transfer& t) { return t.is_send ? "sending to " : "receiving from "; }
+
+// The transfers of one link in one direction, which run one after the other.
+struct Queue {
+  Link* link;
+  bool is_send;
+  std::vector<size_t> items;  // indices into the transfer array, in order
+  size_t head = 0;            // first transfer not done
+  bool busy() const { return head < items.size(); }
+};
+
+class Engine {
+ public:
+  Engine(Transfer* ts, size_t n, const ExchangeOptions& opt) : ts_(ts), opt_(opt), state_(n, State::kWaiting) {
+    for (size_t i = 0; i < n; ++i) {
+      size_t q = 0;
+      while (q < queues_.size() && !(queues_[q].link == ts[i].link && queues_[q].is_send == ts[i].is_send)) ++q;
+      if (q == queues_.size()) queues_.push_back(Queue{ts[i].link, ts[i].is_send, {}, 0});
+      queues_[q].items.push_back(i);
+    }
+    remaining_ = n;
   }
-  return out;
-}
 
-}  // namespace
+  Status Run();
 
-Status Exchange(Transfer* ts, size_t n, const ExchangeOptions& opt) {
-  std::vector<State> state(n, State::kWaiting);
-  size_t remaining = n;
-
-  // Activates the first waiting transfer of each (link, direction) that has no active one.
-  auto activate = [&] {
-    for (size_t i = 0; i < n; ++i) {
-      if (state[i] != State::kWaiting) continue;
-      bool busy = false;
-      for (size_t j = 0; j < i && !busy; ++j) {
-        busy = state[j] != State::kDone && ts[j].link == ts[i].link && ts[j].is_send == ts[i].is_send;
+ private:
+  // Starts the head of q, skipping (completing) zero-length transfers.
+  void Activate(Queue& q) {
+    while (q.busy()) {
+      const size_t i = q.items[q.head];
+      if (ts_[i].len != 0) {
+        state_[i] = State::kActive;
+        if (ts_[i].is_send) {
+          ts_[i].link->BeginSend(ts_[i].src, ts_[i].len);
+        } else {
+          ts_[i].link->BeginRecv(ts_[i].dst, ts_[i].len, ts_[i].acc, ts_[i].reducer);
+        }
+        return;
       }
-      if (busy) continue;
-      if (ts[i].len == 0) {
-        state[i] = State::kDone;
-        --remaining;
-        continue;
-      }
-      state[i] = State::kActive;
-      if (ts[i].is_send) {
-        ts[i].link->BeginSend(ts[i].src, ts[i].len);
-      } else {
-        ts[i].link->BeginRecv(ts[i].dst, ts[i].len, ts[i].acc, ts[i].reducer);
-      }
+      state_[i] = State::kDone;
+      --remaining_;
+      ++q.head;
     }
-  };
+  }
 
-  // One pass over the active transfers; returns whether anything moved.
-  auto progress = [&](bool* moved) -> Status {
+  // How much of send i's data exists yet (all of it unless gated by a receive).
+  size_t Available(size_t i) const {
+    const int g = ts_[i].gate;
+    if (g < 0 || state_[g] == State::kDone) return ts_[i].len;
+    if (state_[g] == State::kWaiting) return 0;
+    return std::min(ts_[i].len, ts_[g].link->ready_bytes());
+  }
+
+  // One pass over the active transfers.
+  Status Progress(bool* moved) {
     *moved = false;
-    bool finished_one = false;
-    for (size_t i = 0; i < n; ++i) {
-      if (state[i] != State::kActive) continue;
-      bool p = false, done = false;
-      Status s = ts[i].is_send ? ts[i].link->ProgressSend(&p, &done) : ts[i].link->ProgressRecv(&p, &done);
-      if (!s.ok()) return s.Annotate((ts[i].is_send ? "sending to " : "receiving from ") + Describe(ts[i]));
-      *moved |= p;
-      if (done) {
-        state[i] = State::kDone;
-        --remaining;
-        finished_one = true;
+    for (Queue& q : queues_) {
+      // Keep going on this queue while transfers complete within the pass.
+      while (q.busy()) {
+        const size_t i = q.items[q.head];
+        bool p = false, done = false;
+        Status s = q.is_send ? q.link->ProgressSend(Available(i), &p, &done) : q.link->ProgressRecv(&p, &done);
+        if (!s.ok()) return s.Annotate(Direction(ts_[i]) + Describe(ts_[i]));
+        *moved |= p;
+        if (!done) break;
+        state_[i] = State::kDone;
+        --remaining_;
+        ++q.head;
+        Activate(q);
       }
     }
-    if (finished_one) activate();
     return Status::Ok();
-  };
+  }
+
+  std::string PendingSummary() const {
+    std::string out;
+    for (const Queue& q : queues_) {
+      if (!q.busy()) continue;
+      const Transfer& t = ts_[q.items[q.head]];
+      if (!out.empty()) out += "; ";
+      out += Direction(t) + Describe(t) + ", " +
+             std::to_string(t.is_send ? t.link->sent_bytes() : t.link->received_bytes()) + " of " +
+             std::to_string(t.len) + " bytes moved";
+      const size_t later = q.items.size() - q.head - 1;
+      if (later > 0) out += " (" + std::to_string(later) + " more message(s) queued)";
+    }
+    return out;
+  }
 
   // A peer that closed its link may have published why: prefer its root cause.
-  auto explain = [&](const Status& s) -> Status {
-    if (s.code() != Code::kRemoteError || opt.notices == nullptr) return s;
-    Status notice = opt.notices->CheckNotices(100);
+  Status Explain(const Status& s) {
+    if (s.code() != Code::kRemoteError || opt_.notices == nullptr) return s;
+    Status notice = opt_.notices->CheckNotices(100);
     return notice.ok() ? s : Status(notice.code(), s.message() + "; " + notice.message());
-  };
+  }
 
-  activate();
+  Status CheckPeers() {
+    for (Queue& q : queues_) {
+      if (!q.busy()) continue;
+      Status s = q.link->CheckPeer();
+      if (!s.ok()) return Explain(s.Annotate(Direction(ts_[q.items[q.head]]) + Describe(ts_[q.items[q.head]])));
+    }
+    return Status::Ok();
+  }
+
+  Transfer* ts_;
+  const ExchangeOptions& opt_;
+  std::vector<State> state_;
+  std::vector<Queue> queues_;
+  size_t remaining_ = 0;
+};
+
+Status Engine::Run() {
+  for (Queue& q : queues_) Activate(q);
   int64_t last_progress_us = NowMicros();
   int64_t last_peer_check_us = last_progress_us;
   WaitSet waits;
-  while (remaining > 0) {
+  while (remaining_ > 0) {
     bool moved = false;
-    Status st = progress(&moved);
-    if (!st.ok()) return explain(st);
-    if (remaining == 0) break;
+    Status st = Progress(&moved);
+    if (!st.ok()) return Explain(st);
+    if (remaining_ == 0) break;
     int64_t now = NowMicros();
     if (moved) {
       last_progress_us = now;
       continue;
     }
-    if (now - last_progress_us < opt.spin_us) {
+    if (now - last_progress_us < opt_.spin_us) {
       CpuRelax();
       continue;
     }
-    if (opt.abort != nullptr && opt.abort->load(std::memory_order_relaxed)) {
-      return RemoteError("aborted by tesseraCommAbort while " + PendingSummary(ts, state));
+    if (opt_.abort != nullptr && opt_.abort->load(std::memory_order_relaxed)) {
+      return RemoteError("aborted by tesseraCommAbort while " + PendingSummary());
     }
-    if (opt.deadline.Expired()) {
-      return TimeoutError("timed out after " + std::to_string(opt.timeout_ms) + " ms (TESSERA_TIMEOUT_MS) " +
-                          PendingSummary(ts, state));
+    if (opt_.deadline.Expired()) {
+      return TimeoutError("timed out after " + std::to_string(opt_.timeout_ms) + " ms (TESSERA_TIMEOUT_MS) " +
+                          PendingSummary());
     }
     if (now - last_peer_check_us >= kPeerCheckUs) {
       last_peer_check_us = now;
-      for (size_t i = 0; i < n; ++i) {
-        if (state[i] == State::kDone) continue;
-        Status s = ts[i].link->CheckPeer();
-        if (!s.ok()) return explain(s.Annotate((ts[i].is_send ? "sending to " : "receiving from ") + Describe(ts[i])));
-      }
+      TESSERA_RETURN_IF_ERROR(CheckPeers());
     }
     // Sleep until a link can move, a slice passes, or the deadline.
     waits.Clear();
-    for (size_t i = 0; i < n; ++i) {
-      if (state[i] == State::kActive) ts[i].link->AddWaits(&waits, ts[i].is_send, !ts[i].is_send);
+    for (Queue& q : queues_) {
+      if (q.busy()) q.link->AddWaits(&waits, q.is_send, !q.is_send);
     }
-    if (opt.notices != nullptr) opt.notices->AddNoticeWaits(&waits);
-    uint32_t token = waits.Announce();
-    Status s = progress(&moved);
-    if (s.ok() && !moved && remaining > 0) {
-      int64_t left_us = std::chrono::duration_cast<std::chrono::microseconds>(opt.deadline.when() - Clock::now()).count();
+    if (opt_.notices != nullptr) opt_.notices->AddNoticeWaits(&waits);
+    const uint32_t token = waits.Announce();
+    Status s = Progress(&moved);
+    if (s.ok() && !moved && remaining_ > 0) {
+      int64_t left_us =
+          std::chrono::duration_cast<std::chrono::microseconds>(opt_.deadline.when() - Clock::now()).count();
       waits.Sleep(token, std::max<int64_t>(1, std::min(kSleepSliceUs, left_us)));
     }
     waits.Retire();
-    if (!s.ok()) return explain(s);
-    if (opt.notices != nullptr) {
+    if (!s.ok()) return Explain(s);
+    if (opt_.notices != nullptr) {
       // A peer published its failure: report it with what this rank was waiting for.
-      Status notice = opt.notices->CheckNotices(0);
-      if (!notice.ok()) return Status(notice.code(), PendingSummary(ts, state) + "; " + notice.message());
+      Status notice = opt_.notices->CheckNotices(0);
+      if (!notice.ok()) return Status(notice.code(), PendingSummary() + "; " + notice.message());
     }
     if (moved) last_progress_us = NowMicros();
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status Exchange(Transfer* transfers, size_t count, const ExchangeOptions& options) {
+  Engine engine(transfers, count, options);
+  return engine.Run();
 }
 
 }  // namespace tessera

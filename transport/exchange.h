@@ -24,6 +24,10 @@ struct Transfer {
   const void* acc = nullptr;        // receive with reduction: the other operand
   const Reducer* reducer = nullptr; // receive: null = copy
   size_t len = 0;
+  // Send only: index (in the same exchange) of a receive that produces this send's data;
+  // the send then moves only what that receive has made final, so a ring forwards a
+  // block while it arrives. -1: the data is all there.
+  int gate = -1;
 
   static Transfer Send(Link* l, const void* data, size_t len) {
     Transfer t;
@@ -38,6 +42,11 @@ struct Transfer {
   static Transfer RecvReduce(Link* l, void* dst, const void* acc, const Reducer* r, size_t len) {
     Transfer t = Recv(l, dst, len);
     t.acc = acc; t.reducer = r;
+    return t;
+  }
+  static Transfer SendAfter(Link* l, const void* data, size_t len, int gate) {
+    Transfer t = Send(l, data, len);
+    t.gate = gate;
     return t;
   }
 };

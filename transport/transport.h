@@ -99,8 +99,11 @@ class Link {
   virtual void BeginRecv(void* dst, size_t len, const void* acc, const Reducer* reducer) = 0;
 
   // Move the active message forward without blocking. *progressed is set when anything
-  // moved, *done when the message is complete (its buffer may then be reused).
-  virtual Status ProgressSend(bool* progressed, bool* done) = 0;
+  // moved, *done when the message is complete (its buffer may then be reused). A send
+  // moves only the first `available` bytes of its message (the rest is still being
+  // produced, e.g. received from another peer), so a ring can forward a block chunk by
+  // chunk while it arrives.
+  virtual Status ProgressSend(size_t available, bool* progressed, bool* done) = 0;
   virtual Status ProgressRecv(bool* progressed, bool* done) = 0;
 
   // What to sleep on while the active send and/or receive cannot move.
@@ -113,6 +116,9 @@ class Link {
   // Bytes of the active message moved so far, for error messages.
   virtual size_t sent_bytes() const = 0;
   virtual size_t received_bytes() const = 0;
+  // Length of the prefix of the active receive's destination that holds final data
+  // (received, and reduced when reducing). May lag received_bytes().
+  virtual size_t ready_bytes() const = 0;
 
  private:
   const int peer_;

@@ -126,11 +126,12 @@ class ShmLink : public Link {
     recv_off_ = 0;
   }
 
-  Status ProgressSend(bool* progressed, bool* done) override {
+  Status ProgressSend(size_t available, bool* progressed, bool* done) override {
     *progressed = false;
     const uint64_t tail = out_.ch->tail.load(std::memory_order_acquire);
-    if (send_head_ - tail < out_.nslots) {
-      const size_t piece = std::min(out_.slot_bytes, send_len_ - send_off_);
+    // A full slot, or the end of the message: never a sliver of a gated message.
+    const size_t piece = std::min(out_.slot_bytes, send_len_ - send_off_);
+    if (send_head_ - tail < out_.nslots && send_off_ + piece <= available) {
       SlotHeader* h = out_.slot_header(send_head_);
       h->message_bytes = send_len_;
       h->offset = send_off_;
@@ -188,6 +189,7 @@ class ShmLink : public Link {
 
   size_t sent_bytes() const override { return send_off_; }
   size_t received_bytes() const override { return recv_off_; }
+  size_t ready_bytes() const override { return recv_off_; }
 
  private:
   const int peer_pid_;

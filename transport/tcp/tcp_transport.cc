@@ -69,15 +69,18 @@ class TcpLink : public Link {
     }
   }
 
-  Status ProgressSend(bool* progressed, bool* done) override {
+  Status ProgressSend(size_t available, bool* progressed, bool* done) override {
     *progressed = false;
+    send_available_ = available;
     for (size_t s = 0; s < streams_.size(); ++s) {
       StreamCursor& c = send_[s];
       for (;;) {
         const size_t begin = c.chunk * chunk_;
         const bool need_header = s == 0 && c.header_done < sizeof(MessageHeader);
         if (begin >= send_len_ && !need_header) break;
-        const size_t piece = begin >= send_len_ ? 0 : std::min(chunk_, send_len_ - begin) - c.offset;
+        const size_t end = std::min(begin + chunk_, std::min(send_len_, available));
+        const size_t piece = end > begin + c.offset ? end - begin - c.offset : 0;
+        if (piece == 0 && !need_header) break;  // not produced yet
         iovec iov[2];
         int n = 0;
         if (need_header) {
@@ -174,7 +177,9 @@ class TcpLink : public Link {
 
   void AddWaits(WaitSet* set, bool sending, bool receiving) override {
     for (size_t s = 0; s < streams_.size(); ++s) {
-      if (sending && (send_[s].chunk * chunk_ < send_len_ || (s == 0 && send_[0].header_done < sizeof(MessageHeader)))) {
+      const size_t next = send_[s].chunk * chunk_ + send_[s].offset;
+      if (sending && ((next < send_len_ && next < send_available_) ||
+                      (s == 0 && send_[0].header_done < sizeof(MessageHeader)))) {
         set->AddFd(streams_[s].fd(), POLLOUT);
       }
       if (receiving && (recv_[s].chunk * chunk_ < recv_len_ || (s == 0 && recv_[0].header_done < sizeof(MessageHeader)))) {
@@ -185,6 +190,18 @@ class TcpLink : public Link {
 
   size_t sent_bytes() const override { return send_moved_; }
   size_t received_bytes() const override { return recv_moved_; }
+  size_t ready_bytes() const override {
+    // Stream s has finished every chunk before its current one; the smallest current
+    // chunk start over all streams (plus, when copying, what has landed of it) bounds
+    // the contiguous final prefix.
+    size_t ready = recv_len_;
+    for (const StreamCursor& c : recv_) {
+      const size_t begin = c.chunk * chunk_;
+      if (begin >= recv_len_) continue;
+      ready = std::min(ready, begin + (recv_reducer_ == nullptr ? c.offset : 0));
+    }
+    return ready;
+  }
 
  private:
   std::vector<Socket> streams_;
@@ -192,7 +209,7 @@ class TcpLink : public Link {
   std::vector<StreamCursor> send_, recv_;
   std::vector<std::vector<char>> staging_;
   const char* send_data_ = nullptr;
-  size_t send_len_ = 0, send_moved_ = 0;
+  size_t send_len_ = 0, send_moved_ = 0, send_available_ = 0;
   MessageHeader send_header_{0, 0};
   uint64_t send_seq_ = 0;
   char* recv_dst_ = nullptr;
