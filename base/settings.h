@@ -42,6 +42,9 @@ namespace tessera {
     "TCP connections per pair of ranks; large messages are striped across them.")        \
   X(int64_t, tcp_chunk_bytes, "TESSERA_TCP_CHUNK_BYTES", 262144,                         \
     "Striping unit across TCP streams, and the staging size for reductions from TCP.")   \
+  X(std::string, algo, "TESSERA_ALGO", "auto",                                           \
+    "Allreduce algorithm: auto (chosen by message size) or one of ring, "                \
+    "recursive_doubling (forced for every call).")                                       \
   X(int64_t, spin_us, "TESSERA_SPIN_US", -1,                                             \
     "Microseconds a waiting rank polls before it sleeps in the kernel (futex/poll). "   \
     "-1: 50 when the host's ranks fit its cores, else 0.")

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <thread>
 
+#include "collectives/algorithms.h"
 #include "collectives/reduce_kernels.h"
-#include "collectives/ring_allreduce.h"
 #include "topology/host_identity.h"
 #include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
@@ -24,6 +24,7 @@ Status Communicator::Create(const Settings& settings, const UniqueIdData& id, in
 Communicator::~Communicator() = default;
 
 Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int nranks, int rank) {
+  TESSERA_RETURN_IF_ERROR(CheckAlgorithmName(settings.algo));
   settings_ = settings;
   log_level_ = ParseLogLevel(settings.debug);
   rank_ = rank;
@@ -115,8 +116,9 @@ Status Communicator::AllReduce(const void* send, void* recv, size_t count, DataT
   args.type = type;
   TESSERA_RETURN_IF_ERROR(GetReducer(type, op, &args.reducer));
   if (count == 0) return Status::Ok();
-  Status s = RingAllReduce(Context(), args);
-  if (!s.ok()) return Break(s.Annotate("ring"));
+  const AllReduceAlgorithmInfo& algo = SelectAllReduce(settings_.algo, count * SizeOf(type), nranks_);
+  Status s = algo.run(Context(), args);
+  if (!s.ok()) return Break(s.Annotate(algo.name));
   return Status::Ok();
 }
 

@@ -43,8 +43,9 @@ constexpr size_t kOddCount = 100003;
 constexpr size_t kBigCount = size_t{16} << 20;
 
 // Settings for a transport; multi_segment shrinks every pipelining unit.
-RankOptions OptionsFor(Transport t, int nranks, bool multi_segment) {
+RankOptions OptionsFor(Transport t, int nranks, bool multi_segment, const char* algo = "auto") {
   RankOptions opts;
+  opts.env["TESSERA_ALGO"] = algo;
   opts.timeout = Milliseconds(120000);
   opts.failure_grace = Milliseconds(3000);
   opts.env["TESSERA_TIMEOUT_MS"] = "60000";
@@ -139,13 +140,14 @@ struct AllReduceCase {
   size_t count;
   bool in_place;
   bool multi_segment;
+  const char* algo = "auto";  // TESSERA_ALGO
 };
 
 std::string CaseName(const testing::TestParamInfo<AllReduceCase>& info) {
   const AllReduceCase& c = info.param;
   return std::string(TransportName(c.transport)) + "_r" + std::to_string(c.nranks) + "_c" +
          std::to_string(c.count) + (c.in_place ? "_inplace" : "_outofplace") +
-         (c.multi_segment ? "_multiseg" : "");
+         (c.multi_segment ? "_multiseg" : "") + "_" + c.algo;
 }
 
 std::vector<AllReduceCase> SmallCases(Transport t) {
@@ -154,7 +156,11 @@ std::vector<AllReduceCase> SmallCases(Transport t) {
     for (size_t count : {size_t{0}, size_t{1}, size_t{2}, size_t{7}, size_t{13}, size_t{1031},
                          size_t{65537}, kOddCount}) {
       for (bool in_place : {false, true}) {
-        for (bool multi : {false, true}) cases.push_back({t, nranks, count, in_place, multi});
+        for (bool multi : {false, true}) {
+          for (const char* algo : {"ring", "recursive_doubling"}) {
+            cases.push_back({t, nranks, count, in_place, multi, algo});
+          }
+        }
       }
     }
   }
@@ -171,14 +177,15 @@ std::vector<AllReduceCase> BigCases(Transport t, std::vector<int> rank_counts, b
 
 void PrintTo(const AllReduceCase& c, std::ostream* os) {
   *os << TransportName(c.transport) << " nranks " << c.nranks << " count " << c.count
-      << (c.in_place ? " in-place" : " out-of-place") << (c.multi_segment ? " multi-segment" : "");
+      << (c.in_place ? " in-place" : " out-of-place") << (c.multi_segment ? " multi-segment" : "")
+      << " algo " << c.algo;
 }
 
 class AllReduceSum : public testing::TestWithParam<AllReduceCase> {};
 
 TEST_P(AllReduceSum, MatchesSerialSum) {
   const AllReduceCase& c = GetParam();
-  RankOptions opts = OptionsFor(c.transport, c.nranks, c.multi_segment);
+  RankOptions opts = OptionsFor(c.transport, c.nranks, c.multi_segment, c.algo);
   auto results = RunRanks(
       c.nranks,
       [&](int rank, tesseraComm_t comm) { return SumAndCheck(rank, comm, c.count, c.in_place); },

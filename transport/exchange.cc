@@ -1,5 +1,7 @@
 #include "transport/exchange.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -141,6 +143,7 @@ Status Engine::Run() {
   for (Queue& q : queues_) Activate(q);
   int64_t last_progress_us = NowMicros();
   int64_t last_peer_check_us = last_progress_us;
+  uint32_t spins = 0;
   WaitSet waits;
   while (remaining_ > 0) {
     bool moved = false;
@@ -153,7 +156,13 @@ Status Engine::Run() {
       continue;
     }
     if (now - last_progress_us < opt_.spin_us) {
-      CpuRelax();
+      // Yield now and then: a peer woken onto this core (the scheduler likes to put a
+      // wakee beside its waker) would otherwise wait for our time slice to end.
+      if ((++spins & 63) == 0) {
+        sched_yield();
+      } else {
+        CpuRelax();
+      }
       continue;
     }
     if (opt_.abort != nullptr && opt_.abort->load(std::memory_order_relaxed)) {

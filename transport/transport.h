@@ -36,7 +36,7 @@ struct Reducer {
 struct Doorbell {
   std::atomic<uint32_t> bell{0};
   std::atomic<uint32_t> sleepers{0};
-  void Ring();  // after publishing: bell++, futex-wake if anyone sleeps
+  void Ring();  // after publishing: if anyone sleeps, bell++ and futex-wake
 };
 
 // What a rank with stalled links sleeps on: sockets and/or its own doorbell.

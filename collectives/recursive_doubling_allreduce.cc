@@ -1,0 +1,68 @@
+// Recursive-doubling allreduce: the latency algorithm for small buffers.
+//
+// With p a power of two, round k pairs each rank with the rank whose number differs in
+// bit k; the two exchange their whole current buffers and both reduce. After lg p
+// rounds every rank holds the full reduction: lg p message latencies instead of the
+// ring's 2(p-1), at the price of sending the whole buffer each round (so it is chosen
+// for small buffers only). Both partners compute a op b and b op a, which IEEE
+// arithmetic makes bitwise equal, so every rank ends with identical bits.
+//
+// Other p: with pof2 the largest power of two <= p and rem = p - pof2, the first 2*rem
+// ranks pair up (2i, 2i+1) before the rounds: the even rank hands its buffer to the odd
+// one and sits the rounds out; after them, the odd rank hands it the result.
+//
+// Each round reduces into the other of two buffers (the receive buffer and a scratch
+// buffer), because a rank keeps sending its current buffer while it receives.
+#include "collectives/recursive_doubling_allreduce.h"
+
+#include <cstring>
+#include <vector>
+
+#include "collectives/recursive_doubling_pattern.h"
+
+namespace tessera {
+
+Status RecursiveDoublingAllReduce(const CollectiveContext& ctx, const AllReduceArgs& args) {
+  const int p = ctx.nranks, r = ctx.rank;
+  const size_t bytes = args.count * args.reducer.elem_size;
+  const char* send = static_cast<const char*>(args.send);
+  char* recv = static_cast<char*>(args.recv);
+  if (p == 1) {
+    if (send != recv) std::memcpy(recv, send, bytes);
+    return Status::Ok();
+  }
+  const RecursiveDoublingPlan plan = PlanRecursiveDoubling(r, p);
+  std::vector<char> scratch(bytes);
+  const char* cur = send;
+  auto other = [&](const char* c) { return c == recv ? scratch.data() : recv; };
+  Link* link = nullptr;
+
+  if (plan.fold_partner >= 0) {
+    TESSERA_RETURN_IF_ERROR(ctx.links->Get(plan.fold_partner, ctx.exchange.deadline, &link));
+    if (plan.new_rank < 0) {
+      // Hand our contribution over, then receive the result.
+      Transfer t[2] = {Transfer::Send(link, cur, bytes), Transfer::Recv(link, recv, bytes)};
+      return Exchange(t, 2, ctx.exchange);
+    }
+    char* next = other(cur);
+    Transfer t = Transfer::RecvReduce(link, next, cur, &args.reducer, bytes);
+    TESSERA_RETURN_IF_ERROR(Exchange(&t, 1, ctx.exchange));
+    cur = next;
+  }
+  for (int round = 0; round < plan.rounds; ++round) {
+    TESSERA_RETURN_IF_ERROR(ctx.links->Get(RecursiveDoublingPartner(plan, round), ctx.exchange.deadline, &link));
+    char* next = other(cur);
+    Transfer t[2] = {Transfer::Send(link, cur, bytes), Transfer::RecvReduce(link, next, cur, &args.reducer, bytes)};
+    TESSERA_RETURN_IF_ERROR(Exchange(t, 2, ctx.exchange));
+    cur = next;
+  }
+  if (cur != recv) std::memcpy(recv, cur, bytes);
+  if (plan.fold_partner >= 0) {
+    TESSERA_RETURN_IF_ERROR(ctx.links->Get(plan.fold_partner, ctx.exchange.deadline, &link));
+    Transfer t = Transfer::Send(link, recv, bytes);
+    TESSERA_RETURN_IF_ERROR(Exchange(&t, 1, ctx.exchange));
+  }
+  return Status::Ok();
+}
+
+}  // namespace tessera

@@ -1,0 +1,13 @@
+#ifndef TESSERA_COLLECTIVES_RECURSIVE_DOUBLING_ALLREDUCE_H_
+#define TESSERA_COLLECTIVES_RECURSIVE_DOUBLING_ALLREDUCE_H_
+
+#include "collectives/collective.h"
+
+namespace tessera {
+
+// Recursive-doubling allreduce for small buffers; see recursive_doubling_allreduce.cc.
+Status RecursiveDoublingAllReduce(const CollectiveContext& ctx, const AllReduceArgs& args);
+
+}  // namespace tessera
+
+#endif  // TESSERA_COLLECTIVES_RECURSIVE_DOUBLING_ALLREDUCE_H_
