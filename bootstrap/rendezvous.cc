@@ -73,6 +73,7 @@ RunningServices& Services() {
 }
 
 void WaitForLocalService(uint64_t secret, const Deadline& deadline) {
+  // (Waits only in the process that runs the service for this secret.)
   RunningServices& s = Services();
   std::unique_lock<std::mutex> lock(s.mu);
   s.changed.wait_until(lock, deadline.when(), [&] { return s.running.count(secret) == 0; });
@@ -234,8 +235,24 @@ Status StartRendezvous(const std::string& listen_ip, int port, uint64_t secret, 
   return Status::Ok();
 }
 
+static Status JoinRendezvousOnce(const UniqueIdData& id, int rank, int nranks, const RankInfo& mine,
+                                 int64_t timeout_ms, std::vector<RankInfo>* all);
+
 Status JoinRendezvous(const UniqueIdData& id, int rank, int nranks, const RankInfo& mine, int64_t timeout_ms,
                       std::vector<RankInfo>* all) {
+  // Whatever the outcome, a process hosting this rendezvous waits (a little past the
+  // deadline, so a service telling everyone of a timeout can finish) until the service
+  // has answered every rank: returning might end the process and cut the others off.
+  struct WaitOnReturn {
+    uint64_t secret;
+    int64_t timeout_ms;
+    ~WaitOnReturn() { WaitForLocalService(secret, Deadline::AfterMs(std::min<int64_t>(timeout_ms, 5000))); }
+  } wait_on_return{id.secret, timeout_ms};
+  return JoinRendezvousOnce(id, rank, nranks, mine, timeout_ms, all);
+}
+
+static Status JoinRendezvousOnce(const UniqueIdData& id, int rank, int nranks, const RankInfo& mine,
+                                 int64_t timeout_ms, std::vector<RankInfo>* all) {
   const Deadline deadline = Deadline::AfterMs(timeout_ms);
   const std::string where = "rendezvous at " + id.root.ToString() + " (rank " + std::to_string(rank) + ")";
   Socket s;
@@ -257,9 +274,7 @@ Status JoinRendezvous(const UniqueIdData& id, int rank, int nranks, const RankIn
   if (reply.code != 0) return Status(static_cast<Code>(reply.code), where + ": " + reply.message);
   if (reply.nranks != nranks) return InternalError(where + ": table of the wrong size");
   all->resize(nranks);
-  TESSERA_RETURN_IF_ERROR(RecvAll(s, all->data(), nranks * sizeof(RankInfo), deadline).Annotate(where));
-  WaitForLocalService(id.secret, deadline);
-  return Status::Ok();
+  return RecvAll(s, all->data(), nranks * sizeof(RankInfo), deadline).Annotate(where);
 }
 
 }  // namespace tessera

@@ -266,12 +266,16 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
   for (size_t i = 0; i < n; ++i) {
     if (static_cast<int>(i) != my_index_) pidfds_[i] = PidfdOpen(local[i].pid);
   }
-  // Names every local peer that has exited (removing the names of their segments, in
-  // case they died holding one), or returns "" when all are alive.
+  // Names every local peer that has exited while this rank still needs it (its segment
+  // is not mapped yet, or it has not mapped ours), removing the names of their segments
+  // in case they died holding one; "" when there are none. A peer that finished its
+  // part of set-up and exited is no concern of ours.
   auto dead_peers = [&]() {
     std::string dead;
     for (size_t i = 0; i < n; ++i) {
-      if (!PidfdExited(pidfds_[i])) continue;
+      if (static_cast<int>(i) == my_index_) continue;
+      const bool needed = !maps_[i] || maps_[my_index_]->channel(i)->attached.load(std::memory_order_acquire) == 0;
+      if (!needed || !PidfdExited(pidfds_[i])) continue;
       shm_unlink(local[i].segment.c_str());
       dead += (dead.empty() ? "rank " : ", rank ") + std::to_string(local[i].rank) + " (pid " +
               std::to_string(local[i].pid) + ")";
