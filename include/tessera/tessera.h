@@ -81,7 +81,9 @@ typedef enum {
   tesseraFloat64 = 8,
   tesseraDouble = 8,
   tesseraBfloat16 = 9,
-  tesseraNumTypes = 10
+  tesseraFloat8e4m3 = 10, /* accepted by the API; reductions answer "not supported" */
+  tesseraFloat8e5m2 = 11,
+  tesseraNumTypes = 12
 } tesseraDataType_t;
 
 /* Reduction operators: numbering identical to ncclRedOp_t. */
@@ -91,8 +93,36 @@ typedef enum {
   tesseraMax = 2,
   tesseraMin = 3,
   tesseraAvg = 4,
-  tesseraNumOps = 5
+  /* Values from tesseraNumOps up are operators created by tesseraRedOpCreatePreMulSum. */
+  tesseraNumOps = 5,
+  tesseraMaxRedOp = 0x7fffffff
 } tesseraRedOp_t;
+
+/* Where the scalar of tesseraRedOpCreatePreMulSum lives. On this CPU build both mean
+ * host memory: Device is read when each collective starts, HostImmediate once, when the
+ * operator is created. */
+typedef enum { tesseraScalarDevice = 0, tesseraScalarHostImmediate = 1 } tesseraScalarResidence_t;
+
+/* Communicator configuration, as ncclConfig_t: initialise with TESSERA_CONFIG_INITIALIZER
+ * and set the fields you need. Fields left undefined take their defaults. */
+#define TESSERA_CONFIG_UNDEF_INT (-2147483647 - 1)
+typedef struct {
+  size_t size;           /* sizeof(tesseraConfig_t), set by the initializer */
+  unsigned int magic;    /* set by the initializer */
+  unsigned int version;  /* set by the initializer */
+  /* 1 (default): every call on the communicator returns when its work is done.
+   * 0: creation, collectives inside and outside groups return tesseraInProgress at once
+   * and progress on a background thread; poll tesseraCommGetAsyncError until it stops
+   * answering tesseraInProgress. */
+  int blocking;
+  const char* commName;  /* a name for logs and error messages; NULL: none */
+} tesseraConfig_t;
+#define TESSERA_CONFIG_MAGIC 0x7e55e7a1u
+#define TESSERA_CONFIG_INITIALIZER \
+  { sizeof(tesseraConfig_t), TESSERA_CONFIG_MAGIC, TESSERA_VERSION_CODE, TESSERA_CONFIG_UNDEF_INT, NULL }
+
+/* tesseraCommSplit's color for ranks that take no part in any new communicator. */
+#define TESSERA_SPLIT_NOCOLOR (-1)
 
 /* A CUDA stream on CUDA builds; must be NULL on CPU builds (see the stream semantics above). */
 typedef void* tesseraStream_t;
@@ -114,6 +144,28 @@ tesseraResult_t tesseraGetUniqueId(tesseraUniqueId* uniqueId);
 tesseraResult_t tesseraCommInitRank(tesseraComm_t* comm, int nranks, tesseraUniqueId commId,
                                     int rank);
 
+/* As tesseraCommInitRank, with a configuration (NULL: defaults). A malformed config
+ * (wrong size, magic or version) is tesseraInvalidArgument. */
+tesseraResult_t tesseraCommInitRankConfig(tesseraComm_t* comm, int nranks, tesseraUniqueId commId, int rank,
+                                          tesseraConfig_t* config);
+
+/* Creates ndev communicators of ndev ranks in this process at once (rank i in comms[i]),
+ * as ncclCommInitAll. devlist may be NULL; on a CPU build its values are only recorded.
+ * The communicators can then be driven by one thread each, or by one thread inside a
+ * group (tesseraGroupStart/End) calling each of them. */
+tesseraResult_t tesseraCommInitAll(tesseraComm_t* comms, int ndev, const int* devlist);
+
+/* Creates, collectively over `comm`, one new communicator per distinct color: the ranks
+ * that pass the same color form it, ordered by key (ties: by rank in comm). color
+ * TESSERA_SPLIT_NOCOLOR: no new communicator for this rank (*newcomm = NULL). config
+ * NULL: inherit comm's. Every rank of comm must call it. */
+tesseraResult_t tesseraCommSplit(tesseraComm_t comm, int color, int key, tesseraComm_t* newcomm,
+                                 tesseraConfig_t* config);
+
+/* Waits until every operation issued on comm has completed (on a non-blocking
+ * communicator), so that tesseraCommDestroy frees without waiting. */
+tesseraResult_t tesseraCommFinalize(tesseraComm_t comm);
+
 /* Creates a communicator of all the ranks of the current job, with rank and size taken
  * from the launcher's environment: Open MPI's mpirun (OMPI_COMM_WORLD_RANK/SIZE, the root
  * address shared through the launcher's PMIx server), Slurm (SLURM_PROCID/NTASKS) and
@@ -133,6 +185,9 @@ tesseraResult_t tesseraCommDestroy(tesseraComm_t comm);
  * time the blocked call needs to notice. */
 tesseraResult_t tesseraCommAbort(tesseraComm_t comm);
 
+/* The CUDA device of comm. A CPU build has none: tesseraInvalidUsage ("not supported"). */
+tesseraResult_t tesseraCommCuDevice(const tesseraComm_t comm, int* device);
+
 /* Number of ranks in comm. */
 tesseraResult_t tesseraCommCount(const tesseraComm_t comm, int* count);
 
@@ -150,6 +205,19 @@ const char* tesseraGetErrorString(tesseraResult_t result);
  * The string stays valid until the next tessera call on the calling thread. */
 const char* tesseraGetLastError(tesseraComm_t comm);
 
+/* Creates a reduction operator for comm and datatype: sum over ranks of
+ * (*scalar) * x, with *scalar of type datatype. Destroy it with tesseraRedOpDestroy. */
+tesseraResult_t tesseraRedOpCreatePreMulSum(tesseraRedOp_t* op, void* scalar, tesseraDataType_t datatype,
+                                            tesseraScalarResidence_t residence, tesseraComm_t comm);
+tesseraResult_t tesseraRedOpDestroy(tesseraRedOp_t op, tesseraComm_t comm);
+
+/* Collectives. Common rules: every rank calls the same collectives in the same order
+ * with consistent counts, datatype, op and root; count 0 is a valid no-op; null buffers
+ * with count > 0, overflowing byte sizes, unknown datatypes or ops, a root out of range
+ * and a non-NULL stream (CPU build) are tesseraInvalidArgument. "In place" rules are
+ * nccl.h's and are stated per function. Max and min of floating point: a NaN in any
+ * input makes the result NaN; -0.0 and +0.0 compare equal and either may be returned. */
+
 /* recvbuff[i] = op over all ranks r of rank r's sendbuff[i], for 0 <= i < count, on
  * every rank. In-place when sendbuff == recvbuff; otherwise the two must not overlap.
  * Collective: every rank calls it with the same count, datatype and op.
@@ -158,6 +226,63 @@ const char* tesseraGetLastError(tesseraComm_t comm);
 tesseraResult_t tesseraAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                  tesseraDataType_t datatype, tesseraRedOp_t op,
                                  tesseraComm_t comm, tesseraStream_t stream);
+
+/* Root's sendbuff is copied to every rank's recvbuff (count elements). In place when
+ * sendbuff == recvbuff on the root; sendbuff is only read on the root. */
+tesseraResult_t tesseraBroadcast(const void* sendbuff, void* recvbuff, size_t count, tesseraDataType_t datatype,
+                                 int root, tesseraComm_t comm, tesseraStream_t stream);
+/* In-place broadcast of buff (the legacy form). */
+tesseraResult_t tesseraBcast(void* buff, size_t count, tesseraDataType_t datatype, int root, tesseraComm_t comm,
+                             tesseraStream_t stream);
+
+/* The root's recvbuff receives the reduction of every rank's sendbuff (count elements);
+ * recvbuff is only written on the root. In place when sendbuff == recvbuff. */
+tesseraResult_t tesseraReduce(const void* sendbuff, void* recvbuff, size_t count, tesseraDataType_t datatype,
+                              tesseraRedOp_t op, int root, tesseraComm_t comm, tesseraStream_t stream);
+
+/* Every rank's recvbuff (nranks * sendcount elements) receives rank i's sendbuff at
+ * offset i * sendcount. In place when sendbuff == recvbuff + rank * sendcount. */
+tesseraResult_t tesseraAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                 tesseraDataType_t datatype, tesseraComm_t comm, tesseraStream_t stream);
+
+/* sendbuff holds nranks * recvcount elements; rank i's recvbuff receives block i of the
+ * reduction. In place when recvbuff == sendbuff + rank * recvcount. */
+tesseraResult_t tesseraReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                     tesseraDataType_t datatype, tesseraRedOp_t op, tesseraComm_t comm,
+                                     tesseraStream_t stream);
+
+/* Rank i's block j (sendbuff + j * count) lands at rank j's recvbuff + i * count.
+ * sendbuff and recvbuff must not overlap. */
+tesseraResult_t tesseraAlltoAll(const void* sendbuff, void* recvbuff, size_t count, tesseraDataType_t datatype,
+                                tesseraComm_t comm, tesseraStream_t stream);
+
+/* Rank i's sendbuff (count elements) lands at the root's recvbuff + i * count; recvbuff
+ * is only used on the root. In place when sendbuff == recvbuff + root * count. */
+tesseraResult_t tesseraGather(const void* sendbuff, void* recvbuff, size_t count, tesseraDataType_t datatype,
+                              int root, tesseraComm_t comm, tesseraStream_t stream);
+
+/* The root's sendbuff + i * count (count elements) lands in rank i's recvbuff; sendbuff
+ * is only used on the root. In place when recvbuff == sendbuff + root * count. */
+tesseraResult_t tesseraScatter(const void* sendbuff, void* recvbuff, size_t count, tesseraDataType_t datatype,
+                               int root, tesseraComm_t comm, tesseraStream_t stream);
+
+/* Point to point: count elements to / from `peer`. A Send must be matched by a Recv of
+ * the same count and datatype on the peer; outside a group each call blocks until its
+ * data has moved, so exchanges between two ranks belong inside a group, where sends and
+ * receives in any order progress together without deadlock. */
+tesseraResult_t tesseraSend(const void* sendbuff, size_t count, tesseraDataType_t datatype, int peer,
+                            tesseraComm_t comm, tesseraStream_t stream);
+tesseraResult_t tesseraRecv(void* recvbuff, size_t count, tesseraDataType_t datatype, int peer,
+                            tesseraComm_t comm, tesseraStream_t stream);
+
+/* Groups. Between tesseraGroupStart and the matching tesseraGroupEnd (groups nest; only
+ * the outermost End acts), calls on communicators are recorded and return
+ * tesseraSuccess at once; the outermost tesseraGroupEnd runs them all: the operations of
+ * each communicator in issue order, different communicators and all sends and receives
+ * of the group progressing together. Buffers must stay valid until GroupEnd returns.
+ * An error in a recorded call is reported by GroupEnd. Per thread, as NCCL. */
+tesseraResult_t tesseraGroupStart(void);
+tesseraResult_t tesseraGroupEnd(void);
 
 #ifdef __cplusplus
 }  /* extern "C" */
