@@ -3,8 +3,9 @@
 namespace tessera {
 
 const char* DataTypeName(DataType t) {
-  static const char* const kNames[kNumDataTypes] = {"int8", "uint8", "int32", "uint32", "int64",
-                                                    "uint64", "float16", "float32", "float64", "bfloat16"};
+  static const char* const kNames[kNumDataTypes] = {"int8",    "uint8",   "int32",    "uint32",
+                                                    "int64",   "uint64",  "float16",  "float32",
+                                                    "float64", "bfloat16", "float8e4m3", "float8e5m2"};
   int i = static_cast<int>(t);
   return i >= 0 && i < kNumDataTypes ? kNames[i] : "unknown";
 }

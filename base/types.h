@@ -8,16 +8,19 @@ namespace tessera {
 
 enum class DataType : int {
   kInt8 = 0, kUint8 = 1, kInt32 = 2, kUint32 = 3, kInt64 = 4, kUint64 = 5,
-  kFloat16 = 6, kFloat32 = 7, kFloat64 = 8, kBfloat16 = 9,
+  kFloat16 = 6, kFloat32 = 7, kFloat64 = 8, kBfloat16 = 9, kFloat8e4m3 = 10, kFloat8e5m2 = 11,
 };
-constexpr int kNumDataTypes = 10;
+constexpr int kNumDataTypes = 12;
+
+// float16 and bfloat16: reduced through float32 (see collectives/elementwise.h).
+inline bool IsHalf(DataType t) { return t == DataType::kFloat16 || t == DataType::kBfloat16; }
 
 enum class RedOp : int { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4 };
 constexpr int kNumRedOps = 5;
 
 inline size_t SizeOf(DataType t) {
   switch (t) {
-    case DataType::kInt8: case DataType::kUint8: return 1;
+    case DataType::kInt8: case DataType::kUint8: case DataType::kFloat8e4m3: case DataType::kFloat8e5m2: return 1;
     case DataType::kFloat16: case DataType::kBfloat16: return 2;
     case DataType::kInt32: case DataType::kUint32: case DataType::kFloat32: return 4;
     case DataType::kInt64: case DataType::kUint64: case DataType::kFloat64: return 8;

@@ -16,7 +16,7 @@ struct AllReduceAlgorithmInfo {
   AllReduceAlgorithm id;
   const char* name;
   const char* description;
-  Status (*run)(const CollectiveContext& ctx, const AllReduceArgs& args);
+  Status (*run)(const CollectiveContext& ctx, const CollectiveArgs& args);
 };
 
 const std::vector<AllReduceAlgorithmInfo>& AllReduceAlgorithms();

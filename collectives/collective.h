@@ -19,12 +19,17 @@ struct CollectiveContext {
   ExchangeOptions exchange;  // deadline of this call, spinning, abort flag
 };
 
-struct AllReduceArgs {
+// The buffers of one collective. `count` is in elements, with the meaning nccl.h gives
+// it for that collective (per rank's block for AllGather, ReduceScatter, AlltoAll,
+// Gather and Scatter). `reducer` is set for reducing collectives (its elem_size is the
+// element size for all).
+struct CollectiveArgs {
   const void* send = nullptr;
   void* recv = nullptr;
   size_t count = 0;
-  DataType type = DataType::kFloat32;
+  size_t elem_size = 1;
   Reducer reducer;
+  int root = 0;
 };
 
 }  // namespace tessera

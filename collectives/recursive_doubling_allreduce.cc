@@ -22,9 +22,9 @@
 
 namespace tessera {
 
-Status RecursiveDoublingAllReduce(const CollectiveContext& ctx, const AllReduceArgs& args) {
+Status RecursiveDoublingAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args) {
   const int p = ctx.nranks, r = ctx.rank;
-  const size_t bytes = args.count * args.reducer.elem_size;
+  const size_t bytes = args.count * args.elem_size;
   const char* send = static_cast<const char*>(args.send);
   char* recv = static_cast<char*>(args.recv);
   if (p == 1) {

@@ -6,7 +6,7 @@
 namespace tessera {
 
 // Recursive-doubling allreduce for small buffers; see recursive_doubling_allreduce.cc.
-Status RecursiveDoublingAllReduce(const CollectiveContext& ctx, const AllReduceArgs& args);
+Status RecursiveDoublingAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);
 
 }  // namespace tessera
 

@@ -71,7 +71,9 @@ Status GetReducer(DataType type, RedOp op, Reducer* out) {
     case DataType::kFloat32: return ForType<float>(op, out);
     case DataType::kFloat64: return ForType<double>(op, out);
     case DataType::kFloat16:
-    case DataType::kBfloat16: break;
+    case DataType::kBfloat16:  // reduced through float32 by the communicator
+    case DataType::kFloat8e4m3:
+    case DataType::kFloat8e5m2: break;
   }
   return InvalidArgument(std::string("datatype ") + DataTypeName(type) + " is not supported yet");
 }

@@ -23,9 +23,9 @@
 
 namespace tessera {
 
-Status RingAllReduce(const CollectiveContext& ctx, const AllReduceArgs& args) {
+Status RingAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args) {
   const int p = ctx.nranks, r = ctx.rank;
-  const size_t es = args.reducer.elem_size;
+  const size_t es = args.elem_size;
   const char* send = static_cast<const char*>(args.send);
   char* recv = static_cast<char*>(args.recv);
   if (p == 1) {

@@ -6,7 +6,7 @@
 namespace tessera {
 
 // Ring allreduce (reduce-scatter, then allgather); see ring_allreduce.cc.
-Status RingAllReduce(const CollectiveContext& ctx, const AllReduceArgs& args);
+Status RingAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);
 
 }  // namespace tessera
 

@@ -1,27 +1,40 @@
 // The C API: a thin shim over Communicator. This file is the one place where a Status
-// becomes a tesseraResult_t, where handles are validated, and where the last error
-// message is kept (per communicator and per thread: no global error buffer).
+// becomes a tesseraResult_t, where handles and arguments are validated, where groups are
+// recorded, and where the last error message is kept (per communicator and per thread:
+// no global error buffer).
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_set>
+#include <vector>
 
 #include "base/log.h"
 #include "base/settings.h"
 #include "bootstrap/rendezvous.h"
+#include "comm/async_worker.h"
 #include "comm/communicator.h"
 #include "comm/launch.h"
+#include "comm/operation.h"
 #include "tessera/tessera.h"
 
 using tessera::Code;
 using tessera::Communicator;
+using tessera::InvalidArgument;
+using tessera::Operation;
+using tessera::OpKind;
 using tessera::Status;
 
-// The handle type is the communicator plus what the shim needs to manage its life.
+// The handle: the communicator plus what the shim needs to manage its life.
 struct tesseraComm {
-  std::unique_ptr<Communicator> impl;
+  std::unique_ptr<Communicator> impl;  // set before any operation runs
+  int rank = 0;
+  int nranks = 0;
+  std::string name;
+  std::unique_ptr<tessera::AsyncWorker> worker;  // non-blocking communicators only
   std::atomic<int> active_calls{0};
   std::mutex error_mu;
   std::string last_error;
@@ -32,6 +45,13 @@ namespace {
 thread_local std::string t_last_error;
 thread_local std::string t_returned_error;  // what tesseraGetLastError handed out
 
+// Groups are per thread, as in NCCL.
+struct GroupState {
+  int depth = 0;
+  std::vector<std::pair<tesseraComm*, Operation>> ops;
+};
+thread_local GroupState t_group;
+
 // Every live handle. Validating against this set turns use-after-destroy into an error.
 std::mutex g_live_mu;
 std::unordered_set<tesseraComm*>& Live() {
@@ -41,18 +61,24 @@ std::unordered_set<tesseraComm*>& Live() {
 
 tesseraResult_t ToResult(Code c) { return static_cast<tesseraResult_t>(static_cast<int>(c)); }
 
+std::string Describe(const tesseraComm* comm) {
+  std::string d = "rank " + std::to_string(comm->rank) + " of " + std::to_string(comm->nranks);
+  if (!comm->name.empty()) d += ", comm '" + comm->name + "'";
+  return d;
+}
+
 tesseraResult_t Report(tesseraComm* comm, const char* function, const Status& s) {
   if (s.ok()) return tesseraSuccess;
-  std::string prefix = function;
+  if (s.code() == Code::kInProgress) return tesseraInProgress;
+  std::string text = std::string(function) + (comm != nullptr ? " (" + Describe(comm) + ")" : "") + ": " + s.message();
   tessera::LogLevel level = tessera::LogLevel::kWarn;
   if (comm != nullptr) {
-    prefix += " (rank " + std::to_string(comm->impl->rank()) + " of " + std::to_string(comm->impl->nranks()) + ")";
-    level = comm->impl->log_level();
+    if (comm->impl) level = comm->impl->log_level();
     std::lock_guard<std::mutex> lock(comm->error_mu);
-    comm->last_error = prefix + ": " + s.message();
+    comm->last_error = text;
   }
-  t_last_error = prefix + ": " + s.message();
-  tessera::Log(level, tessera::LogLevel::kWarn, t_last_error + " [" + tessera::CodeName(s.code()) + "]");
+  t_last_error = text;
+  tessera::Log(level, tessera::LogLevel::kWarn, text + " [" + tessera::CodeName(s.code()) + "]");
   return ToResult(s.code());
 }
 
@@ -69,6 +95,8 @@ class CallGuard {
   ~CallGuard() {
     if (comm_ != nullptr) comm_->active_calls.fetch_sub(1);
   }
+  CallGuard(const CallGuard&) = delete;
+  CallGuard& operator=(const CallGuard&) = delete;
   tesseraComm* comm() const { return comm_; }
 
  private:
@@ -76,19 +104,21 @@ class CallGuard {
 };
 
 Status CheckCommHandle(const tesseraComm* given, const tesseraComm* live) {
-  if (given == nullptr) return tessera::InvalidArgument("comm is NULL");
-  if (live == nullptr) return tessera::InvalidArgument("comm is not a live communicator (destroyed, aborted or never created)");
+  if (given == nullptr) return InvalidArgument("comm is NULL");
+  if (live == nullptr) return InvalidArgument("comm is not a live communicator (destroyed, aborted or never created)");
   return Status::Ok();
 }
 
 tesseraResult_t Release(tesseraComm_t comm, const char* function, bool abort) {
   {
     std::lock_guard<std::mutex> lock(g_live_mu);
-    if (comm == nullptr || Live().erase(comm) == 0) {
-      return Report(nullptr, function, CheckCommHandle(comm, nullptr));
-    }
+    if (comm == nullptr || Live().erase(comm) == 0) return Report(nullptr, function, CheckCommHandle(comm, nullptr));
   }
-  if (abort) comm->impl->RequestAbort();
+  if (abort) {
+    if (comm->worker) comm->worker->DropPending();
+    if (comm->impl) comm->impl->RequestAbort();
+  }
+  comm->worker.reset();  // finishes (or, aborted, quickly fails) what was queued
   // Calls already inside (only possible from other threads) notice the abort flag
   // within a sleep slice; without abort they are the caller's misuse and still finish
   // within their own timeout.
@@ -97,37 +127,172 @@ tesseraResult_t Release(tesseraComm_t comm, const char* function, bool abort) {
   return tesseraSuccess;
 }
 
-Status CreateComm(std::unique_ptr<Communicator> impl, tesseraComm_t* out) {
+tesseraComm* NewHandle(int rank, int nranks, const char* name) {
   auto* handle = new tesseraComm();
-  handle->impl = std::move(impl);
+  handle->rank = rank;
+  handle->nranks = nranks;
+  if (name != nullptr) handle->name = name;
   std::lock_guard<std::mutex> lock(g_live_mu);
   Live().insert(handle);
-  *out = handle;
+  return handle;
+}
+
+void Unregister(tesseraComm* handle) {
+  {
+    std::lock_guard<std::mutex> lock(g_live_mu);
+    Live().erase(handle);
+  }
+  delete handle;
+}
+
+// Config fields with the defaults applied.
+struct Config {
+  bool blocking = true;
+  const char* name = nullptr;
+};
+
+Status ReadConfig(const tesseraConfig_t* config, Config* out) {
+  if (config == nullptr) return Status::Ok();
+  if (config->magic != TESSERA_CONFIG_MAGIC || config->size != sizeof(tesseraConfig_t)) {
+    return InvalidArgument("config is not initialised with TESSERA_CONFIG_INITIALIZER (bad size or magic)");
+  }
+  if (config->blocking != TESSERA_CONFIG_UNDEF_INT) {
+    if (config->blocking != 0 && config->blocking != 1) {
+      return InvalidArgument("config.blocking must be 0 or 1, not " + std::to_string(config->blocking));
+    }
+    out->blocking = config->blocking == 1;
+  }
+  out->name = config->commName;
   return Status::Ok();
 }
 
-Status ValidateAllReduce(const void* sendbuff, void* recvbuff, size_t count, tesseraDataType_t datatype,
-                         tesseraRedOp_t op, tesseraStream_t stream) {
+// Creates a communicator into a new handle; non-blocking: on the handle's worker.
+tesseraResult_t InitInto(const char* fn, tesseraComm_t* comm, int nranks, const tessera::UniqueIdData& id, int rank,
+                         const tessera::Settings& settings, const Config& config) {
+  tesseraComm* handle = NewHandle(rank, nranks, config.name);
+  auto create = [handle, settings, id, nranks, rank]() -> Status {
+    return Communicator::Create(settings, id, nranks, rank, &handle->impl)
+        .Annotate("rank " + std::to_string(rank) + " of " + std::to_string(nranks));
+  };
+  if (!config.blocking) {
+    handle->worker = std::make_unique<tessera::AsyncWorker>();
+    handle->worker->Post([handle, create, fn] {
+      Status s = create();
+      Report(handle, fn, s);
+      return s;
+    });
+    *comm = handle;
+    return tesseraInProgress;
+  }
+  Status s = create();
+  if (!s.ok()) {
+    Unregister(handle);
+    return Report(nullptr, fn, s);
+  }
+  *comm = handle;
+  return tesseraSuccess;
+}
+
+Status CheckType(tesseraDataType_t datatype) {
   if (datatype < 0 || datatype >= tesseraNumTypes) {
-    return tessera::InvalidArgument("datatype " + std::to_string(static_cast<int>(datatype)) + " is not a tesseraDataType_t");
-  }
-  if (op < 0 || op >= tesseraNumOps) {
-    return tessera::InvalidArgument("op " + std::to_string(static_cast<int>(op)) + " is not a tesseraRedOp_t");
-  }
-  if (stream != nullptr) return tessera::InvalidArgument("stream must be NULL on this CPU build");
-  const size_t es = tessera::SizeOf(static_cast<tessera::DataType>(datatype));
-  if (count > static_cast<size_t>(PTRDIFF_MAX) / es) {
-    return tessera::InvalidArgument("count " + std::to_string(count) + " times the datatype size overflows");
-  }
-  if (count == 0) return Status::Ok();
-  if (sendbuff == nullptr) return tessera::InvalidArgument("sendbuff is NULL with count " + std::to_string(count));
-  if (recvbuff == nullptr) return tessera::InvalidArgument("recvbuff is NULL with count " + std::to_string(count));
-  const uintptr_t s = reinterpret_cast<uintptr_t>(sendbuff), r = reinterpret_cast<uintptr_t>(recvbuff);
-  const size_t bytes = count * es;
-  if (s != r && s < r + bytes && r < s + bytes) {
-    return tessera::InvalidArgument("sendbuff and recvbuff overlap without being equal (in-place needs sendbuff == recvbuff)");
+    return InvalidArgument("datatype " + std::to_string(static_cast<int>(datatype)) + " is not a tesseraDataType_t");
   }
   return Status::Ok();
+}
+
+Status CheckBuffer(const void* buf, size_t elems, const char* name) {
+  if (elems > 0 && buf == nullptr) return InvalidArgument(std::string(name) + " is NULL with count " + std::to_string(elems));
+  return Status::Ok();
+}
+
+// Element counts of the send and receive buffers of an operation on this rank.
+void BufferCounts(const Operation& op, int rank, int nranks, size_t* send_elems, size_t* recv_elems) {
+  const size_t n = op.count, all = op.count * static_cast<size_t>(nranks);
+  const bool root = rank == op.root;
+  switch (op.kind) {
+    case OpKind::kAllReduce: *send_elems = n; *recv_elems = n; return;
+    case OpKind::kBroadcast: *send_elems = root ? n : 0; *recv_elems = n; return;
+    case OpKind::kReduce: *send_elems = n; *recv_elems = root ? n : 0; return;
+    case OpKind::kAllGather: *send_elems = n; *recv_elems = all; return;
+    case OpKind::kReduceScatter: *send_elems = all; *recv_elems = n; return;
+    case OpKind::kAlltoAll: *send_elems = all; *recv_elems = all; return;
+    case OpKind::kGather: *send_elems = n; *recv_elems = root ? all : 0; return;
+    case OpKind::kScatter: *send_elems = root ? all : 0; *recv_elems = n; return;
+    case OpKind::kSend: *send_elems = n; *recv_elems = 0; return;
+    case OpKind::kRecv: *send_elems = 0; *recv_elems = n; return;
+  }
+}
+
+// Everything that can be checked before communicating, naming the bad argument.
+Status ValidateOperation(tesseraComm* comm, const Operation& op, tesseraStream_t stream) {
+  TESSERA_RETURN_IF_ERROR(CheckType(static_cast<tesseraDataType_t>(op.type)));
+  if (tessera::IsReduction(op.kind) && (op.op < 0 || (op.op >= tesseraNumOps && comm->impl == nullptr))) {
+    return InvalidArgument("op " + std::to_string(op.op) + " is not a tesseraRedOp_t");
+  }
+  if (stream != nullptr) return InvalidArgument("stream must be NULL on this CPU build");
+  const bool rooted = op.kind == OpKind::kBroadcast || op.kind == OpKind::kReduce || op.kind == OpKind::kGather ||
+                      op.kind == OpKind::kScatter;
+  if (rooted && (op.root < 0 || op.root >= comm->nranks)) {
+    return InvalidArgument("root " + std::to_string(op.root) + " is not in [0, " + std::to_string(comm->nranks) + ")");
+  }
+  if (tessera::IsPointToPoint(op.kind) && (op.peer < 0 || op.peer >= comm->nranks)) {
+    return InvalidArgument("peer " + std::to_string(op.peer) + " is not in [0, " + std::to_string(comm->nranks) + ")");
+  }
+  const size_t es = tessera::SizeOf(op.type);
+  if (op.count > static_cast<size_t>(PTRDIFF_MAX) / es / static_cast<size_t>(comm->nranks)) {
+    return InvalidArgument("count " + std::to_string(op.count) + " times the datatype size overflows");
+  }
+  size_t send_elems = 0, recv_elems = 0;
+  BufferCounts(op, comm->rank, comm->nranks, &send_elems, &recv_elems);
+  TESSERA_RETURN_IF_ERROR(CheckBuffer(op.send, send_elems, "sendbuff"));
+  TESSERA_RETURN_IF_ERROR(CheckBuffer(op.recv, recv_elems, "recvbuff"));
+  if (op.kind == OpKind::kAllReduce || op.kind == OpKind::kAlltoAll) {
+    const uintptr_t s = reinterpret_cast<uintptr_t>(op.send), r = reinterpret_cast<uintptr_t>(op.recv);
+    const size_t sb = send_elems * es, rb = recv_elems * es;
+    const bool overlap = sb > 0 && rb > 0 && s < r + rb && r < s + sb;
+    if (overlap && (op.kind == OpKind::kAlltoAll || s != r)) {
+      return InvalidArgument(op.kind == OpKind::kAlltoAll
+                                 ? "sendbuff and recvbuff of an alltoall must not overlap"
+                                 : "sendbuff and recvbuff overlap without being equal (in-place needs sendbuff == recvbuff)");
+    }
+  }
+  if (comm->impl) TESSERA_RETURN_IF_ERROR(comm->impl->CheckOperation(op));
+  return Status::Ok();
+}
+
+// Runs one validated call now, on the worker, or records it in the open group.
+tesseraResult_t Submit(const char* fn, tesseraComm_t comm, const Operation& op, tesseraStream_t stream) {
+  CallGuard guard(comm);
+  Status s = CheckCommHandle(comm, guard.comm());
+  if (s.ok()) s = ValidateOperation(comm, op, stream);
+  if (!s.ok()) return Report(guard.comm(), fn, s);
+  if (t_group.depth > 0) {
+    t_group.ops.push_back({comm, op});
+    return tesseraSuccess;
+  }
+  if (comm->worker) {
+    comm->worker->Post([comm, op, fn] {
+      Status st = comm->impl ? comm->impl->Run(op) : tessera::InvalidUsage("communicator creation failed");
+      Report(comm, fn, st);
+      return st;
+    });
+    return tesseraInProgress;
+  }
+  return Report(comm, fn, comm->impl->Run(op));
+}
+
+Operation MakeOp(OpKind kind, const void* send, void* recv, size_t count, tesseraDataType_t datatype, int op = 0,
+                 int root = 0, int peer = 0) {
+  Operation o;
+  o.kind = kind;
+  o.send = send;
+  o.recv = recv;
+  o.count = count;
+  o.type = static_cast<tessera::DataType>(datatype);
+  o.op = op;
+  o.root = root;
+  o.peer = peer;
+  return o;
 }
 
 }  // namespace
@@ -135,14 +300,14 @@ Status ValidateAllReduce(const void* sendbuff, void* recvbuff, size_t count, tes
 extern "C" {
 
 tesseraResult_t tesseraGetVersion(int* version) {
-  if (version == nullptr) return Report(nullptr, "tesseraGetVersion", tessera::InvalidArgument("version is NULL"));
+  if (version == nullptr) return Report(nullptr, "tesseraGetVersion", InvalidArgument("version is NULL"));
   *version = TESSERA_VERSION_CODE;
   return tesseraSuccess;
 }
 
 tesseraResult_t tesseraGetUniqueId(tesseraUniqueId* uniqueId) {
   const char* fn = "tesseraGetUniqueId";
-  if (uniqueId == nullptr) return Report(nullptr, fn, tessera::InvalidArgument("uniqueId is NULL"));
+  if (uniqueId == nullptr) return Report(nullptr, fn, InvalidArgument("uniqueId is NULL"));
   tessera::Settings settings;
   Status s = tessera::Settings::FromEnvironment(&settings);
   tessera::UniqueIdData id;
@@ -157,66 +322,148 @@ tesseraResult_t tesseraGetUniqueId(tesseraUniqueId* uniqueId) {
   return tesseraSuccess;
 }
 
-tesseraResult_t tesseraCommInitRank(tesseraComm_t* comm, int nranks, tesseraUniqueId commId, int rank) {
+tesseraResult_t tesseraCommInitRankConfig(tesseraComm_t* comm, int nranks, tesseraUniqueId commId, int rank,
+                                          tesseraConfig_t* config) {
   const char* fn = "tesseraCommInitRank";
-  if (comm == nullptr) return Report(nullptr, fn, tessera::InvalidArgument("comm is NULL"));
+  if (comm == nullptr) return Report(nullptr, fn, InvalidArgument("comm is NULL"));
   *comm = nullptr;
-  if (nranks <= 0) return Report(nullptr, fn, tessera::InvalidArgument("nranks " + std::to_string(nranks) + " must be > 0"));
+  if (nranks <= 0) return Report(nullptr, fn, InvalidArgument("nranks " + std::to_string(nranks) + " must be > 0"));
   if (rank < 0 || rank >= nranks) {
-    return Report(nullptr, fn, tessera::InvalidArgument("rank " + std::to_string(rank) + " is not in [0, nranks " +
-                                                        std::to_string(nranks) + ")"));
+    return Report(nullptr, fn, InvalidArgument("rank " + std::to_string(rank) + " is not in [0, nranks " +
+                                               std::to_string(nranks) + ")"));
   }
+  Config cfg;
   tessera::UniqueIdData id;
-  Status s = tessera::DecodeUniqueId(commId.internal, &id);
   tessera::Settings settings;
+  Status s = ReadConfig(config, &cfg);
+  if (s.ok()) s = tessera::DecodeUniqueId(commId.internal, &id);
   if (s.ok()) s = tessera::Settings::FromEnvironment(&settings);
-  std::unique_ptr<Communicator> impl;
-  if (s.ok()) s = Communicator::Create(settings, id, nranks, rank, &impl);
-  if (s.ok()) s = CreateComm(std::move(impl), comm);
   if (!s.ok()) return Report(nullptr, fn, s.Annotate("rank " + std::to_string(rank) + " of " + std::to_string(nranks)));
+  return InitInto(fn, comm, nranks, id, rank, settings, cfg);
+}
+
+tesseraResult_t tesseraCommInitRank(tesseraComm_t* comm, int nranks, tesseraUniqueId commId, int rank) {
+  return tesseraCommInitRankConfig(comm, nranks, commId, rank, nullptr);
+}
+
+tesseraResult_t tesseraCommInitAll(tesseraComm_t* comms, int ndev, const int* devlist) {
+  const char* fn = "tesseraCommInitAll";
+  if (comms == nullptr) return Report(nullptr, fn, InvalidArgument("comms is NULL"));
+  if (ndev <= 0) return Report(nullptr, fn, InvalidArgument("ndev " + std::to_string(ndev) + " must be > 0"));
+  (void)devlist;  // a CPU build has no devices to bind
+  tesseraUniqueId id;
+  tesseraResult_t r = tesseraGetUniqueId(&id);
+  if (r != tesseraSuccess) return r;
+  std::vector<tesseraResult_t> results(ndev, tesseraSuccess);
+  std::vector<std::string> errors(ndev);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < ndev; ++i) {
+    threads.emplace_back([&, i] {
+      results[i] = tesseraCommInitRank(&comms[i], ndev, id, i);
+      if (results[i] != tesseraSuccess) errors[i] = t_last_error;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < ndev; ++i) {
+    if (results[i] == tesseraSuccess) continue;
+    for (int j = 0; j < ndev; ++j) {
+      if (results[j] == tesseraSuccess) tesseraCommDestroy(comms[j]);
+      comms[j] = nullptr;
+    }
+    t_last_error = errors[i];
+    return results[i];
+  }
   return tesseraSuccess;
 }
 
 tesseraResult_t tesseraCommInitFromEnv(tesseraComm_t* comm) {
   const char* fn = "tesseraCommInitFromEnv";
-  if (comm == nullptr) return Report(nullptr, fn, tessera::InvalidArgument("comm is NULL"));
+  if (comm == nullptr) return Report(nullptr, fn, InvalidArgument("comm is NULL"));
   *comm = nullptr;
   tessera::Settings settings;
   Status s = tessera::Settings::FromEnvironment(&settings);
   std::unique_ptr<Communicator> impl;
   if (s.ok()) s = tessera::CreateFromLauncher(settings, &impl);
-  if (s.ok()) s = CreateComm(std::move(impl), comm);
-  return Report(nullptr, fn, s);
+  if (!s.ok()) return Report(nullptr, fn, s);
+  tesseraComm* handle = NewHandle(impl->rank(), impl->nranks(), nullptr);
+  handle->impl = std::move(impl);
+  *comm = handle;
+  return tesseraSuccess;
+}
+
+tesseraResult_t tesseraCommSplit(tesseraComm_t comm, int color, int key, tesseraComm_t* newcomm,
+                                 tesseraConfig_t* config) {
+  const char* fn = "tesseraCommSplit";
+  CallGuard guard(comm);
+  Status s = CheckCommHandle(comm, guard.comm());
+  if (s.ok() && newcomm == nullptr) s = InvalidArgument("newcomm is NULL");
+  if (s.ok() && color < 0 && color != TESSERA_SPLIT_NOCOLOR) {
+    s = InvalidArgument("color " + std::to_string(color) + " must be >= 0 or TESSERA_SPLIT_NOCOLOR");
+  }
+  Config cfg;
+  if (s.ok()) s = ReadConfig(config, &cfg);
+  if (s.ok() && t_group.depth > 0) s = tessera::InvalidUsage("tesseraCommSplit inside a group is not supported");
+  if (!s.ok()) return Report(guard.comm(), fn, s);
+  *newcomm = nullptr;
+  if (comm->worker) comm->worker->WaitIdle();
+  if (!comm->impl) return Report(comm, fn, tessera::InvalidUsage("the parent communicator was never created"));
+  std::unique_ptr<Communicator> impl;
+  s = comm->impl->Split(color, key, comm->impl->settings(), &impl);
+  if (!s.ok()) return Report(comm, fn, s);
+  if (!impl) return tesseraSuccess;  // TESSERA_SPLIT_NOCOLOR
+  tesseraComm* handle = NewHandle(impl->rank(), impl->nranks(), cfg.name);
+  handle->impl = std::move(impl);
+  if (config != nullptr && !cfg.blocking) handle->worker = std::make_unique<tessera::AsyncWorker>();
+  *newcomm = handle;
+  return tesseraSuccess;
+}
+
+tesseraResult_t tesseraCommFinalize(tesseraComm_t comm) {
+  CallGuard guard(comm);
+  Status s = CheckCommHandle(comm, guard.comm());
+  if (!s.ok()) return Report(guard.comm(), "tesseraCommFinalize", s);
+  if (comm->worker) comm->worker->WaitIdle();
+  return tesseraSuccess;
 }
 
 tesseraResult_t tesseraCommDestroy(tesseraComm_t comm) { return Release(comm, "tesseraCommDestroy", false); }
 
 tesseraResult_t tesseraCommAbort(tesseraComm_t comm) { return Release(comm, "tesseraCommAbort", true); }
 
+tesseraResult_t tesseraCommCuDevice(const tesseraComm_t comm, int* device) {
+  CallGuard guard(comm);
+  Status s = CheckCommHandle(comm, guard.comm());
+  if (s.ok() && device == nullptr) s = InvalidArgument("device is NULL");
+  if (s.ok()) s = tessera::InvalidUsage("not supported: this is a CPU build, communicators have no CUDA device");
+  return Report(guard.comm(), "tesseraCommCuDevice", s);
+}
+
 tesseraResult_t tesseraCommCount(const tesseraComm_t comm, int* count) {
   CallGuard guard(comm);
   Status s = CheckCommHandle(comm, guard.comm());
-  if (s.ok() && count == nullptr) s = tessera::InvalidArgument("count is NULL");
+  if (s.ok() && count == nullptr) s = InvalidArgument("count is NULL");
   if (!s.ok()) return Report(guard.comm(), "tesseraCommCount", s);
-  *count = comm->impl->nranks();
+  *count = comm->nranks;
   return tesseraSuccess;
 }
 
 tesseraResult_t tesseraCommUserRank(const tesseraComm_t comm, int* rank) {
   CallGuard guard(comm);
   Status s = CheckCommHandle(comm, guard.comm());
-  if (s.ok() && rank == nullptr) s = tessera::InvalidArgument("rank is NULL");
+  if (s.ok() && rank == nullptr) s = InvalidArgument("rank is NULL");
   if (!s.ok()) return Report(guard.comm(), "tesseraCommUserRank", s);
-  *rank = comm->impl->rank();
+  *rank = comm->rank;
   return tesseraSuccess;
 }
 
 tesseraResult_t tesseraCommGetAsyncError(tesseraComm_t comm, tesseraResult_t* asyncError) {
   CallGuard guard(comm);
   Status s = CheckCommHandle(comm, guard.comm());
-  if (s.ok() && asyncError == nullptr) s = tessera::InvalidArgument("asyncError is NULL");
+  if (s.ok() && asyncError == nullptr) s = InvalidArgument("asyncError is NULL");
   if (!s.ok()) return Report(guard.comm(), "tesseraCommGetAsyncError", s);
-  *asyncError = ToResult(comm->impl->sticky_error().code());
+  Status state = comm->worker ? comm->worker->state() : Status::Ok();
+  if (state.ok() && comm->impl) state = comm->impl->sticky_error();
+  *asyncError = ToResult(state.code());
   return tesseraSuccess;
 }
 
@@ -235,16 +482,158 @@ const char* tesseraGetLastError(tesseraComm_t comm) {
   return t_returned_error.c_str();
 }
 
-tesseraResult_t tesseraAllReduce(const void* sendbuff, void* recvbuff, size_t count, tesseraDataType_t datatype,
-                                 tesseraRedOp_t op, tesseraComm_t comm, tesseraStream_t stream) {
+tesseraResult_t tesseraRedOpCreatePreMulSum(tesseraRedOp_t* op, void* scalar, tesseraDataType_t datatype,
+                                            tesseraScalarResidence_t residence, tesseraComm_t comm) {
+  const char* fn = "tesseraRedOpCreatePreMulSum";
   CallGuard guard(comm);
   Status s = CheckCommHandle(comm, guard.comm());
-  if (s.ok()) s = ValidateAllReduce(sendbuff, recvbuff, count, datatype, op, stream);
-  if (s.ok()) {
-    s = comm->impl->AllReduce(sendbuff, recvbuff, count, static_cast<tessera::DataType>(datatype),
-                              static_cast<tessera::RedOp>(op));
+  if (s.ok() && op == nullptr) s = InvalidArgument("op is NULL");
+  if (s.ok() && scalar == nullptr) s = InvalidArgument("scalar is NULL");
+  if (s.ok()) s = CheckType(datatype);
+  if (s.ok() && (datatype == tesseraFloat8e4m3 || datatype == tesseraFloat8e5m2)) {
+    s = InvalidArgument("datatype float8 is not supported by reductions");
   }
-  return Report(guard.comm(), "tesseraAllReduce", s);
+  if (s.ok() && residence != tesseraScalarDevice && residence != tesseraScalarHostImmediate) {
+    s = InvalidArgument("residence " + std::to_string(static_cast<int>(residence)) + " is not a tesseraScalarResidence_t");
+  }
+  if (s.ok() && comm->worker) comm->worker->WaitIdle();
+  if (s.ok() && !comm->impl) s = tessera::InvalidUsage("communicator creation failed");
+  int id = 0;
+  if (s.ok()) {
+    s = comm->impl->CreatePreMulSum(scalar, static_cast<tessera::DataType>(datatype),
+                                    residence == tesseraScalarHostImmediate, &id);
+  }
+  if (!s.ok()) return Report(guard.comm(), fn, s);
+  *op = static_cast<tesseraRedOp_t>(id);
+  return tesseraSuccess;
+}
+
+tesseraResult_t tesseraRedOpDestroy(tesseraRedOp_t op, tesseraComm_t comm) {
+  CallGuard guard(comm);
+  Status s = CheckCommHandle(comm, guard.comm());
+  if (s.ok() && op < tesseraNumOps) s = InvalidArgument("op " + std::to_string(static_cast<int>(op)) + " is built in");
+  if (s.ok() && comm->worker) comm->worker->WaitIdle();
+  if (s.ok() && comm->impl) s = comm->impl->DestroyRedOp(static_cast<int>(op));
+  return Report(guard.comm(), "tesseraRedOpDestroy", s);
+}
+
+tesseraResult_t tesseraAllReduce(const void* sendbuff, void* recvbuff, size_t count, tesseraDataType_t datatype,
+                                 tesseraRedOp_t op, tesseraComm_t comm, tesseraStream_t stream) {
+  return Submit("tesseraAllReduce", comm, MakeOp(OpKind::kAllReduce, sendbuff, recvbuff, count, datatype, op), stream);
+}
+
+tesseraResult_t tesseraBroadcast(const void* sendbuff, void* recvbuff, size_t count, tesseraDataType_t datatype,
+                                 int root, tesseraComm_t comm, tesseraStream_t stream) {
+  return Submit("tesseraBroadcast", comm, MakeOp(OpKind::kBroadcast, sendbuff, recvbuff, count, datatype, 0, root),
+                stream);
+}
+
+tesseraResult_t tesseraBcast(void* buff, size_t count, tesseraDataType_t datatype, int root, tesseraComm_t comm,
+                             tesseraStream_t stream) {
+  return Submit("tesseraBcast", comm, MakeOp(OpKind::kBroadcast, buff, buff, count, datatype, 0, root), stream);
+}
+
+tesseraResult_t tesseraReduce(const void* sendbuff, void* recvbuff, size_t count, tesseraDataType_t datatype,
+                              tesseraRedOp_t op, int root, tesseraComm_t comm, tesseraStream_t stream) {
+  return Submit("tesseraReduce", comm, MakeOp(OpKind::kReduce, sendbuff, recvbuff, count, datatype, op, root), stream);
+}
+
+tesseraResult_t tesseraAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                 tesseraDataType_t datatype, tesseraComm_t comm, tesseraStream_t stream) {
+  return Submit("tesseraAllGather", comm, MakeOp(OpKind::kAllGather, sendbuff, recvbuff, sendcount, datatype), stream);
+}
+
+tesseraResult_t tesseraReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                     tesseraDataType_t datatype, tesseraRedOp_t op, tesseraComm_t comm,
+                                     tesseraStream_t stream) {
+  return Submit("tesseraReduceScatter", comm,
+                MakeOp(OpKind::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op), stream);
+}
+
+tesseraResult_t tesseraAlltoAll(const void* sendbuff, void* recvbuff, size_t count, tesseraDataType_t datatype,
+                                tesseraComm_t comm, tesseraStream_t stream) {
+  return Submit("tesseraAlltoAll", comm, MakeOp(OpKind::kAlltoAll, sendbuff, recvbuff, count, datatype), stream);
+}
+
+tesseraResult_t tesseraGather(const void* sendbuff, void* recvbuff, size_t count, tesseraDataType_t datatype,
+                              int root, tesseraComm_t comm, tesseraStream_t stream) {
+  return Submit("tesseraGather", comm, MakeOp(OpKind::kGather, sendbuff, recvbuff, count, datatype, 0, root), stream);
+}
+
+tesseraResult_t tesseraScatter(const void* sendbuff, void* recvbuff, size_t count, tesseraDataType_t datatype,
+                               int root, tesseraComm_t comm, tesseraStream_t stream) {
+  return Submit("tesseraScatter", comm, MakeOp(OpKind::kScatter, sendbuff, recvbuff, count, datatype, 0, root),
+                stream);
+}
+
+tesseraResult_t tesseraSend(const void* sendbuff, size_t count, tesseraDataType_t datatype, int peer,
+                            tesseraComm_t comm, tesseraStream_t stream) {
+  return Submit("tesseraSend", comm, MakeOp(OpKind::kSend, sendbuff, nullptr, count, datatype, 0, 0, peer), stream);
+}
+
+tesseraResult_t tesseraRecv(void* recvbuff, size_t count, tesseraDataType_t datatype, int peer, tesseraComm_t comm,
+                            tesseraStream_t stream) {
+  return Submit("tesseraRecv", comm, MakeOp(OpKind::kRecv, nullptr, recvbuff, count, datatype, 0, 0, peer), stream);
+}
+
+tesseraResult_t tesseraGroupStart(void) {
+  ++t_group.depth;
+  return tesseraSuccess;
+}
+
+tesseraResult_t tesseraGroupEnd(void) {
+  const char* fn = "tesseraGroupEnd";
+  if (t_group.depth == 0) return Report(nullptr, fn, tessera::InvalidUsage("tesseraGroupEnd without tesseraGroupStart"));
+  if (--t_group.depth > 0) return tesseraSuccess;
+  std::vector<std::pair<tesseraComm*, Operation>> recorded;
+  recorded.swap(t_group.ops);
+  // Each communicator's operations, in issue order; communicators in order of first use.
+  std::vector<std::pair<tesseraComm*, std::vector<Operation>>> per_comm;
+  for (auto& [comm, op] : recorded) {
+    auto it = std::find_if(per_comm.begin(), per_comm.end(), [&](const auto& e) { return e.first == comm; });
+    if (it == per_comm.end()) {
+      per_comm.push_back({comm, {}});
+      it = per_comm.end() - 1;
+    }
+    it->second.push_back(op);
+  }
+  std::vector<std::unique_ptr<CallGuard>> guards;
+  for (auto& entry : per_comm) {
+    guards.push_back(std::make_unique<CallGuard>(entry.first));
+    if (guards.back()->comm() == nullptr) {
+      return Report(nullptr, fn, InvalidArgument("a communicator used in the group was destroyed before tesseraGroupEnd"));
+    }
+  }
+  // Non-blocking communicators run their part on their worker; blocking ones run here,
+  // each on its own thread when there are several, so that one thread can drive all
+  // the ranks of tesseraCommInitAll without deadlock.
+  std::vector<Status> results(per_comm.size());
+  std::vector<std::thread> threads;
+  bool in_progress = false;
+  for (size_t i = 0; i < per_comm.size(); ++i) {
+    tesseraComm* comm = per_comm[i].first;
+    if (comm->worker) {
+      std::vector<Operation> ops = per_comm[i].second;
+      comm->worker->Post([comm, ops, fn] {
+        Status st = comm->impl ? comm->impl->RunGroup(ops) : tessera::InvalidUsage("communicator creation failed");
+        Report(comm, fn, st);
+        return st;
+      });
+      in_progress = true;
+    } else if (per_comm.size() == 1) {
+      results[i] = comm->impl->RunGroup(per_comm[i].second);
+    } else {
+      threads.emplace_back([&results, &per_comm, i] { results[i] = per_comm[i].first->impl->RunGroup(per_comm[i].second); });
+    }
+  }
+  for (auto& t : threads) t.join();
+  tesseraResult_t first = tesseraSuccess;
+  for (size_t i = 0; i < per_comm.size(); ++i) {
+    tesseraResult_t r = Report(per_comm[i].first, fn, results[i]);
+    if (first == tesseraSuccess) first = r;
+  }
+  if (first == tesseraSuccess && in_progress) return tesseraInProgress;
+  return first;
 }
 
 }  // extern "C"

@@ -2,10 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
 #include "collectives/algorithms.h"
+#include "collectives/collectives.h"
+#include "collectives/elementwise.h"
 #include "collectives/reduce_kernels.h"
 #include "topology/host_identity.h"
 #include "transport/shm/shm_transport.h"
@@ -106,20 +109,251 @@ Status Communicator::Break(const Status& s) {
   return s;
 }
 
-Status Communicator::AllReduce(const void* send, void* recv, size_t count, DataType type, RedOp op) {
+const char* OpName(OpKind kind) {
+  switch (kind) {
+    case OpKind::kAllReduce: return "allreduce";
+    case OpKind::kBroadcast: return "broadcast";
+    case OpKind::kReduce: return "reduce";
+    case OpKind::kAllGather: return "allgather";
+    case OpKind::kReduceScatter: return "reduce-scatter";
+    case OpKind::kAlltoAll: return "alltoall";
+    case OpKind::kGather: return "gather";
+    case OpKind::kScatter: return "scatter";
+    case OpKind::kSend: return "send";
+    case OpKind::kRecv: return "recv";
+  }
+  return "unknown";
+}
+
+bool IsReduction(OpKind k) { return k == OpKind::kAllReduce || k == OpKind::kReduce || k == OpKind::kReduceScatter; }
+bool IsPointToPoint(OpKind k) { return k == OpKind::kSend || k == OpKind::kRecv; }
+
+Status Communicator::CreatePreMulSum(const void* scalar, DataType type, bool read_now, int* op) {
+  PreMulSumOp custom{type, scalar, {0.0}, read_now};
+  if (read_now) std::memcpy(custom.value, scalar, SizeOf(type));
+  std::lock_guard<std::mutex> lock(error_mu_);
+  *op = next_op_++;
+  custom_ops_[*op] = custom;
+  return Status::Ok();
+}
+
+Status Communicator::DestroyRedOp(int op) {
+  std::lock_guard<std::mutex> lock(error_mu_);
+  if (custom_ops_.erase(op) == 0) {
+    return InvalidArgument("op " + std::to_string(op) + " is not an operator created on this communicator (or was destroyed)");
+  }
+  return Status::Ok();
+}
+
+Status Communicator::ValidateOp(int op, DataType type) const {
+  if (op >= 0 && op < kNumRedOps) return Status::Ok();
+  std::lock_guard<std::mutex> lock(error_mu_);
+  auto it = custom_ops_.find(op);
+  if (it == custom_ops_.end()) {
+    return InvalidArgument("op " + std::to_string(op) +
+                           " is neither a built-in operator nor one created on this communicator (or it was destroyed)");
+  }
+  if (it->second.type != type) {
+    return InvalidArgument("op " + std::to_string(op) + " was created for datatype " + DataTypeName(it->second.type) +
+                           ", not " + DataTypeName(type));
+  }
+  return Status::Ok();
+}
+
+Status Communicator::CheckOperation(const Operation& op) const {
+  if (!IsReduction(op.kind)) return Status::Ok();
+  if (op.type == DataType::kFloat8e4m3 || op.type == DataType::kFloat8e5m2) {
+    return InvalidArgument(std::string("datatype ") + DataTypeName(op.type) + " is not supported by reductions");
+  }
+  return ValidateOp(op.op, op.type);
+}
+
+Status Communicator::Run(const Operation& op) { return RunGroup({op}); }
+
+// Split: two allgathers over this communicator. The first tells every rank each rank's
+// (color, key); the lowest-ranked member of each new group then creates its unique id
+// (starting its rendezvous service) and the second allgather hands the ids around.
+Status Communicator::Split(int color, int key, const Settings& settings, std::unique_ptr<Communicator>* out) {
+  const int p = nranks_;
+  std::vector<int32_t> mine = {color, key}, all(2 * p);
+  Operation gather;
+  gather.kind = OpKind::kAllGather;
+  gather.send = mine.data();
+  gather.recv = all.data();
+  gather.count = 2;
+  gather.type = DataType::kInt32;
+  TESSERA_RETURN_IF_ERROR(Run(gather).Annotate("split: exchanging colors"));
+  // Members of my group, ordered by (key, old rank).
+  std::vector<std::pair<int32_t, int>> members;
+  for (int r = 0; r < p; ++r) {
+    if (color >= 0 && all[2 * r] == color) members.push_back({all[2 * r + 1], r});
+  }
+  std::sort(members.begin(), members.end());
+  int new_rank = -1;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i].second == rank_) new_rank = static_cast<int>(i);
+  }
+  std::vector<char> my_id(kUniqueIdBytes, 0), ids(kUniqueIdBytes * p);
+  UniqueIdData id;
+  if (new_rank == 0) {
+    std::string ip;
+    TESSERA_RETURN_IF_ERROR(ChooseLocalAddress(settings.socket_ifname, &ip));
+    id.secret = RandomSecret();
+    TESSERA_RETURN_IF_ERROR(StartRendezvous(ip, 0, id.secret, settings.timeout_ms, &id.root).Annotate("split"));
+    EncodeUniqueId(id, my_id.data());
+  }
+  gather.send = my_id.data();
+  gather.recv = ids.data();
+  gather.count = kUniqueIdBytes;
+  gather.type = DataType::kUint8;
+  TESSERA_RETURN_IF_ERROR(Run(gather).Annotate("split: exchanging ids"));
+  if (new_rank < 0) return Status::Ok();  // no color: no new communicator
+  TESSERA_RETURN_IF_ERROR(DecodeUniqueId(ids.data() + kUniqueIdBytes * members[0].second, &id).Annotate("split"));
+  return Create(settings, id, static_cast<int>(members.size()), new_rank, out)
+      .Annotate("split: color " + std::to_string(color) + ", new rank " + std::to_string(new_rank));
+}
+
+Status Communicator::RunGroup(const std::vector<Operation>& ops) {
   TESSERA_RETURN_IF_ERROR(sticky_error());
   if (abort_.load()) return Break(RemoteError("the communicator was aborted"));
-  AllReduceArgs args;
-  args.send = send;
-  args.recv = recv;
-  args.count = count;
-  args.type = type;
-  TESSERA_RETURN_IF_ERROR(GetReducer(type, op, &args.reducer));
-  if (count == 0) return Status::Ok();
-  const AllReduceAlgorithmInfo& algo = SelectAllReduce(settings_.algo, count * SizeOf(type), nranks_);
-  Status s = algo.run(Context(), args);
-  if (!s.ok()) return Break(s.Annotate(algo.name));
+  std::vector<Operation> p2p;
+  for (const Operation& op : ops) {
+    if (IsPointToPoint(op.kind)) {
+      p2p.push_back(op);
+      continue;
+    }
+    Status s = RunOne(op);
+    if (!s.ok()) return s.code() == Code::kInvalidArgument ? s : Break(s);
+  }
+  if (p2p.empty()) return Status::Ok();
+  Status s = RunPointToPoint(p2p, Context());
+  return s.ok() ? s : Break(s.Annotate(p2p.size() == 1 ? OpName(p2p[0].kind) : "send/recv group"));
+}
+
+Status Communicator::RunOne(const Operation& op) {
+  const CollectiveContext ctx = Context();
+  if (IsReduction(op.kind)) return RunReduction(op, ctx);
+  CollectiveArgs args;
+  args.send = op.send;
+  args.recv = op.recv;
+  args.count = op.count;
+  args.elem_size = SizeOf(op.type);
+  args.root = op.root;
+  if (op.count == 0) return Status::Ok();
+  Status s;
+  switch (op.kind) {
+    case OpKind::kBroadcast: s = ChainBroadcast(ctx, args); break;
+    case OpKind::kAllGather: s = RingAllGather(ctx, args); break;
+    case OpKind::kAlltoAll: s = PairwiseAlltoAll(ctx, args); break;
+    case OpKind::kGather: s = DirectGather(ctx, args); break;
+    case OpKind::kScatter: s = DirectScatter(ctx, args); break;
+    default: return InternalError(std::string("RunOne: unexpected ") + OpName(op.kind));
+  }
+  return s.Annotate(OpName(op.kind));
+}
+
+// Reductions: the operator and the type decide what happens around the algorithm.
+// float16/bfloat16 are widened to float32, reduced in float32 and rounded once at the
+// end; avg is a sum divided at the end (integers truncate, as in NCCL); PreMulSum
+// scales this rank's input by its scalar, then sums.
+Status Communicator::RunReduction(const Operation& op, const CollectiveContext& ctx) {
+  const bool half = IsHalf(op.type);
+  if (op.type == DataType::kFloat8e4m3 || op.type == DataType::kFloat8e5m2) {
+    return InvalidArgument(std::string("datatype ") + DataTypeName(op.type) + " is not supported by reductions");
+  }
+  const DataType work = half ? DataType::kFloat32 : op.type;
+  const size_t es = SizeOf(work);
+  const size_t in_count = op.count * (op.kind == OpKind::kReduceScatter ? nranks_ : 1);
+  const bool writes_out = op.kind != OpKind::kReduce || rank_ == op.root;
+  const bool custom = op.op >= kNumRedOps;
+  const RedOp base = custom ? RedOp::kSum : static_cast<RedOp>(op.op);
+  CollectiveArgs args;
+  args.count = op.count;
+  args.elem_size = es;
+  args.root = op.root;
+  TESSERA_RETURN_IF_ERROR(GetReducer(work, base == RedOp::kAvg ? RedOp::kSum : base, &args.reducer));
+  if (op.count == 0) return Status::Ok();
+
+  // The input in the working type, scaled for PreMulSum.
+  std::vector<char> in_buf, out_buf;
+  args.send = op.send;
+  args.recv = op.recv;
+  if (half || custom) {
+    in_buf.resize(in_count * es);
+    if (half) WidenHalf(op.type, op.send, reinterpret_cast<float*>(in_buf.data()), in_count);
+    if (custom) {
+      PreMulSumOp c;
+      {
+        std::lock_guard<std::mutex> lock(error_mu_);
+        c = custom_ops_.at(op.op);
+      }
+      const void* scalar = c.copied ? static_cast<const void*>(c.value) : c.scalar_ptr;
+      float half_scalar = 0;
+      if (half) {
+        uint16_t bits;
+        std::memcpy(&bits, scalar, 2);
+        half_scalar = op.type == DataType::kFloat16 ? HalfToFloat(bits) : Bfloat16ToFloat(bits);
+        scalar = &half_scalar;
+      }
+      ScaleArray(work, scalar, half ? in_buf.data() : op.send, in_buf.data(), in_count);
+    }
+    args.send = in_buf.data();
+    if (half) {
+      out_buf.resize(writes_out ? op.count * es : 0);
+      args.recv = writes_out ? out_buf.data() : nullptr;
+    }
+  }
+
+  Status s;
+  const char* name = OpName(op.kind);
+  if (op.kind == OpKind::kAllReduce) {
+    const AllReduceAlgorithmInfo& algo = SelectAllReduce(settings_.algo, op.count * SizeOf(op.type), nranks_);
+    s = algo.run(ctx, args);
+    name = algo.name;
+  } else if (op.kind == OpKind::kReduce) {
+    s = ChainReduce(ctx, args);
+  } else {
+    s = RingReduceScatter(ctx, args);
+  }
+  TESSERA_RETURN_IF_ERROR(s.Annotate(std::string(OpName(op.kind)) + (op.kind == OpKind::kAllReduce ? std::string(" (") + name + ")" : "")));
+
+  if (writes_out) {
+    if (base == RedOp::kAvg) DivideArray(work, args.recv, op.count, nranks_);
+    if (half) NarrowHalf(op.type, reinterpret_cast<const float*>(out_buf.data()), op.recv, op.count);
+  }
   return Status::Ok();
+}
+
+// Every send and receive of the group in one exchange: the engine progresses them all
+// together, so their order on each rank does not matter. Sends to self are copies,
+// matched in order with receives from self.
+Status Communicator::RunPointToPoint(const std::vector<Operation>& ops, const CollectiveContext& ctx) {
+  std::vector<Transfer> t;
+  std::vector<const Operation*> self_sends, self_recvs;
+  for (const Operation& op : ops) {
+    const size_t bytes = op.count * SizeOf(op.type);
+    if (op.peer == rank_) {
+      (op.kind == OpKind::kSend ? self_sends : self_recvs).push_back(&op);
+      continue;
+    }
+    Link* link = nullptr;
+    TESSERA_RETURN_IF_ERROR(ctx.links->Get(op.peer, ctx.exchange.deadline, &link));
+    t.push_back(op.kind == OpKind::kSend ? Transfer::Send(link, op.send, bytes) : Transfer::Recv(link, op.recv, bytes));
+  }
+  if (self_sends.size() != self_recvs.size()) {
+    return InvalidUsage(std::to_string(self_sends.size()) + " send(s) to self but " +
+                        std::to_string(self_recvs.size()) + " receive(s) from self in the group");
+  }
+  for (size_t i = 0; i < self_sends.size(); ++i) {
+    const size_t sb = self_sends[i]->count * SizeOf(self_sends[i]->type);
+    const size_t rb = self_recvs[i]->count * SizeOf(self_recvs[i]->type);
+    if (sb != rb) {
+      return InvalidUsage("send to self of " + std::to_string(sb) + " bytes matched with a receive of " +
+                          std::to_string(rb));
+    }
+    if (sb > 0 && self_recvs[i]->recv != self_sends[i]->send) std::memmove(self_recvs[i]->recv, self_sends[i]->send, sb);
+  }
+  return Exchange(t.data(), t.size(), ctx.exchange);
 }
 
 }  // namespace tessera

@@ -6,7 +6,9 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "base/log.h"
 #include "base/settings.h"
@@ -14,6 +16,7 @@
 #include "base/types.h"
 #include "bootstrap/rendezvous.h"
 #include "collectives/collective.h"
+#include "comm/operation.h"
 #include "transport/link_table.h"
 
 namespace tessera {
@@ -31,9 +34,26 @@ class Communicator {
   const Settings& settings() const { return settings_; }
   LogLevel log_level() const { return log_level_; }
 
-  // Collectives. Arguments are validated by the caller. A failure here breaks the
-  // communicator: later calls return the same error without communicating.
-  Status AllReduce(const void* send, void* recv, size_t count, DataType type, RedOp op);
+  // Runs one operation, or a group of them: the collectives in issue order, then all
+  // sends and receives together (so they cannot deadlock whatever their order).
+  // Arguments are validated by the caller (ValidateOp for the reduction operator). A
+  // failure while communicating breaks the communicator: later calls return the same
+  // error without communicating.
+  // InvalidArgument when the operation cannot run here (operator, datatype).
+  Status CheckOperation(const Operation& op) const;
+  Status Run(const Operation& op);
+  Status RunGroup(const std::vector<Operation>& ops);
+
+  // Reduction operators created for this communicator (PreMulSum).
+  Status CreatePreMulSum(const void* scalar, DataType type, bool read_now, int* op);
+  Status DestroyRedOp(int op);
+  // InvalidArgument unless `op` is a built-in operator or one of this communicator's
+  // operators created for `type`.
+  Status ValidateOp(int op, DataType type) const;
+
+  // Collective over this communicator: the ranks passing the same color form a new
+  // communicator ordered by (key, rank); color < 0 gives none (*out stays null).
+  Status Split(int color, int key, const Settings& settings, std::unique_ptr<Communicator>* out);
 
   // Thread-safe: the error that broke the communicator, or OK.
   Status sticky_error() const;
@@ -44,6 +64,16 @@ class Communicator {
   Communicator() = default;
   Status Init(const Settings& settings, const UniqueIdData& id, int nranks, int rank);
   CollectiveContext Context() const;
+  Status RunOne(const Operation& op);
+  Status RunReduction(const Operation& op, const CollectiveContext& ctx);
+  Status RunPointToPoint(const std::vector<Operation>& ops, const CollectiveContext& ctx);
+
+  struct PreMulSumOp {
+    DataType type;
+    const void* scalar_ptr;  // read at each call when not copied
+    double value[1];         // the scalar copied at creation (room for any type)
+    bool copied;
+  };
   // Records `s` as the sticky error (the first one wins) and returns it.
   Status Break(const Status& s);
 
@@ -56,6 +86,8 @@ class Communicator {
   std::atomic<bool> abort_{false};
   mutable std::mutex error_mu_;
   Status error_;
+  std::map<int, PreMulSumOp> custom_ops_;  // by operator id (>= kNumRedOps)
+  int next_op_ = kNumRedOps;
 };
 
 }  // namespace tessera

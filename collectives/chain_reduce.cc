@@ -1,0 +1,41 @@
+// Pipelined chain reduce.
+//
+// The ranks form a chain ending at the root (root+1, root+2, ..., root). The first rank
+// sends its buffer; each next rank reduces what arrives with its own contribution and
+// forwards the partial result as it is produced (the send is gated on the reducing
+// receive); the root reduces the last partial into its receive buffer. Every link
+// carries the buffer once.
+#include <cstring>
+#include <vector>
+
+#include "collectives/collectives.h"
+
+namespace tessera {
+
+Status ChainReduce(const CollectiveContext& ctx, const CollectiveArgs& args) {
+  const int p = ctx.nranks, r = ctx.rank;
+  const size_t bytes = args.count * args.elem_size;
+  const int pos = (r - args.root - 1 + 2 * p) % p;  // place in the chain; the root is last
+  if (p == 1) {
+    if (args.send != args.recv && bytes > 0) std::memcpy(args.recv, args.send, bytes);
+    return Status::Ok();
+  }
+  Link* prev = nullptr;
+  Link* next = nullptr;
+  if (pos > 0) TESSERA_RETURN_IF_ERROR(ctx.links->Get((r - 1 + p) % p, ctx.exchange.deadline, &prev));
+  if (pos < p - 1) TESSERA_RETURN_IF_ERROR(ctx.links->Get((r + 1) % p, ctx.exchange.deadline, &next));
+  if (pos == 0) {
+    Transfer t = Transfer::Send(next, args.send, bytes);
+    return Exchange(&t, 1, ctx.exchange);
+  }
+  if (pos == p - 1) {  // the root
+    Transfer t = Transfer::RecvReduce(prev, args.recv, args.send, &args.reducer, bytes);
+    return Exchange(&t, 1, ctx.exchange);
+  }
+  std::vector<char> partial(bytes);
+  Transfer t[2] = {Transfer::RecvReduce(prev, partial.data(), args.send, &args.reducer, bytes),
+                   Transfer::SendAfter(next, partial.data(), bytes, 0)};
+  return Exchange(t, 2, ctx.exchange);
+}
+
+}  // namespace tessera

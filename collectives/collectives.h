@@ -1,0 +1,21 @@
+// The collective algorithms other than allreduce (whose several algorithms are chosen
+// in algorithms.h). One algorithm per file; each is a schedule of exchanges over the
+// links of CollectiveContext and never knows the transport.
+#ifndef TESSERA_COLLECTIVES_COLLECTIVES_H_
+#define TESSERA_COLLECTIVES_COLLECTIVES_H_
+
+#include "collectives/collective.h"
+
+namespace tessera {
+
+Status ChainBroadcast(const CollectiveContext& ctx, const CollectiveArgs& args);     // chain_broadcast.cc
+Status ChainReduce(const CollectiveContext& ctx, const CollectiveArgs& args);        // chain_reduce.cc
+Status RingAllGather(const CollectiveContext& ctx, const CollectiveArgs& args);      // ring_allgather.cc
+Status RingReduceScatter(const CollectiveContext& ctx, const CollectiveArgs& args);  // ring_reduce_scatter.cc
+Status PairwiseAlltoAll(const CollectiveContext& ctx, const CollectiveArgs& args);   // pairwise_alltoall.cc
+Status DirectGather(const CollectiveContext& ctx, const CollectiveArgs& args);       // direct_gather.cc
+Status DirectScatter(const CollectiveContext& ctx, const CollectiveArgs& args);      // direct_scatter.cc
+
+}  // namespace tessera
+
+#endif  // TESSERA_COLLECTIVES_COLLECTIVES_H_

@@ -1,0 +1,32 @@
+// One recorded call: a collective or a point-to-point operation, as the C API received
+// it (validated). The communicator runs operations one at a time or as a group.
+#ifndef TESSERA_COMM_OPERATION_H_
+#define TESSERA_COMM_OPERATION_H_
+
+#include <cstddef>
+
+#include "base/types.h"
+
+namespace tessera {
+
+enum class OpKind { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAlltoAll, kGather, kScatter,
+                    kSend, kRecv };
+
+struct Operation {
+  OpKind kind = OpKind::kAllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;  // elements, as nccl.h counts them for this kind
+  DataType type = DataType::kFloat32;
+  int op = 0;        // a RedOp, or an operator created by CreatePreMulSum
+  int root = 0;      // rooted collectives
+  int peer = 0;      // send / recv
+};
+
+const char* OpName(OpKind kind);  // "allreduce", "broadcast", ...
+bool IsReduction(OpKind kind);    // allreduce, reduce, reduce-scatter
+bool IsPointToPoint(OpKind kind);
+
+}  // namespace tessera
+
+#endif  // TESSERA_COMM_OPERATION_H_
