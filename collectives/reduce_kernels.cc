@@ -11,14 +11,15 @@ constexpr size_t kVectorBytes = 32;
 // Vector ops update `a` in place (vectors by reference: no vector crosses a call ABI).
 struct Sum { template <typename V> static void Apply(V& a, const V& b) { a = a + b; } };
 struct Prod { template <typename V> static void Apply(V& a, const V& b) { a = a * b; } };
-struct Max { template <typename V> static void Apply(V& a, const V& b) { a = a > b ? a : b; } };
-struct Min { template <typename V> static void Apply(V& a, const V& b) { a = a < b ? a : b; } };
+// Max and min propagate NaN whichever side it is on (a != a only for NaN).
+struct Max { template <typename V> static void Apply(V& a, const V& b) { a = (a > b) | (a != a) ? a : b; } };
+struct Min { template <typename V> static void Apply(V& a, const V& b) { a = (a < b) | (a != a) ? a : b; } };
 
 // Scalar ops for the tail, matching the vector ones element for element.
 struct SumS { template <typename T> static T Apply(T a, T b) { return static_cast<T>(a + b); } };
 struct ProdS { template <typename T> static T Apply(T a, T b) { return static_cast<T>(a * b); } };
-struct MaxS { template <typename T> static T Apply(T a, T b) { return a > b ? a : b; } };
-struct MinS { template <typename T> static T Apply(T a, T b) { return a < b ? a : b; } };
+struct MaxS { template <typename T> static T Apply(T a, T b) { return (a > b || a != a) ? a : b; } };
+struct MinS { template <typename T> static T Apply(T a, T b) { return (a < b || a != a) ? a : b; } };
 
 template <typename T, typename VecOp, typename ScalarOp>
 void Kernel(void* dst_v, const void* a_v, const void* b_v, size_t count) {

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <cstring>
 #include <vector>
 
@@ -66,6 +68,22 @@ TEST(ReduceKernels, UnalignedBuffersWork) {
   }
   r.fn(dst.data(), a, b.data(), 1000);
   for (int i = 0; i < 1000; ++i) ASSERT_EQ(dst[i], i + 2.0f);
+}
+
+TEST(ReduceKernels, MaxAndMinPropagateNanFromEitherSide) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (RedOp op : {RedOp::kMax, RedOp::kMin}) {
+    Reducer r;
+    ASSERT_TRUE(GetReducer(DataType::kFloat32, op, &r).ok());
+    std::vector<float> a(100, 1.0f), b(100, 2.0f), dst(100);
+    a[3] = nan;   // vector body, left
+    b[40] = nan;  // vector body, right
+    a[97] = nan;  // scalar tail, left
+    b[99] = nan;  // scalar tail, right
+    r.fn(dst.data(), a.data(), b.data(), 100);
+    for (int i : {3, 40, 97, 99}) EXPECT_TRUE(std::isnan(dst[i])) << "index " << i;
+    EXPECT_EQ(dst[0], op == RedOp::kMax ? 2.0f : 1.0f);
+  }
 }
 
 TEST(ReduceKernels, UnsupportedCombinationsSayWhat) {
