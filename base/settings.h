@@ -43,8 +43,15 @@ namespace tessera {
   X(int64_t, tcp_chunk_bytes, "TESSERA_TCP_CHUNK_BYTES", 262144,                         \
     "Striping unit across TCP streams, and the staging size for reductions from TCP.")   \
   X(std::string, algo, "TESSERA_ALGO", "auto",                                           \
-    "Allreduce algorithm: auto (chosen by message size) or one of ring, "                \
-    "recursive_doubling (forced for every call).")                                       \
+    "Allreduce algorithm: auto (the cost model picks per call) or one of ring, "         \
+    "recursive_doubling, rabenseifner, torus, hierarchical, hierarchical_leader "        \
+    "(forced for every call where it applies).")                                         \
+  X(std::string, torus, "TESSERA_TORUS", "",                                             \
+    "Grid of the torus algorithm as XxY (e.g. 4x2, rank = y*X + x). Empty: rows are "    \
+    "hosts (X = ranks per host, Y = hosts).")                                            \
+  X(std::string, tuning_file, "TESSERA_TUNING_FILE", "",                                 \
+    "File of cost-model parameters (alpha_intra_us, beta_intra_gbps, alpha_inter_us, "   \
+    "beta_inter_gbps, gamma_gbps as 'key = value' lines). Empty: built-in defaults.")    \
   X(int64_t, spin_us, "TESSERA_SPIN_US", -1,                                             \
     "Microseconds a waiting rank polls before it sleeps in the kernel (futex/poll). "   \
     "-1: 50 when the host's ranks fit its cores, else 0.")

@@ -1,17 +1,12 @@
 #include "collectives/algorithms.h"
 
+#include <cstdio>
+
 #include "collectives/recursive_doubling_allreduce.h"
 #include "collectives/ring_allreduce.h"
+#include "collectives/topology_allreduce.h"
 
 namespace tessera {
-namespace {
-
-// Below this size the latency of the ring's 2(p-1) steps dominates and recursive
-// doubling's lg p rounds win (measured on 2-8 ranks on one host: docs/performance.md).
-// The topology issue replaces this rule with a cost model.
-constexpr size_t kRecursiveDoublingMaxBytes = 8192;
-
-}  // namespace
 
 const std::vector<AllReduceAlgorithmInfo>& AllReduceAlgorithms() {
   static const auto* table = new std::vector<AllReduceAlgorithmInfo>{
@@ -20,6 +15,18 @@ const std::vector<AllReduceAlgorithmInfo>& AllReduceAlgorithms() {
       {AllReduceAlgorithm::kRecursiveDoubling, "recursive_doubling",
        "lg p rounds of whole-buffer exchanges with rank^2^k: latency-optimal for small buffers",
        &RecursiveDoublingAllReduce},
+      {AllReduceAlgorithm::kRabenseifner, "rabenseifner",
+       "recursive-halving reduce-scatter + recursive-doubling allgather: 2 lg p steps, ring's volume",
+       &RabenseifnerAllReduce},
+      {AllReduceAlgorithm::kTorus, "torus",
+       "2D torus (Mikami et al.): row reduce-scatter, column allreduce on the shard, row allgather",
+       &TorusAllReduce},
+      {AllReduceAlgorithm::kHierarchical, "hierarchical",
+       "intra-host reduce-scatter, inter-host allreduce per local rank, intra-host allgather",
+       &HierarchicalAllReduce},
+      {AllReduceAlgorithm::kHierarchicalLeader, "hierarchical_leader",
+       "reduce to each host's leader, allreduce among leaders, broadcast inside each host",
+       &HierarchicalLeaderAllReduce},
   };
   return *table;
 }
@@ -34,13 +41,26 @@ Status CheckAlgorithmName(const std::string& name) {
   return InvalidArgument("TESSERA_ALGO='" + name + "' is not one of: " + names);
 }
 
-const AllReduceAlgorithmInfo& SelectAllReduce(const std::string& forced, size_t bytes, int nranks) {
-  const auto& table = AllReduceAlgorithms();
-  for (const auto& a : table) {
-    if (forced == a.name) return a;
+Selection SelectAllReduce(const std::string& forced, const CostModel& model, const Shape& shape, size_t bytes) {
+  Selection best;
+  std::string predictions;
+  for (const auto& a : AllReduceAlgorithms()) {
+    const double t = PredictAllReduce(a.id, model, shape, bytes);
+    if (t < 0) continue;
+    char item[96];
+    std::snprintf(item, sizeof(item), "%s%s %.1f us", predictions.empty() ? "" : ", ", a.name, t * 1e6);
+    predictions += item;
+    if (forced == a.name) {
+      Selection s{&a, t, "forced by TESSERA_ALGO"};
+      return s;
+    }
+    if (best.algo == nullptr || t < best.predicted_s) {
+      best.algo = &a;
+      best.predicted_s = t;
+    }
   }
-  (void)nranks;
-  return bytes <= kRecursiveDoublingMaxBytes ? table[1] : table[0];
+  best.reason = (forced == "auto" ? "" : "TESSERA_ALGO=" + forced + " does not apply here; ") + "predicted: " + predictions;
+  return best;
 }
 
 }  // namespace tessera

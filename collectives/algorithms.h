@@ -1,5 +1,6 @@
 // The allreduce algorithms, registered in one table {id, name, description}, and the
-// choice among them. TESSERA_ALGO forces one by name; "auto" picks by message size.
+// choice among them: TESSERA_ALGO forces one by name; "auto" asks the cost model
+// (cost_model.h) for the fastest that applies to the communicator's shape.
 #ifndef TESSERA_COLLECTIVES_ALGORITHMS_H_
 #define TESSERA_COLLECTIVES_ALGORITHMS_H_
 
@@ -7,10 +8,11 @@
 #include <vector>
 
 #include "collectives/collective.h"
+#include "collectives/cost_model.h"
 
 namespace tessera {
 
-enum class AllReduceAlgorithm { kRing, kRecursiveDoubling };
+enum class AllReduceAlgorithm { kRing, kRecursiveDoubling, kRabenseifner, kTorus, kHierarchical, kHierarchicalLeader };
 
 struct AllReduceAlgorithmInfo {
   AllReduceAlgorithm id;
@@ -24,8 +26,15 @@ const std::vector<AllReduceAlgorithmInfo>& AllReduceAlgorithms();
 // "auto" or a name from the table; InvalidArgument listing the names otherwise.
 Status CheckAlgorithmName(const std::string& name);
 
-// The algorithm for a buffer of `bytes` on `nranks` ranks, honouring a forced name.
-const AllReduceAlgorithmInfo& SelectAllReduce(const std::string& forced, size_t bytes, int nranks);
+struct Selection {
+  const AllReduceAlgorithmInfo* algo = nullptr;
+  double predicted_s = -1;  // the model's prediction for the chosen algorithm
+  std::string reason;       // "forced", or the predictions of every candidate
+};
+
+// The algorithm for `bytes`; a forced name that does not apply to the shape falls back
+// to the model's choice (the reason says so).
+Selection SelectAllReduce(const std::string& forced, const CostModel& model, const Shape& shape, size_t bytes);
 
 }  // namespace tessera
 

@@ -8,11 +8,16 @@
 #include <cstring>
 
 #include "collectives/collectives.h"
+#include "collectives/ring_allreduce.h"
 
 namespace tessera {
 
 Status ChainBroadcast(const CollectiveContext& ctx, const CollectiveArgs& args) {
-  const int p = ctx.nranks, r = ctx.rank;
+  return ChainBroadcastOver(ctx, WholeRing(ctx), args);
+}
+
+Status ChainBroadcastOver(const CollectiveContext& ctx, const RingGroup& group, const CollectiveArgs& args) {
+  const int p = static_cast<int>(group.ranks.size()), r = group.pos;
   const size_t bytes = args.count * args.elem_size;
   const int pos = (r - args.root + p) % p;  // place in the chain
   char* recv = static_cast<char*>(args.recv);
@@ -22,11 +27,11 @@ Status ChainBroadcast(const CollectiveContext& ctx, const CollectiveArgs& args) 
   size_t n = 0;
   Link* link = nullptr;
   if (pos > 0) {
-    TESSERA_RETURN_IF_ERROR(ctx.links->Get((r - 1 + p) % p, ctx.exchange.deadline, &link));
+    TESSERA_RETURN_IF_ERROR(ctx.links->Get(group.ranks[(r - 1 + p) % p], ctx.exchange.deadline, &link));
     t[n++] = Transfer::Recv(link, recv, bytes);
   }
   if (pos < p - 1) {
-    TESSERA_RETURN_IF_ERROR(ctx.links->Get((r + 1) % p, ctx.exchange.deadline, &link));
+    TESSERA_RETURN_IF_ERROR(ctx.links->Get(group.ranks[(r + 1) % p], ctx.exchange.deadline, &link));
     t[n++] = pos == 0 ? Transfer::Send(link, args.send, bytes) : Transfer::SendAfter(link, recv, bytes, 0);
   }
   return Exchange(t, n, ctx.exchange);

@@ -9,11 +9,16 @@
 #include <vector>
 
 #include "collectives/collectives.h"
+#include "collectives/ring_allreduce.h"
 
 namespace tessera {
 
 Status ChainReduce(const CollectiveContext& ctx, const CollectiveArgs& args) {
-  const int p = ctx.nranks, r = ctx.rank;
+  return ChainReduceOver(ctx, WholeRing(ctx), args);
+}
+
+Status ChainReduceOver(const CollectiveContext& ctx, const RingGroup& group, const CollectiveArgs& args) {
+  const int p = static_cast<int>(group.ranks.size()), r = group.pos;
   const size_t bytes = args.count * args.elem_size;
   const int pos = (r - args.root - 1 + 2 * p) % p;  // place in the chain; the root is last
   if (p == 1) {
@@ -22,8 +27,8 @@ Status ChainReduce(const CollectiveContext& ctx, const CollectiveArgs& args) {
   }
   Link* prev = nullptr;
   Link* next = nullptr;
-  if (pos > 0) TESSERA_RETURN_IF_ERROR(ctx.links->Get((r - 1 + p) % p, ctx.exchange.deadline, &prev));
-  if (pos < p - 1) TESSERA_RETURN_IF_ERROR(ctx.links->Get((r + 1) % p, ctx.exchange.deadline, &next));
+  if (pos > 0) TESSERA_RETURN_IF_ERROR(ctx.links->Get(group.ranks[(r - 1 + p) % p], ctx.exchange.deadline, &prev));
+  if (pos < p - 1) TESSERA_RETURN_IF_ERROR(ctx.links->Get(group.ranks[(r + 1) % p], ctx.exchange.deadline, &next));
   if (pos == 0) {
     Transfer t = Transfer::Send(next, args.send, bytes);
     return Exchange(&t, 1, ctx.exchange);

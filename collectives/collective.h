@@ -12,11 +12,15 @@
 
 namespace tessera {
 
+struct Grid;
+
 struct CollectiveContext {
   int rank = 0;
   int nranks = 1;
   LinkTable* links = nullptr;
-  ExchangeOptions exchange;  // deadline of this call, spinning, abort flag
+  ExchangeOptions exchange;          // deadline of this call, spinning, abort flag
+  const Grid* host_grid = nullptr;   // rows = hosts; null when hosts differ in rank count
+  const Grid* torus_grid = nullptr;  // TESSERA_TORUS, else host_grid
 };
 
 // The buffers of one collective. `count` is in elements, with the meaning nccl.h gives

@@ -5,6 +5,7 @@
 #define TESSERA_COLLECTIVES_COLLECTIVES_H_
 
 #include "collectives/collective.h"
+#include "collectives/ring_allreduce.h"
 
 namespace tessera {
 
@@ -15,6 +16,10 @@ Status RingReduceScatter(const CollectiveContext& ctx, const CollectiveArgs& arg
 Status PairwiseAlltoAll(const CollectiveContext& ctx, const CollectiveArgs& args);   // pairwise_alltoall.cc
 Status DirectGather(const CollectiveContext& ctx, const CollectiveArgs& args);       // direct_gather.cc
 Status DirectScatter(const CollectiveContext& ctx, const CollectiveArgs& args);      // direct_scatter.cc
+
+// The chains over some of the ranks (args.root is a position in the group).
+Status ChainBroadcastOver(const CollectiveContext& ctx, const RingGroup& group, const CollectiveArgs& args);
+Status ChainReduceOver(const CollectiveContext& ctx, const RingGroup& group, const CollectiveArgs& args);
 
 }  // namespace tessera
 

@@ -23,45 +23,59 @@
 
 namespace tessera {
 
-Status RingAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args) {
-  const int p = ctx.nranks, r = ctx.rank;
-  const size_t es = args.elem_size;
-  const char* send = static_cast<const char*>(args.send);
-  char* recv = static_cast<char*>(args.recv);
-  if (p == 1) {
-    if (send != recv) std::memcpy(recv, send, args.count * es);
+Status RunRing(const CollectiveContext& ctx, const RingGroup& group, const char* send, char* recv, size_t count,
+               size_t es, const Reducer* reducer, int phases) {
+  const int p = static_cast<int>(group.ranks.size()), r = group.pos;
+  if (p == 1 || count == 0) {
+    if (send != recv && count > 0) std::memcpy(recv, send, count * es);
     return Status::Ok();
   }
   Link* right = nullptr;
   Link* left = nullptr;
-  TESSERA_RETURN_IF_ERROR(ctx.links->Get(RingRight(r, p), ctx.exchange.deadline, &right));
-  TESSERA_RETURN_IF_ERROR(ctx.links->Get(RingLeft(r, p), ctx.exchange.deadline, &left));
+  TESSERA_RETURN_IF_ERROR(ctx.links->Get(group.ranks[RingRight(r, p)], ctx.exchange.deadline, &right));
+  TESSERA_RETURN_IF_ERROR(ctx.links->Get(group.ranks[RingLeft(r, p)], ctx.exchange.deadline, &left));
 
   std::vector<Transfer> t;
   t.reserve(4 * (p - 1));
   auto block = [&](int b) {
-    Block blk = RingBlock(args.count, p, b);
+    Block blk = RingBlock(count, p, b);
     return Block{blk.offset * es, blk.count * es};  // in bytes
   };
-  for (int s = 0; s < p - 1; ++s) {  // reduce-scatter
-    const Block out = block(RingReduceScatterSendBlock(r, p, s));
-    const Block in = block(RingReduceScatterRecvBlock(r, p, s));
-    // Step 0 sends our own contribution; later steps forward what we just reduced.
-    if (s == 0) {
-      t.push_back(Transfer::Send(right, send + out.offset, out.count));
-    } else {
-      t.push_back(Transfer::SendAfter(right, recv + out.offset, out.count, static_cast<int>(t.size()) - 1));
+  auto previous_receive = [&] { return t.empty() ? -1 : static_cast<int>(t.size()) - 1; };
+  if (phases & kRingReduceScatter) {
+    for (int s = 0; s < p - 1; ++s) {
+      const Block out = block(RingReduceScatterSendBlock(r, p, s));
+      const Block in = block(RingReduceScatterRecvBlock(r, p, s));
+      // Step 0 sends our own contribution; later steps forward what we just reduced.
+      if (s == 0) {
+        t.push_back(Transfer::Send(right, send + out.offset, out.count));
+      } else {
+        t.push_back(Transfer::SendAfter(right, recv + out.offset, out.count, previous_receive()));
+      }
+      t.push_back(Transfer::RecvReduce(left, recv + in.offset, send + in.offset, reducer, in.count));
     }
-    t.push_back(Transfer::RecvReduce(left, recv + in.offset, send + in.offset, &args.reducer, in.count));
   }
-  for (int s = 0; s < p - 1; ++s) {  // allgather: forward each block as it arrives
-    const Block out = block(RingAllGatherSendBlock(r, p, s));
-    const Block in = block(RingAllGatherRecvBlock(r, p, s));
-    t.push_back(Transfer::SendAfter(right, recv + out.offset, out.count, static_cast<int>(t.size()) - 1));
-    t.push_back(Transfer::Recv(left, recv + in.offset, in.count));
+  if (phases & kRingAllGather) {
+    for (int s = 0; s < p - 1; ++s) {  // forward each block as it arrives
+      const Block out = block(RingAllGatherSendBlock(r, p, s));
+      const Block in = block(RingAllGatherRecvBlock(r, p, s));
+      t.push_back(Transfer::SendAfter(right, recv + out.offset, out.count, previous_receive()));
+      t.push_back(Transfer::Recv(left, recv + in.offset, in.count));
+    }
   }
-  TESSERA_RETURN_IF_ERROR(Exchange(t.data(), t.size(), ctx.exchange));
-  return Status::Ok();
+  return Exchange(t.data(), t.size(), ctx.exchange);
+}
+
+RingGroup WholeRing(const CollectiveContext& ctx) {
+  RingGroup g;
+  for (int r = 0; r < ctx.nranks; ++r) g.ranks.push_back(r);
+  g.pos = ctx.rank;
+  return g;
+}
+
+Status RingAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args) {
+  return RunRing(ctx, WholeRing(ctx), static_cast<const char*>(args.send), static_cast<char*>(args.recv), args.count,
+                 args.elem_size, &args.reducer, kRingReduceScatter | kRingAllGather);
 }
 
 }  // namespace tessera

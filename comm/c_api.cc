@@ -522,6 +522,22 @@ tesseraResult_t tesseraAllReduce(const void* sendbuff, void* recvbuff, size_t co
   return Submit("tesseraAllReduce", comm, MakeOp(OpKind::kAllReduce, sendbuff, recvbuff, count, datatype, op), stream);
 }
 
+const char* tesseraAllReduceAlgorithm(tesseraComm_t comm, size_t count, tesseraDataType_t datatype) {
+  CallGuard guard(comm);
+  Status s = CheckCommHandle(comm, guard.comm());
+  if (s.ok()) s = CheckType(datatype);
+  if (s.ok() && comm->worker) comm->worker->WaitIdle();
+  if (s.ok() && !comm->impl) s = tessera::InvalidUsage("communicator creation failed");
+  if (!s.ok()) {
+    Report(guard.comm(), "tesseraAllReduceAlgorithm", s);
+    return nullptr;
+  }
+  // Half types travel as float32 (semantics.md).
+  const tessera::DataType t = static_cast<tessera::DataType>(datatype);
+  const size_t es = tessera::IsHalf(t) ? 4 : tessera::SizeOf(t);
+  return comm->impl->ChooseAllReduce(count * es).algo->name;
+}
+
 tesseraResult_t tesseraBroadcast(const void* sendbuff, void* recvbuff, size_t count, tesseraDataType_t datatype,
                                  int root, tesseraComm_t comm, tesseraStream_t stream) {
   return Submit("tesseraBroadcast", comm, MakeOp(OpKind::kBroadcast, sendbuff, recvbuff, count, datatype, 0, root),

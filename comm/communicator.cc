@@ -69,6 +69,7 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
       TcpTransport::Options{settings.tcp_streams, settings.tcp_chunk_bytes}, rank, id.secret, std::move(listener),
       std::move(addresses)));
   links_ = std::make_unique<LinkTable>(nranks, std::move(transports));
+  TESSERA_RETURN_IF_ERROR(InitShape(all));
 
   const int64_t cores = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
   const int64_t local_ranks = std::max<int64_t>(1, static_cast<int64_t>(local.size()));
@@ -78,6 +79,46 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
           std::to_string(local.size()) + " rank(s) on this host, listening on " + mine.listen.ToString() +
           ", spin " + std::to_string(spin_us_) + " us");
   return Status::Ok();
+}
+
+// Hosts numbered by first appearance; grids and the cost model's shape from them.
+Status Communicator::InitShape(const std::vector<RankInfo>& all) {
+  std::vector<std::string> hosts;
+  std::vector<int> host_of_rank;
+  for (const RankInfo& info : all) {
+    const std::string h(info.host, strnlen(info.host, sizeof(info.host)));
+    auto it = std::find(hosts.begin(), hosts.end(), h);
+    host_of_rank.push_back(static_cast<int>(it - hosts.begin()));
+    if (it == hosts.end()) hosts.push_back(h);
+  }
+  shape_.p = nranks_;
+  shape_.hosts = static_cast<int>(hosts.size());
+  Grid grid;
+  if (GridFromHosts(host_of_rank, &grid).ok()) {
+    host_grid_ = std::make_unique<Grid>(grid);
+    shape_.per_host = grid.X;
+  }
+  if (!settings_.torus.empty()) {
+    TESSERA_RETURN_IF_ERROR(ParseGrid(settings_.torus, nranks_, &grid));
+    torus_grid_ = std::make_unique<Grid>(grid);
+  } else if (host_grid_) {
+    torus_grid_ = std::make_unique<Grid>(*host_grid_);
+  }
+  if (torus_grid_) {
+    shape_.torus_x = torus_grid_->X;
+    shape_.torus_y = torus_grid_->Y;
+  }
+  if (!settings_.tuning_file.empty()) TESSERA_RETURN_IF_ERROR(CostModel::FromTuningFile(settings_.tuning_file, &model_));
+  Log(log_level_, LogLevel::kInfo,
+      "rank " + std::to_string(rank_) + ": " + std::to_string(shape_.hosts) + " host(s), " +
+          (shape_.per_host > 0 ? std::to_string(shape_.per_host) + " rank(s) each" : "uneven ranks per host") +
+          (torus_grid_ ? ", torus " + std::to_string(shape_.torus_x) + "x" + std::to_string(shape_.torus_y) : "") +
+          "; cost model: " + model_.ToString());
+  return Status::Ok();
+}
+
+Selection Communicator::ChooseAllReduce(size_t bytes) const {
+  return SelectAllReduce(settings_.algo, model_, shape_, bytes);
 }
 
 CollectiveContext Communicator::Context() const {
@@ -90,6 +131,8 @@ CollectiveContext Communicator::Context() const {
   ctx.exchange.spin_us = spin_us_;
   ctx.exchange.abort = &abort_;
   ctx.exchange.notices = links_.get();
+  ctx.host_grid = host_grid_.get();
+  ctx.torus_grid = torus_grid_.get();
   return ctx;
 }
 
@@ -307,9 +350,14 @@ Status Communicator::RunReduction(const Operation& op, const CollectiveContext& 
   Status s;
   const char* name = OpName(op.kind);
   if (op.kind == OpKind::kAllReduce) {
-    const AllReduceAlgorithmInfo& algo = SelectAllReduce(settings_.algo, op.count * SizeOf(op.type), nranks_);
-    s = algo.run(ctx, args);
-    name = algo.name;
+    const Selection choice = ChooseAllReduce(op.count * es);
+    if (log_level_ >= LogLevel::kInfo) {
+      Log(log_level_, LogLevel::kInfo,
+          "rank " + std::to_string(rank_) + ": allreduce of " + std::to_string(op.count * es) + " B: " +
+              choice.algo->name + " (predicted " + std::to_string(choice.predicted_s * 1e6) + " us; " + choice.reason + ")");
+    }
+    s = choice.algo->run(ctx, args);
+    name = choice.algo->name;
   } else if (op.kind == OpKind::kReduce) {
     s = ChainReduce(ctx, args);
   } else {

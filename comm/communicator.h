@@ -15,7 +15,10 @@
 #include "base/status.h"
 #include "base/types.h"
 #include "bootstrap/rendezvous.h"
+#include "collectives/algorithms.h"
 #include "collectives/collective.h"
+#include "collectives/cost_model.h"
+#include "collectives/grid.h"
 #include "comm/operation.h"
 #include "transport/link_table.h"
 
@@ -39,6 +42,9 @@ class Communicator {
   // Arguments are validated by the caller (ValidateOp for the reduction operator). A
   // failure while communicating breaks the communicator: later calls return the same
   // error without communicating.
+  // The allreduce algorithm the communicator would choose for `bytes`.
+  Selection ChooseAllReduce(size_t bytes) const;
+
   // InvalidArgument when the operation cannot run here (operator, datatype).
   Status CheckOperation(const Operation& op) const;
   Status Run(const Operation& op);
@@ -64,6 +70,7 @@ class Communicator {
   Communicator() = default;
   Status Init(const Settings& settings, const UniqueIdData& id, int nranks, int rank);
   CollectiveContext Context() const;
+  Status InitShape(const std::vector<RankInfo>& all);
   Status RunOne(const Operation& op);
   Status RunReduction(const Operation& op, const CollectiveContext& ctx);
   Status RunPointToPoint(const std::vector<Operation>& ops, const CollectiveContext& ctx);
@@ -79,6 +86,10 @@ class Communicator {
 
   Settings settings_;
   LogLevel log_level_ = LogLevel::kWarn;
+  // The shape of the communicator for algorithm choice, and its grids.
+  Shape shape_;
+  CostModel model_;
+  std::unique_ptr<Grid> host_grid_, torus_grid_;
   int rank_ = 0;
   int nranks_ = 1;
   int64_t spin_us_ = 0;

@@ -227,6 +227,12 @@ tesseraResult_t tesseraAllReduce(const void* sendbuff, void* recvbuff, size_t co
                                  tesseraDataType_t datatype, tesseraRedOp_t op,
                                  tesseraComm_t comm, tesseraStream_t stream);
 
+/* tessera extension (not in nccl.h): the name of the allreduce algorithm comm would run
+ * for count elements of datatype ("ring", "recursive_doubling", "rabenseifner",
+ * "torus", "hierarchical", "hierarchical_leader"), or NULL for a bad argument. The
+ * string is static. Benchmarks print it. */
+const char* tesseraAllReduceAlgorithm(tesseraComm_t comm, size_t count, tesseraDataType_t datatype);
+
 /* Root's sendbuff is copied to every rank's recvbuff (count elements). In place when
  * sendbuff == recvbuff on the root; sendbuff is only read on the root. */
 tesseraResult_t tesseraBroadcast(const void* sendbuff, void* recvbuff, size_t count, tesseraDataType_t datatype,

@@ -1,0 +1,86 @@
+// Rabenseifner's allreduce: recursive-halving reduce-scatter, then recursive-doubling
+// allgather. 2 lg p message latencies (like recursive doubling, twice) but only
+// 2(p-1)/p of the buffer sent per rank (like the ring): the algorithm of choice for
+// medium buffers.
+//
+// Reduce-scatter: in round k (distance pof2/2, pof2/4, ..., 1) a rank and its partner
+// split the region they both hold in two halves; each sends the half the other keeps
+// and reduces the half it keeps with what arrives. After lg p rounds each rank holds a
+// 1/p region fully reduced. Allgather: the same pairs in reverse order swap their
+// regions until everyone holds everything. Non-power-of-two rank counts fold the first
+// 2*rem ranks in pairs before and unfold after, as recursive_doubling_allreduce.cc.
+#include <cstring>
+#include <vector>
+
+#include "collectives/recursive_doubling_pattern.h"
+#include "collectives/topology_allreduce.h"
+
+namespace tessera {
+
+Status RabenseifnerAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args) {
+  const int p = ctx.nranks, r = ctx.rank;
+  const size_t es = args.elem_size;
+  const char* send = static_cast<const char*>(args.send);
+  char* recv = static_cast<char*>(args.recv);
+  const size_t bytes = args.count * es;
+  if (p == 1) {
+    if (send != recv) std::memcpy(recv, send, bytes);
+    return Status::Ok();
+  }
+  const RecursiveDoublingPlan plan = PlanRecursiveDoubling(r, p);
+  Link* link = nullptr;
+  const char* cur = send;  // where this rank's current partial sums are
+  if (plan.fold_partner >= 0) {
+    TESSERA_RETURN_IF_ERROR(ctx.links->Get(plan.fold_partner, ctx.exchange.deadline, &link));
+    if (plan.new_rank < 0) {
+      Transfer t[2] = {Transfer::Send(link, send, bytes), Transfer::Recv(link, recv, bytes)};
+      return Exchange(t, 2, ctx.exchange).Annotate("fold");
+    }
+    Transfer t = Transfer::RecvReduce(link, recv, send, &args.reducer, bytes);
+    TESSERA_RETURN_IF_ERROR(Exchange(&t, 1, ctx.exchange).Annotate("fold"));
+    cur = recv;
+  }
+  // Reduce-scatter by recursive halving; regions are element ranges [lo, hi).
+  struct Region {
+    size_t lo, hi;
+  };
+  std::vector<Region> kept_before;  // the region held before each round, for the allgather
+  Region mine{0, args.count};
+  for (int round = plan.rounds - 1; round >= 0; --round) {
+    const int partner_new = plan.new_rank ^ (1 << round);
+    TESSERA_RETURN_IF_ERROR(
+        ctx.links->Get(RecursiveDoublingRealRank(plan, partner_new), ctx.exchange.deadline, &link));
+    const size_t mid = mine.lo + (mine.hi - mine.lo) / 2;
+    const bool lower = plan.new_rank < partner_new;
+    const Region keep = lower ? Region{mine.lo, mid} : Region{mid, mine.hi};
+    const Region give = lower ? Region{mid, mine.hi} : Region{mine.lo, mid};
+    Transfer t[2] = {
+        Transfer::Send(link, cur + give.lo * es, (give.hi - give.lo) * es),
+        Transfer::RecvReduce(link, recv + keep.lo * es, cur + keep.lo * es, &args.reducer, (keep.hi - keep.lo) * es)};
+    TESSERA_RETURN_IF_ERROR(Exchange(t, 2, ctx.exchange).Annotate("halving round"));
+    kept_before.push_back(mine);
+    mine = keep;
+    cur = recv;
+  }
+  // Allgather by recursive doubling: undo the halving, swapping regions with the same
+  // partners in reverse order.
+  for (int round = 0; round < plan.rounds; ++round) {
+    const int partner_new = plan.new_rank ^ (1 << round);
+    TESSERA_RETURN_IF_ERROR(
+        ctx.links->Get(RecursiveDoublingRealRank(plan, partner_new), ctx.exchange.deadline, &link));
+    const Region parent = kept_before[plan.rounds - 1 - round];
+    const Region other = mine.lo == parent.lo ? Region{mine.hi, parent.hi} : Region{parent.lo, mine.lo};
+    Transfer t[2] = {Transfer::Send(link, recv + mine.lo * es, (mine.hi - mine.lo) * es),
+                     Transfer::Recv(link, recv + other.lo * es, (other.hi - other.lo) * es)};
+    TESSERA_RETURN_IF_ERROR(Exchange(t, 2, ctx.exchange).Annotate("doubling round"));
+    mine = parent;
+  }
+  if (plan.fold_partner >= 0) {
+    TESSERA_RETURN_IF_ERROR(ctx.links->Get(plan.fold_partner, ctx.exchange.deadline, &link));
+    Transfer t = Transfer::Send(link, recv, bytes);
+    TESSERA_RETURN_IF_ERROR(Exchange(&t, 1, ctx.exchange).Annotate("unfold"));
+  }
+  return Status::Ok();
+}
+
+}  // namespace tessera

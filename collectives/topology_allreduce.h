@@ -1,0 +1,20 @@
+// Allreduce algorithms beyond the flat ring and recursive doubling: 2D torus and
+// hierarchical (grid-based, topology-aware) and Rabenseifner (medium buffers).
+#ifndef TESSERA_COLLECTIVES_TOPOLOGY_ALLREDUCE_H_
+#define TESSERA_COLLECTIVES_TOPOLOGY_ALLREDUCE_H_
+
+#include "collectives/collective.h"
+#include "collectives/grid.h"
+
+namespace tessera {
+
+// The 2D-torus schedule on `grid` (torus_allreduce.cc).
+Status GridAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args, const Grid& grid);
+Status TorusAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);                // ctx.torus_grid
+Status HierarchicalAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);         // ctx.host_grid
+Status HierarchicalLeaderAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);   // ctx.host_grid
+Status RabenseifnerAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);
+
+}  // namespace tessera
+
+#endif  // TESSERA_COLLECTIVES_TOPOLOGY_ALLREDUCE_H_

@@ -1,0 +1,93 @@
+// Every allreduce algorithm, forced with TESSERA_ALGO, exact against a serial sum on
+// emulated layouts of H hosts x R ranks (TESSERA_HOST_ID per rank: shared memory inside
+// an emulated host, TCP between), with counts that divide by nothing, and the torus on
+// forced grids. Algorithms that do not apply to a layout (hierarchical on one host)
+// fall back to the model's choice, which must be exact too.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/rank_harness.h"
+
+namespace tessera_test {
+namespace {
+
+struct Layout {
+  int hosts;
+  int per_host;
+};
+
+struct Case {
+  Layout layout;
+  const char* algo;
+  const char* torus;  // TESSERA_TORUS or ""
+};
+
+float Input(size_t i, int rank) { return static_cast<float>(static_cast<int>((i * 7 + rank * 13) % 31) - 15); }
+
+std::string Check(int rank, tesseraComm_t comm, int nranks) {
+  for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1031}, size_t{65537}}) {
+    for (bool in_place : {false, true}) {
+      std::vector<float> send(count), recv(count, -99.0f);
+      for (size_t i = 0; i < count; ++i) send[i] = Input(i, rank);
+      float* out = in_place ? send.data() : recv.data();
+      tesseraResult_t r = tesseraAllReduce(send.data(), out, count, tesseraFloat32, tesseraSum, comm, nullptr);
+      if (r != tesseraSuccess) return "count " + std::to_string(count) + ": " + tesseraGetLastError(comm);
+      for (size_t i = 0; i < count; ++i) {
+        float want = 0;
+        for (int q = 0; q < nranks; ++q) want += Input(i, q);
+        if (out[i] != want) {
+          return "count " + std::to_string(count) + (in_place ? " in-place" : "") + ": [" + std::to_string(i) +
+                 "] = " + std::to_string(out[i]) + ", want " + std::to_string(want) + " (algorithm " +
+                 tesseraAllReduceAlgorithm(comm, count, tesseraFloat32) + ")";
+        }
+      }
+    }
+  }
+  return "";
+}
+
+class TopologyAlgorithms : public testing::TestWithParam<Case> {};
+
+TEST_P(TopologyAlgorithms, ExactOnLayout) {
+  const Case& c = GetParam();
+  const int n = c.layout.hosts * c.layout.per_host;
+  RankOptions opts;
+  opts.timeout = std::chrono::milliseconds(120000);
+  opts.ranks_per_host = c.layout.per_host;
+  opts.env["TESSERA_TIMEOUT_MS"] = "60000";
+  opts.env["TESSERA_ALGO"] = c.algo;
+  if (c.torus[0] != '\0') opts.env["TESSERA_TORUS"] = c.torus;
+  auto results = RunRanks(n, [n](int rank, tesseraComm_t comm) { return Check(rank, comm, n); }, opts);
+  EXPECT_EQ("", Failures(results));
+}
+
+std::vector<Case> Cases() {
+  std::vector<Case> cases;
+  const Layout layouts[] = {{1, 1}, {1, 4}, {2, 2}, {4, 2}, {2, 4}, {3, 3}, {3, 1}};
+  for (const Layout& l : layouts) {
+    for (const char* algo : {"ring", "recursive_doubling", "rabenseifner", "torus", "hierarchical",
+                             "hierarchical_leader"}) {
+      cases.push_back({l, algo, ""});
+    }
+  }
+  // Forced grids that cut across hosts.
+  cases.push_back({{2, 2}, "torus", "1x4"});
+  cases.push_back({{4, 2}, "torus", "2x4"});
+  cases.push_back({{3, 3}, "torus", "3x3"});
+  cases.push_back({{1, 4}, "torus", "2x2"});
+  return cases;
+}
+
+std::string Name(const testing::TestParamInfo<Case>& info) {
+  std::string torus = info.param.torus;
+  for (char& ch : torus) ch = ch == 'x' ? '_' : ch;
+  return std::to_string(info.param.layout.hosts) + "x" + std::to_string(info.param.layout.per_host) + "_" +
+         info.param.algo + (torus.empty() ? "" : "_grid" + torus);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, TopologyAlgorithms, testing::ValuesIn(Cases()), Name);
+
+}  // namespace
+}  // namespace tessera_test
