@@ -52,6 +52,9 @@ namespace tessera {
   X(std::string, tuning_file, "TESSERA_TUNING_FILE", "",                                 \
     "File of cost-model parameters (alpha_intra_us, beta_intra_gbps, alpha_inter_us, "   \
     "beta_inter_gbps, gamma_gbps as 'key = value' lines). Empty: built-in defaults.")    \
+  X(std::string, trace_dir, "TESSERA_TRACE_DIR", "",                                     \
+    "Directory where each rank writes a Chrome trace of every message when its "         \
+    "communicator is destroyed (tessera-trace-<pid>-rank<r>.json). Empty: no tracing.")  \
   X(int64_t, spin_us, "TESSERA_SPIN_US", -1,                                             \
     "Microseconds a waiting rank polls before it sleeps in the kernel (futex/poll). "   \
     "-1: 50 when the host's ranks fit its cores, else 0.")

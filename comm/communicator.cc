@@ -24,7 +24,14 @@ Status Communicator::Create(const Settings& settings, const UniqueIdData& id, in
   return Status::Ok();
 }
 
-Communicator::~Communicator() = default;
+Communicator::~Communicator() {
+  if (tracer_) {
+    const std::string path = settings_.trace_dir + "/tessera-trace-" + std::to_string(getpid()) + "-rank" +
+                             std::to_string(rank_) + ".json";
+    Status s = tracer_->WriteChromeTrace(path, rank_);
+    if (!s.ok()) Log(log_level_, LogLevel::kWarn, s.message());
+  }
+}
 
 Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int nranks, int rank) {
   TESSERA_RETURN_IF_ERROR(CheckAlgorithmName(settings.algo));
@@ -70,6 +77,7 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
       std::move(addresses)));
   links_ = std::make_unique<LinkTable>(nranks, std::move(transports));
   TESSERA_RETURN_IF_ERROR(InitShape(all));
+  if (!settings.trace_dir.empty()) tracer_ = std::make_unique<Tracer>();
 
   const int64_t cores = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
   const int64_t local_ranks = std::max<int64_t>(1, static_cast<int64_t>(local.size()));
@@ -131,6 +139,7 @@ CollectiveContext Communicator::Context() const {
   ctx.exchange.spin_us = spin_us_;
   ctx.exchange.abort = &abort_;
   ctx.exchange.notices = links_.get();
+  ctx.exchange.tracer = tracer_.get();
   ctx.host_grid = host_grid_.get();
   ctx.torus_grid = torus_grid_.get();
   return ctx;
@@ -269,12 +278,14 @@ Status Communicator::RunGroup(const std::vector<Operation>& ops) {
     if (!s.ok()) return s.code() == Code::kInvalidArgument ? s : Break(s);
   }
   if (p2p.empty()) return Status::Ok();
+  if (tracer_) tracer_->BeginOperation("send/recv#" + std::to_string(++op_count_));
   Status s = RunPointToPoint(p2p, Context());
   return s.ok() ? s : Break(s.Annotate(p2p.size() == 1 ? OpName(p2p[0].kind) : "send/recv group"));
 }
 
 Status Communicator::RunOne(const Operation& op) {
   const CollectiveContext ctx = Context();
+  if (tracer_) tracer_->BeginOperation(std::string(OpName(op.kind)) + "#" + std::to_string(++op_count_));
   if (IsReduction(op.kind)) return RunReduction(op, ctx);
   CollectiveArgs args;
   args.send = op.send;
@@ -356,6 +367,7 @@ Status Communicator::RunReduction(const Operation& op, const CollectiveContext& 
           "rank " + std::to_string(rank_) + ": allreduce of " + std::to_string(op.count * es) + " B: " +
               choice.algo->name + " (predicted " + std::to_string(choice.predicted_s * 1e6) + " us; " + choice.reason + ")");
     }
+    if (tracer_) tracer_->BeginOperation("allreduce#" + std::to_string(op_count_) + " (" + choice.algo->name + ")");
     s = choice.algo->run(ctx, args);
     name = choice.algo->name;
   } else if (op.kind == OpKind::kReduce) {

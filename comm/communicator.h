@@ -90,6 +90,8 @@ class Communicator {
   Shape shape_;
   CostModel model_;
   std::unique_ptr<Grid> host_grid_, torus_grid_;
+  std::unique_ptr<Tracer> tracer_;  // TESSERA_TRACE_DIR only
+  uint64_t op_count_ = 0;
   int rank_ = 0;
   int nranks_ = 1;
   int64_t spin_us_ = 0;

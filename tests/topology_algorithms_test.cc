@@ -5,6 +5,12 @@
 // fall back to the model's choice, which must be exact too.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -88,6 +94,62 @@ std::string Name(const testing::TestParamInfo<Case>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, TopologyAlgorithms, testing::ValuesIn(Cases()), Name);
+
+// Counts the "send to" events of every trace file in `dir`, per file.
+std::vector<int> SendsPerRank(const std::string& dir) {
+  std::vector<int> sends;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return sends;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.rfind("tessera-trace-", 0) != 0) continue;
+    std::ifstream in(dir + "/" + name);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string t = text.str();
+    int n = 0;
+    for (size_t at = t.find("allreduce#1 (torus) send to"); at != std::string::npos;
+         at = t.find("allreduce#1 (torus) send to", at + 1)) {
+      ++n;
+    }
+    sends.push_back(n);
+  }
+  closedir(d);
+  return sends;
+}
+
+// The trace of a 2D torus allreduce on an X x Y grid shows 2(X-1) + 2(Y-1) sends per rank
+// (one per ring step), against the flat ring's 2(XY-1).
+TEST(TopologyTrace, TorusTakesTwoXMinusOnePlusTwoYMinusOneSteps) {
+  struct Grid {
+    int hosts, per_host;
+    const char* torus;
+    int X, Y;
+  };
+  for (const Grid& g : {Grid{4, 2, "", 2, 4}, Grid{2, 4, "", 4, 2}, Grid{3, 3, "", 3, 3}, Grid{2, 2, "4x1", 4, 1}}) {
+    char dir_template[] = "/tmp/tessera-trace-test-XXXXXX";
+    const std::string dir = mkdtemp(dir_template);
+    const int n = g.hosts * g.per_host;
+    RankOptions opts;
+    opts.timeout = std::chrono::milliseconds(60000);
+    opts.ranks_per_host = g.per_host;
+    opts.env["TESSERA_ALGO"] = "torus";
+    opts.env["TESSERA_TRACE_DIR"] = dir;
+    if (g.torus[0] != '\0') opts.env["TESSERA_TORUS"] = g.torus;
+    auto results = RunRanks(n, [n](int rank, tesseraComm_t comm) {
+      std::vector<float> buf(1031, 1.0f);
+      if (tesseraAllReduce(buf.data(), buf.data(), buf.size(), tesseraFloat32, tesseraSum, comm, nullptr) != tesseraSuccess) {
+        return std::string(tesseraGetLastError(comm));
+      }
+      return buf[0] == static_cast<float>(n) ? std::string() : "wrong sum";
+    }, opts);
+    ASSERT_EQ("", Failures(results));
+    const std::vector<int> sends = SendsPerRank(dir);
+    ASSERT_EQ(static_cast<int>(sends.size()), n) << "trace files in " << dir;
+    for (int s : sends) EXPECT_EQ(s, 2 * (g.X - 1) + 2 * (g.Y - 1)) << g.X << "x" << g.Y;
+    std::system(("rm -rf " + dir).c_str());
+  }
+}
 
 }  // namespace
 }  // namespace tessera_test

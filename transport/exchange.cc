@@ -40,7 +40,8 @@ struct Queue {
 
 class Engine {
  public:
-  Engine(Transfer* ts, size_t n, const ExchangeOptions& opt) : ts_(ts), opt_(opt), state_(n, State::kWaiting) {
+  Engine(Transfer* ts, size_t n, const ExchangeOptions& opt)
+      : ts_(ts), opt_(opt), state_(n, State::kWaiting), start_us_(opt.tracer != nullptr ? n : 0) {
     for (size_t i = 0; i < n; ++i) {
       size_t q = 0;
       while (q < queues_.size() && !(queues_[q].link == ts[i].link && queues_[q].is_send == ts[i].is_send)) ++q;
@@ -59,6 +60,7 @@ class Engine {
       const size_t i = q.items[q.head];
       if (ts_[i].len != 0) {
         state_[i] = State::kActive;
+        if (opt_.tracer != nullptr) start_us_[i] = NowMicros();
         if (ts_[i].is_send) {
           ts_[i].link->BeginSend(ts_[i].src, ts_[i].len);
         } else {
@@ -92,6 +94,9 @@ class Engine {
         if (!s.ok()) return s.Annotate(Direction(ts_[i]) + Describe(ts_[i]));
         *moved |= p;
         if (!done) break;
+        if (opt_.tracer != nullptr) {
+          opt_.tracer->Add(q.is_send, q.link->peer(), q.link->kind(), ts_[i].len, start_us_[i], NowMicros());
+        }
         state_[i] = State::kDone;
         --remaining_;
         ++q.head;
@@ -135,6 +140,7 @@ class Engine {
   Transfer* ts_;
   const ExchangeOptions& opt_;
   std::vector<State> state_;
+  std::vector<int64_t> start_us_;  // when each transfer began (tracing only)
   std::vector<Queue> queues_;
   size_t remaining_ = 0;
 };

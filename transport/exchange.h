@@ -11,6 +11,7 @@
 #include "base/deadline.h"
 #include "base/status.h"
 #include "transport/link_table.h"
+#include "transport/trace.h"
 #include "transport/transport.h"
 
 namespace tessera {
@@ -57,6 +58,7 @@ struct ExchangeOptions {
   int64_t spin_us = 0;                     // poll this long after the last progress before sleeping
   const std::atomic<bool>* abort = nullptr;  // set by another thread: give up promptly
   LinkTable* notices = nullptr;              // where peers' failure notices arrive
+  Tracer* tracer = nullptr;                  // records every message when tracing
 };
 
 Status Exchange(Transfer* transfers, size_t count, const ExchangeOptions& options);

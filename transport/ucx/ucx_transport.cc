@@ -1,0 +1,654 @@
+#include "transport/ucx/ucx_transport.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+#include <ucp/api/ucp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <sstream>
+
+namespace tessera {
+namespace {
+
+// --- Tags -------------------------------------------------------------------------
+// bit 63      failure notice (1) or data (0)
+// bits 62..43 sending rank (20 bits)
+// bits 42..23 the link's message sequence number, modulo 2^20
+// bit 22      last chunk of its message
+// bits 21..0  chunk index within the message
+constexpr int kRankShift = 43;
+constexpr int kRankBits = 20;
+constexpr int kSeqShift = 23;
+constexpr uint64_t kSeqMask = (uint64_t{1} << 20) - 1;
+constexpr uint64_t kLastFlag = uint64_t{1} << 22;
+constexpr uint64_t kNoticeFlag = uint64_t{1} << 63;
+constexpr uint64_t kMaxChunks = uint64_t{1} << 22;
+// A data receive matches every bit but the last-chunk flag, which it then checks.
+constexpr uint64_t kDataMatchMask = ~kLastFlag;
+
+uint64_t DataTag(int sender, uint64_t seq, uint64_t chunk, bool last) {
+  return (static_cast<uint64_t>(sender) << kRankShift) | ((seq & kSeqMask) << kSeqShift) | (last ? kLastFlag : 0) |
+         chunk;
+}
+uint64_t NoticeTag(int sender) { return kNoticeFlag | (static_cast<uint64_t>(sender) << kRankShift); }
+int TagSender(uint64_t tag) { return static_cast<int>((tag >> kRankShift) & ((uint64_t{1} << kRankBits) - 1)); }
+
+// How a message of `len` bytes is cut: chunks of `chunk` bytes, the last one shorter.
+// The chunk grows for messages that would need more chunks than the tag can number
+// (beyond 4 TiB at 1 MiB chunks); both sides compute it from their own length.
+struct Chunking {
+  size_t len = 0;
+  size_t chunk = 1;
+  size_t count = 0;
+  size_t Begin(size_t k) const { return k * chunk; }
+  size_t Length(size_t k) const { return std::min(chunk, len - k * chunk); }
+  size_t End(size_t k) const { return Begin(k) + Length(k); }
+};
+
+Chunking ChunkingFor(size_t len, size_t chunk_bytes) {
+  size_t chunk = std::max<size_t>(chunk_bytes, (len + kMaxChunks - 1) / kMaxChunks);
+  chunk = (chunk + 63) / 64 * 64;  // a whole number of elements of any type
+  return Chunking{len, chunk, (len + chunk - 1) / chunk};
+}
+
+std::string UcsText(ucs_status_t s) { return ucs_status_string(s); }
+
+// Longest time to spend closing endpoints and flushing notices.
+constexpr int kCloseMs = 1000;
+constexpr int kNoticeSendMs = 500;
+constexpr size_t kMaxNoticeBytes = 1024;
+// Progress rounds per call: enough to drain a burst, bounded so one call stays short.
+constexpr int kProgressRounds = 8;
+
+// Whether UCX_TLS (unset: all) may enable one of `names`. "^list" excludes; take it as
+// "may" (worst case UCX warns about a setting it did not use).
+bool TlsMayInclude(std::initializer_list<const char*> names) {
+  const char* tls = std::getenv("UCX_TLS");
+  if (tls == nullptr || *tls == '\0' || *tls == '^') return true;
+  std::stringstream list(tls);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    if (item == "all" || item == "sm" || item == "shm") return true;
+    for (const char* n : names) {
+      if (item == n) return true;
+    }
+  }
+  return false;
+}
+
+// Sets a UCX option unless the user chose it through the environment.
+void DefaultOption(ucp_config_t* config, const char* key, const char* value,
+                   std::initializer_list<const char*> user_variables) {
+  for (const char* v : user_variables) {
+    if (std::getenv(v) != nullptr) return;
+  }
+  ucp_config_modify(config, key, value);  // an unknown key is only warned about by UCX
+}
+
+}  // namespace
+
+// --- The worker --------------------------------------------------------------------
+
+struct UcxTransport::Worker {
+  ucp_context_h context = nullptr;
+  ucp_worker_h worker = nullptr;
+  int event_fd = -1;  // UCX's: readable after new events, once armed
+  int ready_fd = -1;  // an eventfd that is always readable: "there is more to do now"
+
+  ~Worker() {
+    if (worker != nullptr) ucp_worker_destroy(worker);
+    if (context != nullptr) ucp_cleanup(context);
+    if (ready_fd >= 0) close(ready_fd);
+  }
+
+  // Runs UCX's progress engine until it reports nothing more (bounded); true if it did
+  // anything.
+  bool Progress() {
+    bool any = false;
+    for (int i = 0; i < kProgressRounds && ucp_worker_progress(worker) != 0; ++i) any = true;
+    return any;
+  }
+
+  // What to sleep on: the event fd once armed. Arming needs every pending event
+  // processed first; if some remain (UCS_ERR_BUSY) the sleep must not happen at all.
+  void AddWaits(WaitSet* set) {
+    Progress();
+    const ucs_status_t s = ucp_worker_arm(worker);
+    if (s == UCS_OK) {
+      set->AddFd(event_fd, POLLIN);
+    } else if (s == UCS_ERR_BUSY) {
+      set->AddFd(ready_fd, POLLIN);
+    }
+    // Any other answer: add nothing, so the engine sleeps in short slices.
+  }
+
+  // Sleeps until an event or `max_ms` (for waits outside the Exchange engine).
+  void Wait(int max_ms) {
+    if (Progress()) return;
+    if (ucp_worker_arm(worker) != UCS_OK) return;
+    pollfd p{event_fd, POLLIN, 0};
+    ::poll(&p, 1, std::max(0, max_ms));
+  }
+};
+
+// --- A peer's endpoint ----------------------------------------------------------------
+
+struct UcxTransport::Peer {
+  int rank = -1;
+  std::string address;
+  ucp_ep_h ep = nullptr;
+  // Set by UCX's error handler (from progress) when the endpoint fails.
+  std::atomic<int> failure{UCS_OK};
+  // Requests were left behind (an exchange failed midway): close by force.
+  bool abandoned = false;
+
+  bool failed() const { return failure.load(std::memory_order_acquire) != UCS_OK; }
+  Status FailureStatus() const {
+    return RemoteError("rank " + std::to_string(rank) + " is unreachable: UCX reported \"" +
+                       UcsText(static_cast<ucs_status_t>(failure.load())) +
+                       "\" on its endpoint (the process exited or the network failed)");
+  }
+};
+
+namespace {
+
+void OnEndpointError(void* arg, ucp_ep_h, ucs_status_t status) {
+  static_cast<UcxTransport::Peer*>(arg)->failure.store(status == UCS_OK ? UCS_ERR_IO_ERROR : status,
+                                                       std::memory_order_release);
+}
+
+// One chunk in flight.
+struct ChunkOp {
+  void* request = nullptr;  // null once complete (or completed at once)
+  size_t chunk = 0;
+  bool done = false;
+};
+
+class UcxLink : public Link {
+ public:
+  UcxLink(int my_rank, UcxTransport::Peer* peer, UcxTransport::Worker* worker, size_t chunk_bytes, size_t in_flight)
+      : Link(peer->rank), my_rank_(my_rank), peer_(peer), worker_(worker), chunk_bytes_(chunk_bytes),
+        in_flight_(in_flight) {}
+
+  ~UcxLink() override {
+    AbandonSend();
+    AbandonRecv();
+    ReleaseStaging();
+  }
+
+  const char* kind() const override { return "ucx"; }
+
+  void BeginSend(const void* data, size_t len) override {
+    AbandonSend();
+    send_data_ = static_cast<const char*>(data);
+    send_ = ChunkingFor(len, chunk_bytes_);
+    send_next_ = send_done_ = send_bytes_ = 0;
+    send_seq_now_ = send_seq_++;
+  }
+
+  void BeginRecv(void* dst, size_t len, const void* acc, const Reducer* reducer) override {
+    AbandonRecv();
+    recv_dst_ = static_cast<char*>(dst);
+    recv_acc_ = static_cast<const char*>(acc);
+    recv_reducer_ = reducer;
+    recv_ = ChunkingFor(len, chunk_bytes_);
+    recv_next_ = recv_ready_ = recv_bytes_ = 0;
+    recv_seq_now_ = recv_seq_++;
+    recv_error_ = Status::Ok();
+    if (reducer != nullptr) recv_error_ = EnsureStaging(in_flight_ * recv_.chunk);
+  }
+
+  Status ProgressSend(size_t available, bool* progressed, bool* done) override {
+    *progressed = false;
+    // Post the chunks the window and the producer allow: whole chunks only.
+    while (send_ops_.size() < in_flight_ && send_next_ < send_.count && send_.End(send_next_) <= available) {
+      const size_t k = send_next_++;
+      ucp_request_param_t param{};
+      void* req = ucp_tag_send_nbx(peer_->ep, send_data_ + send_.Begin(k), send_.Length(k),
+                                   DataTag(my_rank_, send_seq_now_, k, k + 1 == send_.count), &param);
+      if (UCS_PTR_IS_ERR(req)) return SendFailed(UCS_PTR_STATUS(req), k);
+      *progressed = true;
+      if (req == nullptr) {
+        ChunkSent(k);
+      } else {
+        send_ops_.push_back(ChunkOp{req, k, false});
+      }
+    }
+    if (worker_->Progress()) *progressed = true;
+    for (ChunkOp& op : send_ops_) {
+      const ucs_status_t s = ucp_request_check_status(op.request);
+      if (s == UCS_INPROGRESS) continue;
+      ucp_request_free(op.request);
+      op.request = nullptr;
+      op.done = true;
+      if (s != UCS_OK) return SendFailed(s, op.chunk);
+      ChunkSent(op.chunk);
+      *progressed = true;
+    }
+    send_ops_.erase(std::remove_if(send_ops_.begin(), send_ops_.end(), [](const ChunkOp& o) { return o.done; }),
+                    send_ops_.end());
+    *done = send_done_ == send_.count;
+    // A failed peer: fail once nothing moves any more.
+    if (!*done && !*progressed && peer_->failed()) return peer_->FailureStatus();
+    return Status::Ok();
+  }
+
+  Status ProgressRecv(bool* progressed, bool* done) override {
+    *progressed = false;
+    TESSERA_RETURN_IF_ERROR(recv_error_);
+    const bool reducing = recv_reducer_ != nullptr;
+    // Post receives for the next chunks; with a reduction, chunk k lands in staging
+    // slot k % in_flight_, free because at most in_flight_ consecutive chunks are out.
+    while (recv_ops_.size() < in_flight_ && recv_next_ < recv_.count) {
+      const size_t k = recv_next_++;
+      ucp_request_param_t param{};
+      if (reducing && staging_memh_ != nullptr) {
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMH;
+        param.memh = staging_memh_;
+      }
+      void* req = ucp_tag_recv_nbx(worker_->worker, Landing(k), recv_.Length(k),
+                                   DataTag(peer(), recv_seq_now_, k, false), kDataMatchMask, &param);
+      if (UCS_PTR_IS_ERR(req)) {
+        return recv_error_ = InternalError("posting a UCX receive from rank " + std::to_string(peer()) +
+                                           " failed: " + UcsText(UCS_PTR_STATUS(req)));
+      }
+      recv_ops_.push_back(ChunkOp{req, k, false});
+      *progressed = true;
+    }
+    if (worker_->Progress()) *progressed = true;
+    for (ChunkOp& op : recv_ops_) {
+      if (op.done) continue;
+      ucp_tag_recv_info_t info{};
+      const ucs_status_t s = ucp_tag_recv_request_test(op.request, &info);
+      if (s == UCS_INPROGRESS) continue;
+      ucp_request_free(op.request);
+      op.request = nullptr;
+      op.done = true;
+      *progressed = true;
+      const size_t k = op.chunk;
+      if (s == UCS_ERR_MESSAGE_TRUNCATED) return recv_error_ = Mismatch(k, 0, false, true);
+      if (s != UCS_OK) {
+        return recv_error_ = peer_->failed() ? peer_->FailureStatus()
+                                             : RemoteError("receiving chunk " + std::to_string(k) + " from rank " +
+                                                           std::to_string(peer()) + " failed: " + UcsText(s));
+      }
+      const bool last = (info.sender_tag & kLastFlag) != 0;
+      if (info.length != recv_.Length(k) || last != (k + 1 == recv_.count)) {
+        return recv_error_ = Mismatch(k, info.length, last, false);
+      }
+      if (reducing) {
+        const size_t at = recv_.Begin(k);
+        recv_reducer_->fn(recv_dst_ + at, recv_acc_ + at, Landing(k), recv_.Length(k) / recv_reducer_->elem_size);
+      }
+      recv_bytes_ += recv_.Length(k);
+    }
+    while (!recv_ops_.empty() && recv_ops_.front().done) {
+      recv_ops_.pop_front();
+      ++recv_ready_;
+    }
+    *done = recv_ready_ == recv_.count;
+    if (!*done && !*progressed && peer_->failed()) return recv_error_ = peer_->FailureStatus();
+    return Status::Ok();
+  }
+
+  void AddWaits(WaitSet* set, bool, bool) override { worker_->AddWaits(set); }
+
+  Status CheckPeer() override { return peer_->failed() ? peer_->FailureStatus() : Status::Ok(); }
+
+  size_t sent_bytes() const override { return send_bytes_; }
+  size_t received_bytes() const override { return recv_bytes_; }
+  size_t ready_bytes() const override { return recv_ready_ == recv_.count ? recv_.len : recv_ready_ * recv_.chunk; }
+
+ private:
+  char* Landing(size_t k) const {
+    return recv_reducer_ != nullptr ? staging_ + (k % in_flight_) * recv_.chunk : recv_dst_ + recv_.Begin(k);
+  }
+
+  void ChunkSent(size_t k) {
+    ++send_done_;
+    send_bytes_ += send_.Length(k);
+  }
+
+  Status SendFailed(ucs_status_t s, size_t k) {
+    if (peer_->failed()) return peer_->FailureStatus();
+    return RemoteError("sending chunk " + std::to_string(k) + " of " + std::to_string(send_.count) + " to rank " +
+                       std::to_string(peer()) + " failed: " + UcsText(s));
+  }
+
+  // What the sender's chunk k says about its message, against what this rank expects.
+  Status Mismatch(size_t k, size_t got, bool got_last, bool truncated) const {
+    std::string sent;
+    if (got_last && !truncated) {
+      sent = std::to_string(recv_.Begin(k) + got);
+    } else if (truncated || k + 1 == recv_.count) {
+      sent = "more than " + std::to_string(recv_.len);
+    } else {
+      sent = "a different number of";
+    }
+    return InvalidUsage("message size mismatch: rank " + std::to_string(peer()) + " sent " + sent +
+                        " bytes, this rank expected " + std::to_string(recv_.len) +
+                        " (do all ranks pass the same count and datatype?)");
+  }
+
+  // Leaves the operations of an interrupted message behind: receives are cancelled,
+  // sends released (UCX frees them when they end); the endpoint is then closed by force.
+  void AbandonSend() {
+    for (ChunkOp& op : send_ops_) {
+      if (op.request == nullptr) continue;
+      ucp_request_free(op.request);
+      peer_->abandoned = true;
+    }
+    send_ops_.clear();
+  }
+  void AbandonRecv() {
+    for (ChunkOp& op : recv_ops_) {
+      if (op.request == nullptr) continue;
+      ucp_request_cancel(worker_->worker, op.request);
+      ucp_request_free(op.request);
+      peer_->abandoned = true;
+    }
+    recv_ops_.clear();
+  }
+
+  // Staging for reductions, mapped through UCX so that it is registered (pinned for
+  // RDMA) once rather than on every message.
+  Status EnsureStaging(size_t bytes) {
+    if (staging_bytes_ >= bytes) return Status::Ok();
+    ReleaseStaging();
+    ucp_mem_map_params_t p{};
+    p.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+    p.address = nullptr;
+    p.length = bytes;
+    p.flags = UCP_MEM_MAP_ALLOCATE;
+    ucp_mem_attr_t attr{};
+    attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
+    if (ucp_mem_map(worker_->context, &p, &staging_memh_) == UCS_OK &&
+        ucp_mem_query(staging_memh_, &attr) == UCS_OK && attr.length >= bytes) {
+      staging_ = static_cast<char*>(attr.address);
+    } else {
+      if (staging_memh_ != nullptr) ucp_mem_unmap(worker_->context, staging_memh_);
+      staging_memh_ = nullptr;
+      heap_staging_.reset(new (std::nothrow) char[bytes]);  // unregistered: UCX copes
+      if (!heap_staging_) return SystemError("out of memory for " + std::to_string(bytes) + " bytes of UCX staging");
+      staging_ = heap_staging_.get();
+    }
+    staging_bytes_ = bytes;
+    return Status::Ok();
+  }
+  void ReleaseStaging() {
+    if (staging_memh_ != nullptr) ucp_mem_unmap(worker_->context, staging_memh_);
+    staging_memh_ = nullptr;
+    heap_staging_.reset();
+    staging_ = nullptr;
+    staging_bytes_ = 0;
+  }
+
+  const int my_rank_;
+  UcxTransport::Peer* const peer_;
+  UcxTransport::Worker* const worker_;
+  const size_t chunk_bytes_;
+  const size_t in_flight_;
+
+  // The active send: chunks [0, send_next_) posted, send_done_ of them complete.
+  const char* send_data_ = nullptr;
+  Chunking send_;
+  size_t send_next_ = 0, send_done_ = 0, send_bytes_ = 0;
+  uint64_t send_seq_ = 0, send_seq_now_ = 0;
+  std::vector<ChunkOp> send_ops_;
+
+  // The active receive: chunks [0, recv_ready_) final, [recv_ready_, recv_next_) posted
+  // (in recv_ops_, in chunk order).
+  char* recv_dst_ = nullptr;
+  const char* recv_acc_ = nullptr;
+  const Reducer* recv_reducer_ = nullptr;
+  Chunking recv_;
+  size_t recv_next_ = 0, recv_ready_ = 0, recv_bytes_ = 0;
+  uint64_t recv_seq_ = 0, recv_seq_now_ = 0;
+  std::deque<ChunkOp> recv_ops_;
+  Status recv_error_;
+
+  char* staging_ = nullptr;
+  size_t staging_bytes_ = 0;
+  ucp_mem_h staging_memh_ = nullptr;
+  std::unique_ptr<char[]> heap_staging_;
+};
+
+}  // namespace
+
+// --- The transport -------------------------------------------------------------------
+
+UcxTransport::UcxTransport() = default;
+
+UcxTransport::~UcxTransport() {
+  if (!worker_) return;
+  CloseEndpoints();
+  for (void* r : notice_requests_) ucp_request_free(r);
+  notice_requests_.clear();
+  worker_.reset();
+}
+
+Status UcxTransport::Create(const Options& options, int my_rank, int nranks, std::unique_ptr<UcxTransport>* out) {
+  std::unique_ptr<UcxTransport> t(new UcxTransport());
+  TESSERA_RETURN_IF_ERROR(t->Init(options, my_rank, nranks).Annotate("UCX transport"));
+  *out = std::move(t);
+  return Status::Ok();
+}
+
+Status UcxTransport::Init(const Options& options, int my_rank, int nranks) {
+  if (nranks < 1 || nranks > (1 << kRankBits) || my_rank < 0 || my_rank >= nranks) {
+    return InvalidArgument("rank " + std::to_string(my_rank) + " of " + std::to_string(nranks) +
+                           " is out of range (at most " + std::to_string(1 << kRankBits) + " ranks)");
+  }
+  if (options.chunk_bytes < 1 || options.chunks_in_flight < 1) {
+    return InvalidArgument("chunk_bytes and chunks_in_flight must be positive");
+  }
+  options_ = options;
+  options_.chunk_bytes = (options.chunk_bytes + 63) / 64 * 64;
+  my_rank_ = my_rank;
+  nranks_ = nranks;
+  worker_ = std::make_unique<Worker>();
+
+  ucp_config_t* config = nullptr;
+  ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
+  if (s != UCS_OK) return SystemError("reading UCX's configuration (UCX_* variables) failed: " + UcsText(s));
+  // Dead peers are found by keepalive on otherwise quiet endpoints: check every second
+  // (UCX's default is 20 s).
+  DefaultOption(config, "KEEPALIVE_INTERVAL", "1s", {"UCX_KEEPALIVE_INTERVAL"});
+  // Peer error handling excludes transports that do not declare support for it, so
+  // without these one host would fall back from shared memory and cma to TCP loopback.
+  if (TlsMayInclude({"posix", "sysv", "mm"})) {
+    DefaultOption(config, "MM_ERROR_HANDLING", "y",
+                  {"UCX_MM_ERROR_HANDLING", "UCX_POSIX_ERROR_HANDLING", "UCX_SYSV_ERROR_HANDLING"});
+  }
+  if (TlsMayInclude({"cma"})) DefaultOption(config, "MEMORY_INVALIDATE", "y", {"UCX_CMA_MEMORY_INVALIDATE"});
+
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS | UCP_PARAM_FIELD_NAME;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+  params.estimated_num_eps = static_cast<size_t>(nranks);
+  params.name = "tessera";
+  s = ucp_init(&params, config, &worker_->context);
+  ucp_config_release(config);
+  if (s != UCS_OK) {
+    worker_->context = nullptr;
+    return SystemError("ucp_init failed: " + UcsText(s) + " (check UCX_TLS and UCX_NET_DEVICES)");
+  }
+
+  ucp_worker_params_t wp{};
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  // One thread at a time drives a communicator, not always the same one.
+  wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+  s = ucp_worker_create(worker_->context, &wp, &worker_->worker);
+  if (s != UCS_OK) {
+    worker_->worker = nullptr;
+    return SystemError("ucp_worker_create failed: " + UcsText(s));
+  }
+  s = ucp_worker_get_efd(worker_->worker, &worker_->event_fd);
+  if (s != UCS_OK) return SystemError("ucp_worker_get_efd failed: " + UcsText(s));
+  worker_->ready_fd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (worker_->ready_fd < 0) return ErrnoError("eventfd", errno);
+
+  ucp_address_t* address = nullptr;
+  size_t address_len = 0;
+  s = ucp_worker_get_address(worker_->worker, &address, &address_len);
+  if (s != UCS_OK) return SystemError("ucp_worker_get_address failed: " + UcsText(s));
+  address_.assign(reinterpret_cast<const char*>(address), address_len);
+  ucp_worker_release_address(worker_->worker, address);
+  return Status::Ok();
+}
+
+const std::string& UcxTransport::worker_address() const { return address_; }
+
+Status UcxTransport::SetPeerAddresses(std::vector<std::string> addresses) {
+  if (static_cast<int>(addresses.size()) != nranks_) {
+    return InvalidArgument("UCX: " + std::to_string(addresses.size()) + " peer addresses for " +
+                           std::to_string(nranks_) + " ranks");
+  }
+  if (!peers_.empty()) return InternalError("UCX: peer addresses set twice");
+  peers_.resize(nranks_);
+  for (int r = 0; r < nranks_; ++r) {
+    peers_[r] = std::make_unique<Peer>();
+    peers_[r]->rank = r;
+    if (r != my_rank_) peers_[r]->address = std::move(addresses[r]);
+  }
+  return Status::Ok();
+}
+
+bool UcxTransport::CanConnect(int peer) const {
+  return peer != my_rank_ && peer >= 0 && peer < static_cast<int>(peers_.size()) && !peers_[peer]->address.empty();
+}
+
+Status UcxTransport::EnsureEndpoint(Peer* peer) {
+  if (peer->ep != nullptr) return Status::Ok();
+  ucp_ep_params_t p{};
+  p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                 UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  p.address = reinterpret_cast<const ucp_address_t*>(peer->address.data());
+  p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  p.err_handler.cb = OnEndpointError;
+  p.err_handler.arg = peer;
+  const ucs_status_t s = ucp_ep_create(worker_->worker, &p, &peer->ep);
+  if (s != UCS_OK) {
+    peer->ep = nullptr;
+    return SystemError("UCX cannot reach rank " + std::to_string(peer->rank) + ": ucp_ep_create failed: " +
+                       UcsText(s) + " (do both ranks use the same UCX and a common transport, UCX_TLS?)");
+  }
+  return Status::Ok();
+}
+
+Status UcxTransport::Connect(int peer, const Deadline&, std::unique_ptr<Link>* out) {
+  if (!CanConnect(peer)) return InternalError("UCX: no address for rank " + std::to_string(peer));
+  Peer* p = peers_[peer].get();
+  TESSERA_RETURN_IF_ERROR(EnsureEndpoint(p));
+  *out = std::make_unique<UcxLink>(my_rank_, p, worker_.get(), static_cast<size_t>(options_.chunk_bytes),
+                                   static_cast<size_t>(options_.chunks_in_flight));
+  return Status::Ok();
+}
+
+void UcxTransport::PublishFailure(const Status& failure) {
+  if (!notice_payload_.empty()) return;  // once
+  const std::string text = failure.message().substr(0, kMaxNoticeBytes);
+  const int32_t code = static_cast<int32_t>(failure.code());
+  notice_payload_.assign(reinterpret_cast<const char*>(&code), sizeof(code));
+  notice_payload_ += text;
+  for (const auto& peer : peers_) {
+    if (!peer || peer->ep == nullptr || peer->failed()) continue;
+    ucp_request_param_t param{};
+    void* r = ucp_tag_send_nbx(peer->ep, notice_payload_.data(), notice_payload_.size(), NoticeTag(my_rank_), &param);
+    if (UCS_PTR_IS_PTR(r)) notice_requests_.push_back(r);
+  }
+  // Best effort, bounded: push them out (they are small, so eager).
+  const Deadline deadline = Deadline::AfterMs(kNoticeSendMs);
+  while (!deadline.Expired()) {
+    worker_->Progress();
+    bool pending = false;
+    for (void*& r : notice_requests_) {
+      if (r == nullptr) continue;
+      if (ucp_request_check_status(r) == UCS_INPROGRESS) {
+        pending = true;
+      } else {
+        ucp_request_free(r);
+        r = nullptr;
+      }
+    }
+    if (!pending) break;
+    worker_->Wait(1);
+  }
+  notice_requests_.erase(std::remove(notice_requests_.begin(), notice_requests_.end(), nullptr),
+                         notice_requests_.end());
+}
+
+void UcxTransport::AddNoticeWaits(WaitSet* set) { worker_->AddWaits(set); }
+
+Status UcxTransport::CheckNotices(int wait_ms) {
+  const Deadline deadline = Deadline::AfterMs(wait_ms);
+  for (;;) {
+    worker_->Progress();
+    ucp_tag_recv_info_t info{};
+    ucp_tag_message_h msg = ucp_tag_probe_nb(worker_->worker, kNoticeFlag, kNoticeFlag, 1, &info);
+    if (msg != nullptr) {
+      const int sender = TagSender(info.sender_tag);
+      std::string payload(std::min(info.length, sizeof(int32_t) + kMaxNoticeBytes), '\0');
+      ucp_request_param_t param{};
+      void* r = ucp_tag_msg_recv_nbx(worker_->worker, &payload[0], payload.size(), msg, &param);
+      ucs_status_t s = UCS_PTR_IS_ERR(r) ? UCS_PTR_STATUS(r) : UCS_OK;
+      if (UCS_PTR_IS_PTR(r)) {
+        const Deadline recv_deadline = Deadline::AfterMs(kNoticeSendMs);
+        while ((s = ucp_request_check_status(r)) == UCS_INPROGRESS && !recv_deadline.Expired()) worker_->Wait(1);
+        if (s == UCS_INPROGRESS) ucp_request_cancel(worker_->worker, r);
+        ucp_request_free(r);
+      }
+      int32_t code = static_cast<int32_t>(Code::kRemoteError);
+      std::string reason = "(reason lost)";
+      if ((s == UCS_OK || s == UCS_ERR_MESSAGE_TRUNCATED) && payload.size() >= sizeof(code)) {
+        std::memcpy(&code, payload.data(), sizeof(code));
+        reason = payload.substr(sizeof(code));
+      }
+      if (code < static_cast<int32_t>(Code::kCudaError) || code > static_cast<int32_t>(Code::kTimeout)) {
+        code = static_cast<int32_t>(Code::kRemoteError);
+      }
+      return Status(static_cast<Code>(code), "rank " + std::to_string(sender) + " failed: " + reason);
+    }
+    if (deadline.Expired()) return Status::Ok();
+    worker_->Wait(std::min(deadline.RemainingMs(), 20));
+  }
+}
+
+void UcxTransport::CloseEndpoints() {
+  std::vector<void*> closing;
+  for (const auto& peer : peers_) {
+    if (!peer || peer->ep == nullptr) continue;
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    // A failed or interrupted endpoint has nothing left to flush: release it at once.
+    param.flags = (peer->failed() || peer->abandoned) ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    void* r = ucp_ep_close_nbx(peer->ep, &param);
+    peer->ep = nullptr;
+    if (UCS_PTR_IS_PTR(r)) closing.push_back(r);
+  }
+  // Flushing waits for the peer's acknowledgements; a peer that died meanwhile is
+  // found by keepalive, but never wait longer than kCloseMs. Whatever is still open
+  // then is destroyed with the worker.
+  const Deadline deadline = Deadline::AfterMs(kCloseMs);
+  while (!closing.empty()) {
+    worker_->Progress();
+    for (void*& r : closing) {
+      if (ucp_request_check_status(r) != UCS_INPROGRESS) {
+        ucp_request_free(r);
+        r = nullptr;
+      }
+    }
+    closing.erase(std::remove(closing.begin(), closing.end(), nullptr), closing.end());
+    if (closing.empty() || deadline.Expired()) break;
+    worker_->Wait(1);
+  }
+  for (void* r : closing) ucp_request_free(r);
+}
+
+}  // namespace tessera

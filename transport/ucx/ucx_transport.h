@@ -1,0 +1,103 @@
+// UCX transport: links over UCP (Unified Communication X), the portable path to RDMA.
+// On an InfiniBand or RoCE cluster UCX moves the data with RDMA; on one host it uses
+// shared memory (posix/sysv) and cross-memory attach (cma); otherwise TCP.
+//
+// Each transport (one per communicator rank) owns a UCP context and one worker, driven
+// by one thread at a time (UCS_THREAD_MODE_SERIALIZED). Its worker address is published
+// at the rendezvous; endpoints to peers are created from their addresses on first use
+// (Connect), with peer error handling, so a peer that dies fails the endpoint instead
+// of hanging it.
+//
+// A message travels as tagged sends of `chunk_bytes` chunks. The tag names the sending
+// rank, the link's message sequence number, the chunk index and whether the chunk is
+// the last, so chunks match their own receive whatever order they complete in, and a
+// sender and receiver that disagree on the length are caught (InvalidUsage) from the
+// chunk count, the last-chunk flag or UCX's truncation report. A few chunks per
+// direction are in flight at once (`chunks_in_flight`). Received chunks land directly
+// in the destination; when reducing they land in a staging chunk (memory mapped with
+// ucp_mem_map, so registered once for zero-copy) and are reduced into the destination
+// as they complete. ready_bytes() is the completed contiguous prefix, so a gated sender
+// forwards a block chunk by chunk while it arrives.
+//
+// User buffers are sent contiguously (UCP_DATATYPE_CONTIG) and UCX chooses eager or
+// rendezvous per chunk; its rendezvous protocol is the zero-copy path (RDMA read/write
+// from and into user memory, registered through UCX's registration cache; cma on one
+// host; TCP sends straight from user memory). Registering each user buffer ourselves
+// would cost a registration per call that the cache already avoids.
+//
+// Waiting: the engine sleeps on the worker's event fd (ucp_worker_get_efd, armed with
+// ucp_worker_arm), so an idle rank spins no core. Failures: an endpoint error (UCX
+// reports a dead peer through the error handler, within about a second thanks to a
+// short keepalive interval) becomes RemoteError naming the peer; PublishFailure sends
+// peers a failure notice as a tagged message.
+#ifndef TESSERA_TRANSPORT_UCX_UCX_TRANSPORT_H_
+#define TESSERA_TRANSPORT_UCX_UCX_TRANSPORT_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/transport.h"
+
+namespace tessera {
+
+class UcxTransport : public Transport {
+ public:
+  struct Options {
+    int64_t chunk_bytes = 1 << 20;  // pipelining unit (rounded up to a multiple of 64)
+    int64_t chunks_in_flight = 8;   // per link and direction
+  };
+
+  // Creates the UCP context and worker. UCX reads its own UCX_* environment variables
+  // (UCX_TLS, UCX_NET_DEVICES, ...); on top of them, unless the user set them, the
+  // transport shortens the keepalive interval (dead-peer detection) and lets the
+  // shared-memory transports take part in peer error handling. Fails with SystemError
+  // if UCX cannot start (the caller may then go without UCX).
+  static Status Create(const Options& options, int my_rank, int nranks, std::unique_ptr<UcxTransport>* out);
+  ~UcxTransport() override;
+
+  // This rank's worker address: opaque bytes, a few hundred at most, to publish at the
+  // rendezvous. Valid from Create on.
+  const std::string& worker_address() const;
+
+  // Every rank's worker address, indexed by rank (this rank's own entry is ignored; an
+  // empty entry marks a rank without UCX, which CanConnect then refuses). Call once,
+  // after the rendezvous and before the first Connect.
+  Status SetPeerAddresses(std::vector<std::string> addresses);
+
+  const char* name() const override { return "ucx"; }
+  // True for any other rank whose address is known.
+  bool CanConnect(int peer) const override;
+  // Creates the endpoint (wire-up completes in the background with the first message,
+  // so this does not wait for the peer) and the link. Fails if the address is unusable.
+  Status Connect(int peer, const Deadline& deadline, std::unique_ptr<Link>* out) override;
+
+  // Failure notices are tagged messages to every peer this rank has an endpoint to.
+  void PublishFailure(const Status& failure) override;
+  void AddNoticeWaits(WaitSet* set) override;
+  Status CheckNotices(int wait_ms) override;
+
+  // Defined in the .cc: the context and worker, and one peer's endpoint.
+  struct Worker;
+  struct Peer;
+
+ private:
+  UcxTransport();
+  Status Init(const Options& options, int my_rank, int nranks);
+  Status EnsureEndpoint(Peer* peer);
+  // Closes every endpoint (by force when its peer failed), bounded in time.
+  void CloseEndpoints();
+
+  Options options_;
+  int my_rank_ = -1;
+  int nranks_ = 0;
+  std::unique_ptr<Worker> worker_;
+  std::string address_;                       // this worker's address
+  std::vector<std::unique_ptr<Peer>> peers_;  // by rank; empty until SetPeerAddresses
+  std::string notice_payload_;                // our failure notice: outlives its sends
+  std::vector<void*> notice_requests_;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_TRANSPORT_UCX_UCX_TRANSPORT_H_

@@ -1,0 +1,616 @@
+// Tests of the UCX transport with real processes and real UCX. Each rank is a forked
+// process with its own UCP context and worker; ranks publish their worker addresses in
+// a MAP_SHARED region (in the library the rendezvous does this), put the transport in a
+// LinkTable and run the Exchange engine over its links, as the collectives do.
+//
+// Every test runs over UCX's TCP (UCX_TLS=tcp,self), over its shared-memory transports
+// (posix,sysv,cma,self) and with UCX's own choice (UCX_TLS unset), set in each rank
+// before ucp_init. Bodies run in the children and return their failures as text.
+#include "transport/ucx/ucx_transport.h"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "transport/exchange.h"
+#include "transport/link_table.h"
+
+namespace tessera {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// --- Multi-process harness -----------------------------------------------------------
+
+constexpr int kMaxRanks = 4;
+constexpr size_t kMaxAddress = 8192;
+constexpr size_t kMaxResult = 4096;
+
+// Shared between the test process and its ranks (mapped before fork).
+struct SharedArea {
+  std::atomic<uint32_t> address_len[kMaxRanks];  // 0 until the rank has published
+  char address[kMaxRanks][kMaxAddress];
+  std::atomic<uint32_t> reported[kMaxRanks];     // the rank's body has finished
+  char result[kMaxRanks][kMaxResult];
+};
+
+// What a body sees.
+struct Rank {
+  int rank = 0;
+  int nranks = 0;
+  LinkTable* links = nullptr;
+  SharedArea* shared = nullptr;
+
+  Link* Get(int peer, std::string* error) const {
+    Link* l = nullptr;
+    Status s = links->Get(peer, Deadline::AfterMs(10000), &l);
+    if (!s.ok()) *error += "connecting to rank " + std::to_string(peer) + ": " + s.ToString() + "\n";
+    return l;
+  }
+  ExchangeOptions Options(int64_t timeout_ms) const {
+    ExchangeOptions o;
+    o.deadline = Deadline::AfterMs(timeout_ms);
+    o.timeout_ms = timeout_ms;
+    o.spin_us = 50;
+    o.notices = links;
+    return o;
+  }
+  // Waits (bounded) until rank r's body has finished.
+  bool WaitForRank(int r, int64_t ms) const {
+    const Deadline d = Deadline::AfterMs(ms);
+    while (shared->reported[r].load() == 0) {
+      if (d.Expired()) return false;
+      usleep(1000);
+    }
+    return true;
+  }
+};
+
+using Body = std::function<std::string(const Rank&)>;
+
+struct RunConfig {
+  const char* tls = nullptr;  // UCX_TLS for the ranks; null: unset
+  int nranks = 2;
+  UcxTransport::Options options;
+  int64_t limit_ms = 60000;   // all ranks, from fork to exit
+};
+
+// One rank's fate.
+struct Outcome {
+  bool reported = false;
+  std::string message;  // the body's failures ("" = none) when reported
+  int status = 0;       // from waitpid
+  std::string Describe(int rank) const {
+    std::string d = "rank " + std::to_string(rank) + ": ";
+    if (reported) return d + (message.empty() ? "ok" : message);
+    if (WIFSIGNALED(status)) return d + "killed by signal " + std::to_string(WTERMSIG(status));
+    return d + "exited with " + std::to_string(WEXITSTATUS(status)) + " without reporting";
+  }
+};
+
+void Report(SharedArea* shared, int rank, const std::string& text) {
+  std::snprintf(shared->result[rank], kMaxResult, "%s", text.c_str());
+  shared->reported[rank].store(1);
+}
+
+// The life of one rank process; never returns.
+[[noreturn]] void RankMain(const RunConfig& cfg, int rank, SharedArea* shared, const Body& body) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (cfg.tls != nullptr) {
+    setenv("UCX_TLS", cfg.tls, 1);
+  } else {
+    unsetenv("UCX_TLS");
+  }
+  std::unique_ptr<UcxTransport> ucx;
+  Status s = UcxTransport::Create(cfg.options, rank, cfg.nranks, &ucx);
+  if (!s.ok()) {
+    Report(shared, rank, "create: " + s.ToString());
+    _exit(0);
+  }
+  const std::string& a = ucx->worker_address();
+  if (a.empty() || a.size() > kMaxAddress) {
+    Report(shared, rank, "worker address of " + std::to_string(a.size()) + " bytes");
+    _exit(0);
+  }
+  std::memcpy(shared->address[rank], a.data(), a.size());
+  shared->address_len[rank].store(static_cast<uint32_t>(a.size()));
+  std::vector<std::string> all(cfg.nranks);
+  const Deadline deadline = Deadline::AfterMs(20000);
+  for (int r = 0; r < cfg.nranks; ++r) {
+    while (shared->address_len[r].load() == 0) {
+      if (deadline.Expired()) {
+        Report(shared, rank, "rank " + std::to_string(r) + " never published its address");
+        _exit(0);
+      }
+      usleep(200);
+    }
+    all[r].assign(shared->address[r], shared->address_len[r].load());
+  }
+  s = ucx->SetPeerAddresses(all);
+  if (!s.ok()) {
+    Report(shared, rank, "SetPeerAddresses: " + s.ToString());
+    _exit(0);
+  }
+  std::vector<std::unique_ptr<Transport>> transports;
+  transports.push_back(std::move(ucx));
+  auto links = std::make_unique<LinkTable>(cfg.nranks, std::move(transports));
+  Rank me{rank, cfg.nranks, links.get(), shared};
+  std::string result = body(me);
+  // Teardown (endpoints closed, worker and context destroyed) is bounded in time,
+  // whatever happened to the peers.
+  const auto start = Clock::now();
+  links.reset();
+  const double ms = MsSince(start);
+  if (ms > 3000) result += "transport teardown took " + std::to_string(ms) + " ms\n";
+  Report(shared, rank, result);
+  _exit(0);
+}
+
+std::vector<Outcome> RunRanks(const RunConfig& cfg, const Body& body) {
+  void* mem = mmap(nullptr, sizeof(SharedArea), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return {};
+  SharedArea* shared = new (mem) SharedArea();
+  std::vector<pid_t> pids;
+  std::fflush(nullptr);
+  for (int r = 0; r < cfg.nranks; ++r) {
+    pid_t pid = fork();
+    if (pid == 0) RankMain(cfg, r, shared, body);
+    pids.push_back(pid);
+  }
+  std::vector<Outcome> out(cfg.nranks);
+  std::vector<bool> exited(cfg.nranks, false);
+  const Deadline deadline = Deadline::AfterMs(cfg.limit_ms);
+  int left = cfg.nranks;
+  while (left > 0) {
+    for (int r = 0; r < cfg.nranks; ++r) {
+      if (exited[r] || pids[r] < 0) continue;
+      if (waitpid(pids[r], &out[r].status, WNOHANG) == pids[r]) {
+        exited[r] = true;
+        --left;
+      }
+    }
+    if (left == 0) break;
+    if (deadline.Expired()) {
+      for (int r = 0; r < cfg.nranks; ++r) {
+        if (exited[r]) continue;
+        kill(pids[r], SIGKILL);
+        waitpid(pids[r], &out[r].status, 0);
+        out[r].message = "hung: killed after " + std::to_string(cfg.limit_ms) + " ms";
+        out[r].reported = true;  // shows the message
+      }
+      break;
+    }
+    usleep(2000);
+  }
+  for (int r = 0; r < cfg.nranks; ++r) {
+    if (shared->reported[r].load() != 0 && out[r].message.empty()) {
+      out[r].reported = true;
+      out[r].message = shared->result[r];
+    }
+  }
+  munmap(mem, sizeof(SharedArea));
+  return out;
+}
+
+// "" when every rank reported success.
+std::string Failures(const std::vector<Outcome>& outcomes) {
+  std::string f;
+  for (size_t r = 0; r < outcomes.size(); ++r) {
+    if (!outcomes[r].reported || !outcomes[r].message.empty()) f += outcomes[r].Describe(static_cast<int>(r)) + "\n";
+  }
+  return outcomes.empty() ? "no ranks ran" : f;
+}
+
+// --- Data ----------------------------------------------------------------------------
+
+uint8_t PatternByte(int rank, int message, size_t i) {
+  return static_cast<uint8_t>(i * 131 + (i >> 9) + message * 17 + rank * 89 + 1);
+}
+
+void Fill(std::vector<uint8_t>* v, int rank, int message) {
+  for (size_t i = 0; i < v->size(); ++i) (*v)[i] = PatternByte(rank, message, i);
+}
+
+// "" or where the first wrong byte is.
+std::string CheckPattern(const uint8_t* p, size_t len, int rank, int message) {
+  for (size_t i = 0; i < len; ++i) {
+    if (p[i] != PatternByte(rank, message, i)) {
+      return "message " + std::to_string(message) + " (" + std::to_string(len) + " bytes) from rank " +
+             std::to_string(rank) + ": byte " + std::to_string(i) + " is " + std::to_string(p[i]) + ", want " +
+             std::to_string(PatternByte(rank, message, i)) + "\n";
+    }
+  }
+  return "";
+}
+
+void SumFloats(void* dst, const void* a, const void* b, size_t count) {
+  float* d = static_cast<float*>(dst);
+  const float* x = static_cast<const float*>(a);
+  const float* y = static_cast<const float*>(b);
+  for (size_t i = 0; i < count; ++i) d[i] = x[i] + y[i];
+}
+const Reducer kFloatSum{SumFloats, sizeof(float)};
+
+// Small integers, so float sums are exact.
+float Value(int rank, size_t i) { return static_cast<float>((i * 7 + static_cast<size_t>(rank) * 13) % 1021); }
+
+std::vector<float> Values(int rank, size_t count) {
+  std::vector<float> v(count);
+  for (size_t i = 0; i < count; ++i) v[i] = Value(rank, i);
+  return v;
+}
+
+std::string CheckSum(const float* got, size_t count, const std::vector<int>& ranks, const std::string& what) {
+  for (size_t i = 0; i < count; ++i) {
+    float want = 0;
+    for (int r : ranks) want += Value(r, i);
+    if (got[i] != want) {
+      return what + ": element " + std::to_string(i) + " of " + std::to_string(count) + " is " +
+             std::to_string(got[i]) + ", want " + std::to_string(want) + "\n";
+    }
+  }
+  return "";
+}
+
+// --- Ring allreduce, the pattern of collectives/ring_allreduce.cc -------------------
+
+struct Block {
+  size_t offset, count;  // elements
+};
+Block RingBlock(size_t count, int p, int index) {
+  const size_t n = static_cast<size_t>(p), i = static_cast<size_t>(index);
+  const size_t base = count / n, extra = count % n;
+  return Block{i * base + std::min(i, extra), base + (i < extra ? 1 : 0)};
+}
+int Mod(int a, int p) { return ((a % p) + p) % p; }
+
+// Every step in one exchange; each send forwards the block the previous receive made.
+Status RingAllReduce(const Rank& me, const float* send, float* recv, size_t count, int64_t timeout_ms) {
+  const int p = me.nranks, r = me.rank;
+  std::string error;
+  Link* right = me.Get(Mod(r + 1, p), &error);
+  Link* left = me.Get(Mod(r - 1, p), &error);
+  if (right == nullptr || left == nullptr) return InternalError(error);
+  const char* s = reinterpret_cast<const char*>(send);
+  char* d = reinterpret_cast<char*>(recv);
+  auto bytes = [&](int b) {
+    Block blk = RingBlock(count, p, b);
+    return Block{blk.offset * sizeof(float), blk.count * sizeof(float)};
+  };
+  std::vector<Transfer> t;
+  for (int step = 0; step < p - 1; ++step) {  // reduce-scatter
+    const Block out = bytes(Mod(r - step, p));
+    const Block in = bytes(Mod(r - step - 1, p));
+    if (step == 0) {
+      t.push_back(Transfer::Send(right, s + out.offset, out.count));
+    } else {
+      t.push_back(Transfer::SendAfter(right, d + out.offset, out.count, static_cast<int>(t.size()) - 1));
+    }
+    t.push_back(Transfer::RecvReduce(left, d + in.offset, s + in.offset, &kFloatSum, in.count));
+  }
+  for (int step = 0; step < p - 1; ++step) {  // allgather
+    const Block out = bytes(Mod(r + 1 - step, p));
+    const Block in = bytes(Mod(r - step, p));
+    t.push_back(Transfer::SendAfter(right, d + out.offset, out.count, static_cast<int>(t.size()) - 1));
+    t.push_back(Transfer::Recv(left, d + in.offset, in.count));
+  }
+  return Exchange(t.data(), t.size(), me.Options(timeout_ms));
+}
+
+// --- Tests ---------------------------------------------------------------------------
+
+class UcxTransportTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  RunConfig Config(int nranks, int64_t chunk_bytes = 65536, int64_t in_flight = 4) const {
+    RunConfig c;
+    c.tls = GetParam();
+    c.nranks = nranks;
+    c.options.chunk_bytes = chunk_bytes;
+    c.options.chunks_in_flight = in_flight;
+    return c;
+  }
+};
+
+// Both ranks send each other messages of many sizes, all queued in one exchange, so
+// that they also check the order of messages on a link.
+TEST_P(UcxTransportTest, SendRecvManySizes) {
+  const std::vector<size_t> sizes = {0, 1, 7, 4099, 65535, 65536, 65537, 3 * 65536 + 5, 1 << 20, 64u << 20};
+  auto out = RunRanks(Config(2), [&](const Rank& me) {
+    std::string f;
+    Link* peer = me.Get(1 - me.rank, &f);
+    if (peer == nullptr) return f;
+    std::vector<std::vector<uint8_t>> send(sizes.size()), recv(sizes.size());
+    std::vector<Transfer> t;
+    for (size_t m = 0; m < sizes.size(); ++m) {
+      send[m].resize(sizes[m]);
+      Fill(&send[m], me.rank, static_cast<int>(m));
+      recv[m].assign(sizes[m], 0);
+      t.push_back(Transfer::Send(peer, send[m].data(), sizes[m]));
+      t.push_back(Transfer::Recv(peer, recv[m].data(), sizes[m]));
+    }
+    Status s = Exchange(t.data(), t.size(), me.Options(30000));
+    if (!s.ok()) return "exchange: " + s.ToString();
+    for (size_t m = 0; m < sizes.size(); ++m) f += CheckPattern(recv[m].data(), sizes[m], 1 - me.rank, static_cast<int>(m));
+    return f;
+  });
+  EXPECT_EQ(Failures(out), "");
+}
+
+// Receives that reduce: dst = acc + incoming, out of place and in place, for sizes
+// that end inside a chunk and on its boundary.
+TEST_P(UcxTransportTest, ReduceIntoDestination) {
+  const std::vector<size_t> counts = {1, 1001, 16384, 16384 * 3 + 5, 4u << 20};
+  auto out = RunRanks(Config(2), [&](const Rank& me) {
+    std::string f;
+    Link* peer = me.Get(1 - me.rank, &f);
+    if (peer == nullptr) return f;
+    for (size_t count : counts) {
+      const std::vector<float> mine = Values(me.rank, count);
+      std::vector<float> dst(count, -1.0f), inplace = mine;
+      Transfer t[] = {
+          Transfer::Send(peer, mine.data(), count * sizeof(float)),
+          Transfer::RecvReduce(peer, dst.data(), mine.data(), &kFloatSum, count * sizeof(float)),
+          Transfer::Send(peer, mine.data(), count * sizeof(float)),
+          Transfer::RecvReduce(peer, inplace.data(), inplace.data(), &kFloatSum, count * sizeof(float)),
+      };
+      Status s = Exchange(t, 4, me.Options(30000));
+      if (!s.ok()) return "exchange of " + std::to_string(count) + " floats: " + s.ToString();
+      f += CheckSum(dst.data(), count, {0, 1}, "out of place");
+      f += CheckSum(inplace.data(), count, {0, 1}, "in place");
+    }
+    return f;
+  });
+  EXPECT_EQ(Failures(out), "");
+}
+
+// ready_bytes() is a contiguous prefix that is final, and it grows chunk by chunk
+// (never by more than the chunks in flight at once), both when copying and reducing.
+TEST_P(UcxTransportTest, ReadyBytesGrowChunkByChunk) {
+  constexpr size_t kChunk = 65536, kInFlight = 4, kLen = 8u << 20;
+  auto out = RunRanks(Config(2, kChunk, kInFlight), [&](const Rank& me) {
+    std::string f;
+    Link* peer = me.Get(1 - me.rank, &f);
+    if (peer == nullptr) return f;
+    const size_t count = kLen / sizeof(float);
+    if (me.rank == 0) {
+      std::vector<uint8_t> data(kLen);
+      Fill(&data, 0, 0);
+      const std::vector<float> values = Values(0, count);
+      Transfer t[] = {Transfer::Send(peer, data.data(), kLen), Transfer::Send(peer, values.data(), kLen)};
+      Status s = Exchange(t, 2, me.Options(30000));
+      return s.ok() ? f : "sending: " + s.ToString();
+    }
+    for (int reducing = 0; reducing < 2; ++reducing) {
+      std::vector<uint8_t> dst(kLen, 0);
+      const std::vector<float> acc = Values(1, count);
+      if (reducing) {
+        peer->BeginRecv(dst.data(), kLen, acc.data(), &kFloatSum);
+      } else {
+        peer->BeginRecv(dst.data(), kLen, nullptr, nullptr);
+      }
+      size_t ready = 0, steps = 0;
+      bool done = false;
+      const Deadline deadline = Deadline::AfterMs(30000);
+      while (!done && f.empty()) {
+        bool progressed = false;
+        Status s = peer->ProgressRecv(&progressed, &done);
+        if (!s.ok()) return "receiving: " + s.ToString();
+        const size_t now = peer->ready_bytes();
+        if (now < ready) f += "ready_bytes went back from " + std::to_string(ready) + " to " + std::to_string(now) + "\n";
+        if (now != kLen && now % kChunk != 0) f += "ready_bytes " + std::to_string(now) + " is not a chunk boundary\n";
+        if (now > ready + kInFlight * kChunk) f += "ready_bytes jumped by " + std::to_string(now - ready) + "\n";
+        if (now > ready) {
+          ++steps;
+          // The new part of the prefix must already hold its final value.
+          if (reducing) {
+            const float* got = reinterpret_cast<const float*>(dst.data());
+            for (size_t i = ready / sizeof(float); i < now / sizeof(float) && f.empty(); ++i) {
+              if (got[i] != Value(0, i) + Value(1, i)) f += "ready element " + std::to_string(i) + " is wrong\n";
+            }
+          } else {
+            for (size_t i = ready; i < now && f.empty(); ++i) {
+              if (dst[i] != PatternByte(0, 0, i)) f += "ready byte " + std::to_string(i) + " is wrong\n";
+            }
+          }
+          ready = now;
+        }
+        if (deadline.Expired()) return "receive did not finish: " + std::to_string(ready) + " bytes ready\n";
+      }
+      if (ready != kLen) f += "finished with ready_bytes " + std::to_string(ready) + "\n";
+      if (steps < kLen / (kChunk * kInFlight)) f += "ready_bytes grew in only " + std::to_string(steps) + " steps\n";
+    }
+    return f;
+  });
+  EXPECT_EQ(Failures(out), "");
+}
+
+// The pipelined ring allreduce of collectives/ring_allreduce.cc over UCX links: sends
+// gated on the receives they forward, on 3 and 4 ranks, out of place and in place.
+TEST_P(UcxTransportTest, GatedRingAllReduce) {
+  for (int p : {3, 4}) {
+    const std::vector<size_t> counts = {1, 5, 65537, 3u << 20};
+    auto out = RunRanks(Config(p), [&](const Rank& me) {
+      std::string f;
+      std::vector<int> all;
+      for (int r = 0; r < me.nranks; ++r) all.push_back(r);
+      for (size_t count : counts) {
+        const std::vector<float> send = Values(me.rank, count);
+        std::vector<float> recv(count, -1.0f);
+        Status s = RingAllReduce(me, send.data(), recv.data(), count, 30000);
+        if (!s.ok()) return "allreduce of " + std::to_string(count) + ": " + s.ToString();
+        f += CheckSum(recv.data(), count, all, "out of place, count " + std::to_string(count));
+        std::vector<float> inplace = send;
+        s = RingAllReduce(me, inplace.data(), inplace.data(), count, 30000);
+        if (!s.ok()) return "in-place allreduce of " + std::to_string(count) + ": " + s.ToString();
+        f += CheckSum(inplace.data(), count, all, "in place, count " + std::to_string(count));
+      }
+      return f;
+    });
+    EXPECT_EQ(Failures(out), "") << p << " ranks";
+  }
+}
+
+// A receiver expecting another length than was sent gets InvalidUsage naming the
+// sender: fewer chunks, more chunks, and the same chunk count with a different tail.
+TEST_P(UcxTransportTest, SizeMismatchIsInvalidUsage) {
+  struct Case {
+    size_t sent, expected;
+    const char* says;
+  };
+  const Case cases[] = {{100000, 300000, "rank 0 sent 100000 bytes"},
+                        {300000, 100000, "rank 0 sent more than 100000 bytes"},
+                        {1000, 2000, "rank 0 sent 1000 bytes"},
+                        {2000, 1000, "rank 0 sent more than 1000 bytes"}};
+  for (const Case& c : cases) {
+    auto out = RunRanks(Config(2), [&](const Rank& me) {
+      std::string f;
+      Link* peer = me.Get(1 - me.rank, &f);
+      if (peer == nullptr) return f;
+      std::vector<uint8_t> buf(std::max(c.sent, c.expected), 1);
+      if (me.rank == 0) {
+        // The sender may finish, or fail once the receiver has gone: either is fine,
+        // as long as it does not hang.
+        Transfer t = Transfer::Send(peer, buf.data(), c.sent);
+        Exchange(&t, 1, me.Options(10000));
+        return f;
+      }
+      Transfer t = Transfer::Recv(peer, buf.data(), c.expected);
+      Status s = Exchange(&t, 1, me.Options(10000));
+      if (s.code() != Code::kInvalidUsage || s.message().find(c.says) == std::string::npos ||
+          s.message().find("mismatch") == std::string::npos) {
+        f += "want InvalidUsage saying \"" + std::string(c.says) + "\", got " + s.ToString() + "\n";
+      }
+      return f;
+    });
+    EXPECT_EQ(Failures(out), "") << c.sent << " bytes sent, " << c.expected << " expected";
+  }
+}
+
+// A rank killed in the middle of a 64 MiB transfer: the ranks sending to it and
+// receiving from it get RemoteError naming it within a few seconds, not a hang.
+TEST_P(UcxTransportTest, PeerKilledMidTransfer) {
+  constexpr size_t kLen = 64u << 20;
+  auto out = RunRanks(Config(3, 1 << 20, 4), [&](const Rank& me) {
+    std::string f;
+    std::vector<uint8_t> buf(kLen, 7);
+    if (me.rank == 2) {
+      // Sends part of a message to rank 0, then dies without a word.
+      Link* to0 = me.Get(0, &f);
+      if (to0 == nullptr) return f;
+      to0->BeginSend(buf.data(), kLen);
+      const Deadline d = Deadline::AfterMs(20000);
+      while (to0->sent_bytes() < kLen / 4 && !d.Expired()) {
+        bool p = false, done = false;
+        if (!to0->ProgressSend(kLen, &p, &done).ok()) break;
+      }
+      raise(SIGKILL);
+    }
+    Link* l = me.Get(2, &f);
+    if (l == nullptr) return f;
+    Transfer t = me.rank == 0 ? Transfer::Recv(l, buf.data(), kLen) : Transfer::Send(l, buf.data(), kLen);
+    const auto start = Clock::now();
+    Status s = Exchange(&t, 1, me.Options(30000));
+    const double ms = MsSince(start);
+    if (s.code() != Code::kRemoteError || s.message().find("rank 2") == std::string::npos) {
+      f += "want RemoteError naming rank 2, got " + s.ToString() + "\n";
+    }
+    if (ms > 8000) f += "noticed after " + std::to_string(ms) + " ms\n";
+    std::fprintf(stderr, "[rank %d] after rank 2 died (%.0f ms): %s\n", me.rank, ms, s.ToString().c_str());
+    return f;
+  });
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_TRUE(!out[2].reported && WIFSIGNALED(out[2].status)) << out[2].Describe(2);
+  out.pop_back();
+  EXPECT_EQ(Failures(out), "");
+}
+
+// A rank whose communicator broke publishes why; a peer blocked on it fails at once
+// with that root cause rather than timing out.
+TEST_P(UcxTransportTest, FailureNoticeCarriesRootCause) {
+  auto out = RunRanks(Config(2), [&](const Rank& me) {
+    std::string f;
+    Link* peer = me.Get(1 - me.rank, &f);
+    if (peer == nullptr) return f;
+    if (me.rank == 1) {
+      me.links->PublishFailure(InvalidArgument("count differs on rank 1"));
+      if (!me.WaitForRank(0, 20000)) f += "rank 0 did not finish\n";
+      return f;
+    }
+    std::vector<uint8_t> buf(1000);
+    Transfer t = Transfer::Recv(peer, buf.data(), buf.size());
+    const auto start = Clock::now();
+    Status s = Exchange(&t, 1, me.Options(15000));
+    if (s.code() != Code::kInvalidArgument || s.message().find("rank 1 failed: count differs on rank 1") == std::string::npos) {
+      f += "want the notice from rank 1, got " + s.ToString() + "\n";
+    }
+    if (MsSince(start) > 3000) f += "notice arrived after " + std::to_string(MsSince(start)) + " ms\n";
+    return f;
+  });
+  EXPECT_EQ(Failures(out), "");
+}
+
+// 2-rank bandwidth of 64 MiB messages (one direction, with an 8-byte acknowledgement
+// per message): printed for comparison with ucx_perftest -t tag_bw.
+TEST_P(UcxTransportTest, Bandwidth64MiB) {
+  constexpr size_t kLen = 64u << 20;
+  constexpr int kIters = 6;
+  const char* chunk_env = std::getenv("UCX_TEST_CHUNK_BYTES");
+  const char* flight_env = std::getenv("UCX_TEST_CHUNKS_IN_FLIGHT");
+  RunConfig cfg = Config(2, chunk_env ? std::atoll(chunk_env) : UcxTransport::Options().chunk_bytes,
+                         flight_env ? std::atoll(flight_env) : UcxTransport::Options().chunks_in_flight);
+  auto out = RunRanks(cfg, [&](const Rank& me) {
+    std::string f;
+    Link* peer = me.Get(1 - me.rank, &f);
+    if (peer == nullptr) return f;
+    std::vector<uint8_t> buf(kLen, static_cast<uint8_t>(me.rank));
+    uint64_t ack = 0;
+    std::vector<double> gbps;
+    for (int i = 0; i < kIters; ++i) {
+      const auto start = Clock::now();
+      Transfer t[2];
+      if (me.rank == 0) {
+        t[0] = Transfer::Send(peer, buf.data(), kLen);
+        t[1] = Transfer::Recv(peer, &ack, sizeof(ack));
+      } else {
+        t[0] = Transfer::Recv(peer, buf.data(), kLen);
+        t[1] = Transfer::Send(peer, &ack, sizeof(ack));
+      }
+      Status s = Exchange(t, 2, me.Options(30000));
+      if (!s.ok()) return "iteration " + std::to_string(i) + ": " + s.ToString();
+      if (i > 0) gbps.push_back(kLen / (MsSince(start) * 1e6));  // the first one warms up
+    }
+    if (me.rank == 0) {
+      std::sort(gbps.begin(), gbps.end());
+      std::fprintf(stderr, "UCX_TLS=%s chunk %lld x %lld in flight: 64 MiB at %.2f GB/s median, %.2f best\n",
+                   GetParam() ? GetParam() : "(default)", static_cast<long long>(cfg.options.chunk_bytes),
+                   static_cast<long long>(cfg.options.chunks_in_flight), gbps[gbps.size() / 2], gbps.back());
+    }
+    return f;
+  });
+  EXPECT_EQ(Failures(out), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Tcp, UcxTransportTest, ::testing::Values("tcp,self"));
+INSTANTIATE_TEST_SUITE_P(SharedMemory, UcxTransportTest, ::testing::Values("posix,sysv,cma,self"));
+INSTANTIATE_TEST_SUITE_P(UcxDefault, UcxTransportTest, ::testing::Values(static_cast<const char*>(nullptr)));
+
+}  // namespace
+}  // namespace tessera
