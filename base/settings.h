@@ -34,6 +34,10 @@ namespace tessera {
   X(std::string, host_id, "TESSERA_HOST_ID", "",                                         \
     "Overrides this process's host identity (default: hostname, network namespace and " \
     "boot id). Ranks with different ids never use shared memory with each other.")       \
+  X(std::string, topo_file, "TESSERA_TOPO_FILE", "",                                     \
+    "Layout file (docs/topology.md; bazel run //tools:topo_dump -- --layout 4x2) giving " \
+    "each rank's host: emulates that many hosts on one machine (shared memory inside "  \
+    "an emulated host, TCP between). Wins over TESSERA_HOST_ID.")                        \
   X(int64_t, shm_slot_bytes, "TESSERA_SHM_SLOT_BYTES", 131072,                           \
     "Size of one slot of a shared-memory channel: the pipelining unit on one host.")     \
   X(int64_t, shm_slots, "TESSERA_SHM_SLOTS", 8,                                          \
@@ -49,6 +53,10 @@ namespace tessera {
   X(std::string, torus, "TESSERA_TORUS", "",                                             \
     "Grid of the torus algorithm as XxY (e.g. 4x2, rank = y*X + x). Empty: rows are "    \
     "hosts (X = ranks per host, Y = hosts).")                                            \
+  X(int64_t, probe, "TESSERA_PROBE", 1,                                                 \
+    "1: measure the cost model's alpha and beta inside and across hosts with a short "  \
+    "probe (a few ring allreduces) when a communicator is created; 0: use the built-in " \
+    "defaults or TESSERA_TUNING_FILE. Every rank ends with the same parameters.")        \
   X(std::string, tuning_file, "TESSERA_TUNING_FILE", "",                                 \
     "File of cost-model parameters (alpha_intra_us, beta_intra_gbps, alpha_inter_us, "   \
     "beta_inter_gbps, gamma_gbps as 'key = value' lines). Empty: built-in defaults.")    \

@@ -10,7 +10,9 @@
 #include "collectives/collectives.h"
 #include "collectives/elementwise.h"
 #include "collectives/reduce_kernels.h"
+#include "collectives/ring_allreduce.h"
 #include "topology/host_identity.h"
+#include "topology/layout.h"
 #include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
 
@@ -49,7 +51,11 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   RankInfo mine;
   TESSERA_RETURN_IF_ERROR(Listen(ip, 0, &listener, &mine.listen).Annotate("peer listener"));
   mine.pid = getpid();
-  std::strncpy(mine.host, HostIdentity(settings.host_id).c_str(), sizeof(mine.host) - 1);
+  std::string host = HostIdentity(settings.host_id);
+  if (!settings.topo_file.empty()) {
+    TESSERA_RETURN_IF_ERROR(HostIdFromLayoutFile(settings.topo_file, rank, nranks, &host).Annotate("TESSERA_TOPO_FILE"));
+  }
+  std::strncpy(mine.host, host.c_str(), sizeof(mine.host) - 1);
   if (!tcp_only) std::strncpy(mine.shm_name, ShmTransport::NewSegmentName().c_str(), sizeof(mine.shm_name) - 1);
   mine.agreed = AgreedSettings{settings.shm_slot_bytes, settings.shm_slots, settings.tcp_streams,
                                settings.tcp_chunk_bytes, tcp_only ? 1 : 0};
@@ -91,18 +97,14 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
 
 // Hosts numbered by first appearance; grids and the cost model's shape from them.
 Status Communicator::InitShape(const std::vector<RankInfo>& all) {
-  std::vector<std::string> hosts;
-  std::vector<int> host_of_rank;
-  for (const RankInfo& info : all) {
-    const std::string h(info.host, strnlen(info.host, sizeof(info.host)));
-    auto it = std::find(hosts.begin(), hosts.end(), h);
-    host_of_rank.push_back(static_cast<int>(it - hosts.begin()));
-    if (it == hosts.end()) hosts.push_back(h);
-  }
+  std::vector<std::string> ids;
+  for (const RankInfo& info : all) ids.emplace_back(info.host, strnlen(info.host, sizeof(info.host)));
+  Layout layout;
+  TESSERA_RETURN_IF_ERROR(Layout::FromHostIds(ids, &layout));
   shape_.p = nranks_;
-  shape_.hosts = static_cast<int>(hosts.size());
+  shape_.hosts = layout.num_hosts();
   Grid grid;
-  if (GridFromHosts(host_of_rank, &grid).ok()) {
+  if (GridFromHosts(layout.host_of_rank(), &grid).ok()) {
     host_grid_ = std::make_unique<Grid>(grid);
     shape_.per_host = grid.X;
   }
@@ -117,11 +119,59 @@ Status Communicator::InitShape(const std::vector<RankInfo>& all) {
     shape_.torus_y = torus_grid_->Y;
   }
   if (!settings_.tuning_file.empty()) TESSERA_RETURN_IF_ERROR(CostModel::FromTuningFile(settings_.tuning_file, &model_));
+  if (nranks_ > 1) TESSERA_RETURN_IF_ERROR(ProbeAndAgree().Annotate("cost-model probe"));
   Log(log_level_, LogLevel::kInfo,
       "rank " + std::to_string(rank_) + ": " + std::to_string(shape_.hosts) + " host(s), " +
           (shape_.per_host > 0 ? std::to_string(shape_.per_host) + " rank(s) each" : "uneven ranks per host") +
-          (torus_grid_ ? ", torus " + std::to_string(shape_.torus_x) + "x" + std::to_string(shape_.torus_y) : "") +
-          "; cost model: " + model_.ToString());
+          (torus_grid_ ? ", torus " + std::to_string(shape_.torus_x) + "x" + std::to_string(shape_.torus_y) : ""));
+  return Status::Ok();
+}
+
+// Measures alpha and beta of the intra-host rows and the inter-host columns of the host
+// grid with ring allreduces of 8 B and 1 MiB (the best of three), then takes the
+// maximum of every parameter over all ranks, so that every rank's model, and so every
+// choice of algorithm, is the same.
+Status Communicator::ProbeAndAgree() {
+  const CollectiveContext ctx = Context();
+  Reducer sum;
+  TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat32, RedOp::kSum, &sum));
+  auto measure = [&](const RingGroup& group, LinkCost* cost) -> Status {
+    const int q = static_cast<int>(group.ranks.size());
+    if (q < 2) return Status::Ok();
+    const size_t big = 1 << 20;
+    std::vector<char> buf(big, 0);
+    // A first round connects the links and lines the ranks up.
+    TESSERA_RETURN_IF_ERROR(RunRing(ctx, group, buf.data(), buf.data(), 2, 4, &sum, kRingReduceScatter | kRingAllGather));
+    double t[2];
+    const size_t sizes[2] = {8, big};
+    for (int k = 0; k < 2; ++k) {
+      t[k] = 1e30;
+      for (int rep = 0; rep < 3; ++rep) {
+        const int64_t start = NowMicros();
+        TESSERA_RETURN_IF_ERROR(RunRing(ctx, group, buf.data(), buf.data(), sizes[k] / 4, 4, &sum,
+                                        kRingReduceScatter | kRingAllGather));
+        t[k] = std::min(t[k], (NowMicros() - start) * 1e-6);
+      }
+    }
+    const double steps = 2.0 * (q - 1);
+    cost->alpha = std::max(1e-7, t[0] / steps);
+    cost->beta = std::max(1e-12, (t[1] - t[0]) / (steps / q * static_cast<double>(big)));
+    return Status::Ok();
+  };
+  if (settings_.probe != 0 && settings_.tuning_file.empty() && host_grid_) {
+    const Grid& g = *host_grid_;
+    TESSERA_RETURN_IF_ERROR(measure(RingGroup{g.rows[g.y[rank_]], g.x[rank_]}, &model_.intra));
+    TESSERA_RETURN_IF_ERROR(measure(RingGroup{g.cols[g.x[rank_]], g.y[rank_]}, &model_.inter));
+  }
+  Reducer max;
+  TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat64, RedOp::kMax, &max));
+  double params[5] = {model_.intra.alpha, model_.intra.beta, model_.inter.alpha, model_.inter.beta, model_.gamma};
+  TESSERA_RETURN_IF_ERROR(RunRing(ctx, WholeRing(ctx), reinterpret_cast<char*>(params),
+                                  reinterpret_cast<char*>(params), 5, 8, &max, kRingReduceScatter | kRingAllGather));
+  model_.intra = LinkCost{params[0], params[1]};
+  model_.inter = LinkCost{params[2], params[3]};
+  model_.gamma = params[4];
+  Log(log_level_, LogLevel::kInfo, "rank " + std::to_string(rank_) + ": cost model " + model_.ToString());
   return Status::Ok();
 }
 

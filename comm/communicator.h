@@ -71,6 +71,7 @@ class Communicator {
   Status Init(const Settings& settings, const UniqueIdData& id, int nranks, int rank);
   CollectiveContext Context() const;
   Status InitShape(const std::vector<RankInfo>& all);
+  Status ProbeAndAgree();
   Status RunOne(const Operation& op);
   Status RunReduction(const Operation& op, const CollectiveContext& ctx);
   Status RunPointToPoint(const std::vector<Operation>& ops, const CollectiveContext& ctx);

@@ -95,6 +95,38 @@ std::string Name(const testing::TestParamInfo<Case>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Layouts, TopologyAlgorithms, testing::ValuesIn(Cases()), Name);
 
+// A layout file (TESSERA_TOPO_FILE) makes one machine look like 2 hosts x 2 ranks with
+// an interleaved placement: hierarchical then applies, and is exact.
+TEST(TopologyFile, EmulatesHostsFromALayoutFile) {
+  const std::string path = testing::TempDir() + "/layout-2x2.txt";
+  {
+    std::ofstream f(path);
+    f << "tessera-layout 1\n# two emulated hosts, ranks interleaved\nnodeA 0 2\nnodeB 1 3\n";
+  }
+  RankOptions opts;
+  opts.timeout = std::chrono::milliseconds(60000);
+  opts.env["TESSERA_TOPO_FILE"] = path;
+  opts.env["TESSERA_ALGO"] = "hierarchical";
+  auto results = RunRanks(4, [](int rank, tesseraComm_t comm) {
+    const char* algo = tesseraAllReduceAlgorithm(comm, 1 << 20, tesseraFloat32);
+    if (algo == nullptr || std::string(algo) != "hierarchical") {
+      return std::string("expected hierarchical on 2 emulated hosts, got ") + (algo ? algo : "NULL");
+    }
+    return Check(rank, comm, 4);
+  }, opts);
+  EXPECT_EQ("", Failures(results));
+  // A file for another rank count is refused by name.
+  opts.env.erase("TESSERA_ALGO");
+  auto bad = RunRanksRaw(2, [&](const RankContext& ctx) {
+    tesseraComm_t comm = nullptr;
+    tesseraResult_t r = tesseraCommInitRank(&comm, ctx.nranks, ctx.ids[0], ctx.rank);
+    const std::string msg = tesseraGetLastError(nullptr);
+    if (r == tesseraSuccess) return std::string("init succeeded with a 4-rank layout for 2 ranks");
+    return msg.find("TESSERA_TOPO_FILE") != std::string::npos ? std::string() : "message lacks the setting: " + msg;
+  }, opts);
+  EXPECT_EQ("", Failures(bad));
+}
+
 // Counts the "send to" events of every trace file in `dir`, per file.
 std::vector<int> SendsPerRank(const std::string& dir) {
   std::vector<int> sends;
