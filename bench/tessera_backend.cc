@@ -15,7 +15,7 @@ static_assert(static_cast<int>(DataType::kFloat16) == tesseraFloat16, "numbering
 static_assert(static_cast<int>(DataType::kFloat32) == tesseraFloat32, "numbering");
 static_assert(static_cast<int>(DataType::kFloat64) == tesseraFloat64, "numbering");
 static_assert(static_cast<int>(DataType::kBfloat16) == tesseraBfloat16, "numbering");
-static_assert(kNumDataTypes == tesseraNumTypes, "numbering");
+static_assert(kNumDataTypes <= tesseraNumTypes, "the benchmark types are a prefix of tessera's (fp8 left out)");
 static_assert(static_cast<int>(ReduceOp::kSum) == tesseraSum, "numbering");
 static_assert(static_cast<int>(ReduceOp::kProd) == tesseraProd, "numbering");
 static_assert(static_cast<int>(ReduceOp::kMax) == tesseraMax, "numbering");
