@@ -46,6 +46,7 @@ Status Validate(const Settings& s) {
     return InvalidArgument("TESSERA_TCP_CHUNK_BYTES must be a multiple of 64 in [4096, 256 MiB]");
   }
   if (s.spin_us < -1) return InvalidArgument("TESSERA_SPIN_US must be >= -1");
+  if (s.probe < 0 || s.probe > 2) return InvalidArgument("TESSERA_PROBE must be 0, 1 or 2");
   return Status::Ok();
 }
 

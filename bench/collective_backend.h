@@ -66,6 +66,14 @@ class CollectiveBackend {
   virtual Outcome AllReduce(const void* sendbuff, void* recvbuff, size_t count, DataType type,
                             ReduceOp op) = 0;
 
+  // The algorithm the library will use for an allreduce of `count` elements, when it
+  // says (tessera does), for the table's "# algorithm" lines; "" when unknown.
+  virtual std::string AllReduceAlgorithm(size_t count, DataType type) const {
+    (void)count;
+    (void)type;
+    return "";
+  }
+
   // Control plane of the harness.
   virtual Outcome Barrier() = 0;
   // values[i] = max over ranks of values[i], on every rank.

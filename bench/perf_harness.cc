@@ -227,6 +227,8 @@ int PerfRun::Run() {
   if (!outcome.ok()) return Fail(outcome);
 
   Print(FormatColumnHeader());
+  // Which algorithm ran at which sizes (allreduce on a library that says), as ranges.
+  std::vector<std::pair<std::string, std::pair<size_t, size_t>>> algorithms;
   int64_t wrong_total = 0;
   double busbw_sum = 0;
   int busbw_count = 0;
@@ -256,8 +258,18 @@ int PerfRun::Run() {
           if (group->wrong > 0) wrong_total += group->wrong;
         }
         Print(FormatRow(row));
+        if (collective_.Name() == std::string("allreduce")) {
+          const std::string algo = backend_.AllReduceAlgorithm(row.count, type);
+          if (!algo.empty()) {
+            if (algorithms.empty() || algorithms.back().first != algo) algorithms.push_back({algo, {row.bytes, row.bytes}});
+            algorithms.back().second.second = row.bytes;
+          }
+        }
       }
     }
+  }
+  for (const auto& [name, range] : algorithms) {
+    Print("# algorithm " + name + ": " + std::to_string(range.first) + " to " + std::to_string(range.second) + " B\n");
   }
   Print(FormatFooter(wrong_total, busbw_count > 0 ? busbw_sum / busbw_count : 0));
   return wrong_total == 0 ? kExitOk : kExitFailed;

@@ -90,4 +90,9 @@ Outcome TesseraBackend::SumAcrossRanks(int64_t* values, size_t count) {
                "tesseraAllReduce (sum of int64, for counts)");
 }
 
+std::string TesseraBackend::AllReduceAlgorithm(size_t count, DataType type) const {
+  const char* name = tesseraAllReduceAlgorithm(comm_, count, static_cast<tesseraDataType_t>(type));
+  return name != nullptr ? name : "";
+}
+
 }  // namespace tessera_bench

@@ -27,6 +27,7 @@ class TesseraBackend : public CollectiveBackend {
   TesseraBackend& operator=(const TesseraBackend&) = delete;
 
   std::string Description() const override { return description_; }
+  std::string AllReduceAlgorithm(size_t count, DataType type) const override;
   int Rank() const override { return rank_; }
   int Size() const override { return size_; }
 

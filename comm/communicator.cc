@@ -158,9 +158,14 @@ Status Communicator::ProbeAndAgree() {
     cost->beta = std::max(1e-12, (t[1] - t[0]) / (steps / q * static_cast<double>(big)));
     return Status::Ok();
   };
-  if (settings_.probe != 0 && settings_.tuning_file.empty() && host_grid_) {
+  // Inside a host the defaults hold well and a probe mostly measures scheduling noise,
+  // so it is opt-in (2); across hosts the link is what matters and varies (1).
+  if (settings_.probe >= 2 && settings_.tuning_file.empty() && host_grid_) {
     const Grid& g = *host_grid_;
     TESSERA_RETURN_IF_ERROR(measure(RingGroup{g.rows[g.y[rank_]], g.x[rank_]}, &model_.intra));
+  }
+  if (settings_.probe >= 1 && settings_.tuning_file.empty() && host_grid_ && host_grid_->Y > 1) {
+    const Grid& g = *host_grid_;
     TESSERA_RETURN_IF_ERROR(measure(RingGroup{g.cols[g.x[rank_]], g.y[rank_]}, &model_.inter));
   }
   Reducer max;
