@@ -153,8 +153,9 @@ struct Config {
 
 Status ReadConfig(const tesseraConfig_t* config, Config* out) {
   if (config == nullptr) return Status::Ok();
-  if (config->magic != TESSERA_CONFIG_MAGIC || config->size != sizeof(tesseraConfig_t)) {
-    return InvalidArgument("config is not initialised with TESSERA_CONFIG_INITIALIZER (bad size or magic)");
+  if (config->magic != TESSERA_CONFIG_MAGIC || config->size != sizeof(tesseraConfig_t) || config->version == 0 ||
+      config->version > TESSERA_VERSION_CODE) {
+    return InvalidArgument("config is not initialised with TESSERA_CONFIG_INITIALIZER (bad size, magic or version)");
   }
   if (config->blocking != TESSERA_CONFIG_UNDEF_INT) {
     if (config->blocking != 0 && config->blocking != 1) {
