@@ -325,7 +325,7 @@ tesseraResult_t tesseraGetUniqueId(tesseraUniqueId* uniqueId) {
 
 tesseraResult_t tesseraCommInitRankConfig(tesseraComm_t* comm, int nranks, tesseraUniqueId commId, int rank,
                                           tesseraConfig_t* config) {
-  const char* fn = "tesseraCommInitRank";
+  const char* fn = config != nullptr ? "tesseraCommInitRankConfig" : "tesseraCommInitRank";
   if (comm == nullptr) return Report(nullptr, fn, InvalidArgument("comm is NULL"));
   *comm = nullptr;
   if (nranks <= 0) return Report(nullptr, fn, InvalidArgument("nranks " + std::to_string(nranks) + " must be > 0"));
@@ -398,6 +398,7 @@ tesseraResult_t tesseraCommSplit(tesseraComm_t comm, int color, int key, tessera
   CallGuard guard(comm);
   Status s = CheckCommHandle(comm, guard.comm());
   if (s.ok() && newcomm == nullptr) s = InvalidArgument("newcomm is NULL");
+  if (newcomm != nullptr) *newcomm = nullptr;
   if (s.ok() && color < 0 && color != TESSERA_SPLIT_NOCOLOR) {
     s = InvalidArgument("color " + std::to_string(color) + " must be >= 0 or TESSERA_SPLIT_NOCOLOR");
   }
@@ -492,7 +493,8 @@ tesseraResult_t tesseraRedOpCreatePreMulSum(tesseraRedOp_t* op, void* scalar, te
   if (s.ok() && scalar == nullptr) s = InvalidArgument("scalar is NULL");
   if (s.ok()) s = CheckType(datatype);
   if (s.ok() && (datatype == tesseraFloat8e4m3 || datatype == tesseraFloat8e5m2)) {
-    s = InvalidArgument("datatype float8 is not supported by reductions");
+    s = InvalidArgument(std::string("datatype ") + tessera::DataTypeName(static_cast<tessera::DataType>(datatype)) +
+                        " is not supported by reductions");
   }
   if (s.ok() && residence != tesseraScalarDevice && residence != tesseraScalarHostImmediate) {
     s = InvalidArgument("residence " + std::to_string(static_cast<int>(residence)) + " is not a tesseraScalarResidence_t");

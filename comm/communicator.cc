@@ -457,7 +457,8 @@ Status Communicator::RunPointToPoint(const std::vector<Operation>& ops, const Co
   }
   if (self_sends.size() != self_recvs.size()) {
     return InvalidUsage(std::to_string(self_sends.size()) + " send(s) to self but " +
-                        std::to_string(self_recvs.size()) + " receive(s) from self in the group");
+                        std::to_string(self_recvs.size()) +
+                        " receive(s) from self: a send to self needs its receive in the same group");
   }
   for (size_t i = 0; i < self_sends.size(); ++i) {
     const size_t sb = self_sends[i]->count * SizeOf(self_sends[i]->type);
