@@ -119,3 +119,71 @@ def tessera_system_libraries():
             _MULTIARCH_LIB + "/libucs.so",
         ],
     )
+    system_library(
+        name = "system_gloo",
+        debian_package = "libgloo-dev",
+        build_file = "//third_party/system:gloo.BUILD",
+        links = {
+            "include/gloo": "/usr/include/gloo",
+        },
+        # Not in the multiarch directory: Debian's libgloo-dev installs it in /usr/lib.
+        required_files = ["/usr/lib/libgloo.so"],
+    )
+    system_library(
+        name = "system_torch",
+        debian_package = "libtorch-dev",
+        build_file = "//third_party/system:torch.BUILD",
+        links = {
+            "include/ATen": "/usr/include/ATen",
+            "include/c10": "/usr/include/c10",
+            "include/caffe2": "/usr/include/caffe2",
+            "include/torch": "/usr/include/torch",
+        },
+        required_files = [
+            _MULTIARCH_LIB + "/libtorch.so",
+            _MULTIARCH_LIB + "/libtorch_cpu.so",
+            _MULTIARCH_LIB + "/libc10.so",
+        ],
+    )
+    system_library(
+        name = "system_turbojpeg",
+        debian_package = "libturbojpeg0-dev",
+        build_file = "//third_party/system:turbojpeg.BUILD",
+        links = {
+            "include/turbojpeg.h": "/usr/include/turbojpeg.h",
+        },
+        required_files = [_MULTIARCH_LIB + "/libturbojpeg.so"],
+    )
+    system_library(
+        name = "system_cuda",
+        debian_package = "CUDA 13 toolkit in /usr/local/cuda (NVIDIA's, not Debian's; see docs/cuda.md)",
+        build_file = "//third_party/system:cuda.BUILD",
+        # Only the runtime and driver API headers (and what they include), so that the
+        # toolkit's other headers (its nccl.h among them) stay out of reach.
+        links = dict(
+            [("include/" + h, "/usr/local/cuda/include/" + h) for h in [
+                "builtin_types.h",
+                "crt/host_defines.h",
+                "cuda.h",
+                "cudaTypedefs.h",
+                "cuda_device_runtime_api.h",
+                "cuda_runtime_api.h",
+                "device_types.h",
+                "driver_types.h",
+                "surface_types.h",
+                "texture_types.h",
+                "vector_types.h",
+            ]] + [("lib/libcudart_static.a", "/usr/local/cuda/lib64/libcudart_static.a")],
+        ),
+        # cuda/cuda.bzl runs nvcc from here.
+        required_files = ["/usr/local/cuda/bin/nvcc"],
+    )
+    system_library(
+        name = "system_ibverbs",
+        debian_package = "libibverbs-dev",
+        build_file = "//third_party/system:ibverbs.BUILD",
+        links = {
+            "include/infiniband": "/usr/include/infiniband",
+        },
+        required_files = [_MULTIARCH_LIB + "/libibverbs.so"],
+    )

@@ -18,6 +18,13 @@ PACKAGES=(
   libpmix-dev       # //third_party:pmix
   libucx-dev        # //third_party:ucx
   ucx-utils         # ucx_info and ucx_perftest
+  libgloo-dev       # //third_party:gloo (a peer in the benchmarks)
+  libtorch-dev      # //third_party:torch (libtorch 1.13, CPU): the ResNet trainer
+  libturbojpeg0-dev # //third_party:turbojpeg: the trainer's JPEG decoding
+  python3-torch     # the PyTorch DDP baseline of the trainer (trainer/ddp_baseline.py)
+  python3-torchvision  # torchvision's resnet50, for that baseline and the architecture test
+  gnuplot-nox       # the trainer's PNG plot of loss and accuracy
+  libibverbs-dev    # //third_party:ibverbs: rdma-core's verbs API (pulls libibverbs1, ibverbs-providers)
   iproute2          # ip netns, veth and tc, for tests that emulate several hosts
   python3           # scripts in tools/
 )
