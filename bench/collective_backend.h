@@ -74,6 +74,49 @@ class CollectiveBackend {
     return "";
   }
 
+  // The other nccl.h collectives, with nccl.h's argument conventions and in-place rules
+  // (tessera.h states them). Defaults reject, identically on every rank, so a backend
+  // without one still stops cleanly.
+  // recvbuff (nranks * sendcount) gets rank i's sendbuff at i * sendcount; in place
+  // when sendbuff == recvbuff + rank * sendcount.
+  virtual Outcome AllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                            DataType type) {
+    (void)sendbuff, (void)recvbuff, (void)sendcount, (void)type;
+    return Outcome::Rejected(Description() + " has no allgather");
+  }
+  // sendbuff holds nranks * recvcount; recvbuff gets this rank's block of the reduction;
+  // in place when recvbuff == sendbuff + rank * recvcount.
+  virtual Outcome ReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                DataType type, ReduceOp op) {
+    (void)sendbuff, (void)recvbuff, (void)recvcount, (void)type, (void)op;
+    return Outcome::Rejected(Description() + " has no reduce-scatter");
+  }
+  // Root's sendbuff to every recvbuff (the root's too); in place when equal on the root.
+  virtual Outcome Broadcast(const void* sendbuff, void* recvbuff, size_t count, DataType type,
+                            int root) {
+    (void)sendbuff, (void)recvbuff, (void)count, (void)type, (void)root;
+    return Outcome::Rejected(Description() + " has no broadcast");
+  }
+  // The root's recvbuff gets the reduction; recvbuff unused elsewhere.
+  virtual Outcome Reduce(const void* sendbuff, void* recvbuff, size_t count, DataType type,
+                         ReduceOp op, int root) {
+    (void)sendbuff, (void)recvbuff, (void)count, (void)type, (void)op, (void)root;
+    return Outcome::Rejected(Description() + " has no reduce");
+  }
+  // Block j of sendbuff (count elements) lands at rank j's recvbuff + rank * count;
+  // in place when sendbuff == recvbuff.
+  virtual Outcome AlltoAll(const void* sendbuff, void* recvbuff, size_t count, DataType type) {
+    (void)sendbuff, (void)recvbuff, (void)count, (void)type;
+    return Outcome::Rejected(Description() + " has no alltoall");
+  }
+  // sendbuff to send_peer while recvbuff receives from recv_peer, together (no
+  // deadlock in a ring); in place when sendbuff == recvbuff.
+  virtual Outcome SendRecv(const void* sendbuff, void* recvbuff, size_t count, DataType type,
+                           int send_peer, int recv_peer) {
+    (void)sendbuff, (void)recvbuff, (void)count, (void)type, (void)send_peer, (void)recv_peer;
+    return Outcome::Rejected(Description() + " has no send/recv");
+  }
+
   // Control plane of the harness.
   virtual Outcome Barrier() = 0;
   // values[i] = max over ranks of values[i], on every rank.

@@ -3,6 +3,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <cstring>
 
 #include "bench/float16.h"
 
@@ -199,5 +200,128 @@ Outcome MpiBackend::SumAcrossRanks(int64_t* values, size_t count) {
 }
 
 void MpiBackend::AbortJob() { MPI_Abort(MPI_COMM_WORLD, 1); }
+
+}  // namespace tessera_bench
+
+// --- The other collectives, with nccl.h's buffer conventions ---------------------------
+// Where MPI's in-place convention differs from nccl.h's, the difference is bridged the
+// way a user porting NCCL code would, inside the timed call: reduce-scatter's in-place
+// result lands at the start of the buffer and is moved to this rank's block; a root's
+// out-of-place broadcast first copies sendbuff to recvbuff.
+
+namespace tessera_bench {
+namespace {
+
+Outcome CheckCount(size_t count, const char* call) {
+  if (count <= static_cast<size_t>(INT_MAX)) return Outcome::Ok();
+  return Outcome::Rejected(std::string(call) + ": count " + std::to_string(count) +
+                           " exceeds INT_MAX (MPI counts are int)");
+}
+
+Outcome Done(int rc, const char* call) {
+  return rc == MPI_SUCCESS ? Outcome::Ok() : Outcome::Failed(MpiError(call, rc));
+}
+
+}  // namespace
+
+Outcome MpiBackend::AllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                              DataType type) {
+  Outcome outcome = CheckCount(sendcount * static_cast<size_t>(size_), "MPI_Allgather");
+  MPI_Datatype mpi_type;
+  MPI_Op unused;
+  if (outcome.ok()) outcome = Translate(type, ReduceOp::kSum, &mpi_type, &unused);
+  if (!outcome.ok()) return outcome;
+  const size_t offset = static_cast<size_t>(rank_) * sendcount * ElementSize(type);
+  const void* send =
+      sendbuff == static_cast<unsigned char*>(recvbuff) + offset ? MPI_IN_PLACE : sendbuff;
+  const int n = static_cast<int>(sendcount);
+  return Done(MPI_Allgather(send, n, mpi_type, recvbuff, n, mpi_type, MPI_COMM_WORLD),
+              "MPI_Allgather");
+}
+
+Outcome MpiBackend::ReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                  DataType type, ReduceOp op) {
+  Outcome outcome = CheckCount(recvcount * static_cast<size_t>(size_), "MPI_Reduce_scatter_block");
+  MPI_Datatype mpi_type;
+  MPI_Op mpi_op;
+  if (outcome.ok()) outcome = Translate(type, op, &mpi_type, &mpi_op);
+  if (!outcome.ok()) return outcome;
+  const size_t block_bytes = recvcount * ElementSize(type);
+  unsigned char* base = static_cast<unsigned char*>(const_cast<void*>(sendbuff));
+  const bool in_place = recvbuff == base + static_cast<size_t>(rank_) * block_bytes;
+  int rc = in_place ? MPI_Reduce_scatter_block(MPI_IN_PLACE, base, static_cast<int>(recvcount),
+                                               mpi_type, mpi_op, MPI_COMM_WORLD)
+                    : MPI_Reduce_scatter_block(sendbuff, recvbuff, static_cast<int>(recvcount),
+                                               mpi_type, mpi_op, MPI_COMM_WORLD);
+  if (rc != MPI_SUCCESS) return Outcome::Failed(MpiError("MPI_Reduce_scatter_block", rc));
+  if (in_place && recvbuff != base) std::memmove(recvbuff, base, block_bytes);
+  if (op == ReduceOp::kAvg) DivideByRanks(recvbuff, recvcount, type, size_);
+  return Outcome::Ok();
+}
+
+Outcome MpiBackend::Broadcast(const void* sendbuff, void* recvbuff, size_t count, DataType type,
+                              int root) {
+  Outcome outcome = CheckCount(count, "MPI_Bcast");
+  MPI_Datatype mpi_type;
+  MPI_Op unused;
+  if (outcome.ok()) outcome = Translate(type, ReduceOp::kSum, &mpi_type, &unused);
+  if (!outcome.ok()) return outcome;
+  if (root < 0 || root >= size_) {
+    return Outcome::Rejected("MPI_Bcast: root " + std::to_string(root) + " out of range");
+  }
+  if (rank_ == root && sendbuff != recvbuff) {
+    std::memcpy(recvbuff, sendbuff, count * ElementSize(type));
+  }
+  return Done(MPI_Bcast(recvbuff, static_cast<int>(count), mpi_type, root, MPI_COMM_WORLD),
+              "MPI_Bcast");
+}
+
+Outcome MpiBackend::Reduce(const void* sendbuff, void* recvbuff, size_t count, DataType type,
+                           ReduceOp op, int root) {
+  Outcome outcome = CheckCount(count, "MPI_Reduce");
+  MPI_Datatype mpi_type;
+  MPI_Op mpi_op;
+  if (outcome.ok()) outcome = Translate(type, op, &mpi_type, &mpi_op);
+  if (!outcome.ok()) return outcome;
+  if (root < 0 || root >= size_) {
+    return Outcome::Rejected("MPI_Reduce: root " + std::to_string(root) + " out of range");
+  }
+  const void* send = (rank_ == root && sendbuff == recvbuff) ? MPI_IN_PLACE : sendbuff;
+  int rc = MPI_Reduce(send, recvbuff, static_cast<int>(count), mpi_type, mpi_op, root,
+                      MPI_COMM_WORLD);
+  if (rc != MPI_SUCCESS) return Outcome::Failed(MpiError("MPI_Reduce", rc));
+  if (op == ReduceOp::kAvg && rank_ == root) DivideByRanks(recvbuff, count, type, size_);
+  return Outcome::Ok();
+}
+
+Outcome MpiBackend::AlltoAll(const void* sendbuff, void* recvbuff, size_t count, DataType type) {
+  Outcome outcome = CheckCount(count * static_cast<size_t>(size_), "MPI_Alltoall");
+  MPI_Datatype mpi_type;
+  MPI_Op unused;
+  if (outcome.ok()) outcome = Translate(type, ReduceOp::kSum, &mpi_type, &unused);
+  if (!outcome.ok()) return outcome;
+  const void* send = sendbuff == recvbuff ? MPI_IN_PLACE : sendbuff;
+  const int n = static_cast<int>(count);
+  return Done(MPI_Alltoall(send, n, mpi_type, recvbuff, n, mpi_type, MPI_COMM_WORLD),
+              "MPI_Alltoall");
+}
+
+Outcome MpiBackend::SendRecv(const void* sendbuff, void* recvbuff, size_t count, DataType type,
+                             int send_peer, int recv_peer) {
+  Outcome outcome = CheckCount(count, "MPI_Sendrecv");
+  MPI_Datatype mpi_type;
+  MPI_Op unused;
+  if (outcome.ok()) outcome = Translate(type, ReduceOp::kSum, &mpi_type, &unused);
+  if (!outcome.ok()) return outcome;
+  const int n = static_cast<int>(count);
+  if (sendbuff == recvbuff) {
+    return Done(MPI_Sendrecv_replace(recvbuff, n, mpi_type, send_peer, 0, recv_peer, 0,
+                                     MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                "MPI_Sendrecv_replace");
+  }
+  return Done(MPI_Sendrecv(sendbuff, n, mpi_type, send_peer, 0, recvbuff, n, mpi_type, recv_peer,
+                           0, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+              "MPI_Sendrecv");
+}
 
 }  // namespace tessera_bench

@@ -34,6 +34,17 @@ class MpiBackend : public CollectiveBackend {
 
   Outcome AllReduce(const void* sendbuff, void* recvbuff, size_t count, DataType type,
                     ReduceOp op) override;
+  Outcome AllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                    DataType type) override;
+  Outcome ReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, DataType type,
+                        ReduceOp op) override;
+  Outcome Broadcast(const void* sendbuff, void* recvbuff, size_t count, DataType type,
+                    int root) override;
+  Outcome Reduce(const void* sendbuff, void* recvbuff, size_t count, DataType type, ReduceOp op,
+                 int root) override;
+  Outcome AlltoAll(const void* sendbuff, void* recvbuff, size_t count, DataType type) override;
+  Outcome SendRecv(const void* sendbuff, void* recvbuff, size_t count, DataType type,
+                   int send_peer, int recv_peer) override;
   Outcome Barrier() override;
   Outcome MaxAcrossRanks(double* values, size_t count) override;
   Outcome SumAcrossRanks(int64_t* values, size_t count) override;

@@ -1,6 +1,8 @@
 // tessera behind the benchmark's CollectiveBackend (see tessera_backend.h).
 #include "bench/tessera_backend.h"
 
+#include <cstring>
+
 namespace tessera_bench {
 namespace {
 
@@ -93,6 +95,78 @@ Outcome TesseraBackend::SumAcrossRanks(int64_t* values, size_t count) {
 std::string TesseraBackend::AllReduceAlgorithm(size_t count, DataType type) const {
   const char* name = tesseraAllReduceAlgorithm(comm_, count, static_cast<tesseraDataType_t>(type));
   return name != nullptr ? name : "";
+}
+
+}  // namespace tessera_bench
+
+// --- The other collectives (nccl.h's conventions; see collective_backend.h) ----------
+
+namespace tessera_bench {
+
+Outcome TesseraBackend::AllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                  DataType type) {
+  return Check(tesseraAllGather(sendbuff, recvbuff, sendcount,
+                                static_cast<tesseraDataType_t>(type), comm_, nullptr),
+               std::string("tesseraAllGather (") + DataTypeName(type) + ")");
+}
+
+Outcome TesseraBackend::ReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                      DataType type, ReduceOp op) {
+  return Check(tesseraReduceScatter(sendbuff, recvbuff, recvcount,
+                                    static_cast<tesseraDataType_t>(type),
+                                    static_cast<tesseraRedOp_t>(op), comm_, nullptr),
+               std::string("tesseraReduceScatter (") + DataTypeName(type) + ", " +
+                   ReduceOpName(op) + ")");
+}
+
+Outcome TesseraBackend::Broadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                  DataType type, int root) {
+  return Check(tesseraBroadcast(sendbuff, recvbuff, count, static_cast<tesseraDataType_t>(type),
+                                root, comm_, nullptr),
+               std::string("tesseraBroadcast (") + DataTypeName(type) + ", root " +
+                   std::to_string(root) + ")");
+}
+
+Outcome TesseraBackend::Reduce(const void* sendbuff, void* recvbuff, size_t count, DataType type,
+                               ReduceOp op, int root) {
+  return Check(tesseraReduce(sendbuff, recvbuff, count, static_cast<tesseraDataType_t>(type),
+                             static_cast<tesseraRedOp_t>(op), root, comm_, nullptr),
+               std::string("tesseraReduce (") + DataTypeName(type) + ", " + ReduceOpName(op) +
+                   ", root " + std::to_string(root) + ")");
+}
+
+Outcome TesseraBackend::AlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                                 DataType type) {
+  if (sendbuff == recvbuff) {
+    const size_t bytes = count * static_cast<size_t>(size_) * ElementSize(type);
+    if (scratch_.size() < bytes) scratch_.resize(bytes);
+    std::memcpy(scratch_.data(), sendbuff, bytes);
+    sendbuff = scratch_.data();
+  }
+  return Check(tesseraAlltoAll(sendbuff, recvbuff, count, static_cast<tesseraDataType_t>(type),
+                               comm_, nullptr),
+               std::string("tesseraAlltoAll (") + DataTypeName(type) + ")");
+}
+
+Outcome TesseraBackend::SendRecv(const void* sendbuff, void* recvbuff, size_t count,
+                                 DataType type, int send_peer, int recv_peer) {
+  if (sendbuff == recvbuff) {
+    const size_t bytes = count * ElementSize(type);
+    if (scratch_.size() < bytes) scratch_.resize(bytes);
+    std::memcpy(scratch_.data(), sendbuff, bytes);
+    sendbuff = scratch_.data();
+  }
+  const auto t = static_cast<tesseraDataType_t>(type);
+  const std::string what = std::string(" (") + DataTypeName(type) + ", to " +
+                           std::to_string(send_peer) + ", from " + std::to_string(recv_peer) + ")";
+  Outcome outcome = Check(tesseraGroupStart(), "tesseraGroupStart");
+  if (!outcome.ok()) return outcome;
+  Outcome send = Check(tesseraSend(sendbuff, count, t, send_peer, comm_, nullptr), "tesseraSend" + what);
+  Outcome recv = Check(tesseraRecv(recvbuff, count, t, recv_peer, comm_, nullptr), "tesseraRecv" + what);
+  Outcome end = Check(tesseraGroupEnd(), "tesseraGroupEnd (send/recv" + what + ")");
+  if (!send.ok()) return send;
+  if (!recv.ok()) return recv;
+  return end;
 }
 
 }  // namespace tessera_bench

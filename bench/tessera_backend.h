@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bench/collective_backend.h"
 #include "tessera/tessera.h"
@@ -33,6 +34,17 @@ class TesseraBackend : public CollectiveBackend {
 
   Outcome AllReduce(const void* sendbuff, void* recvbuff, size_t count, DataType type,
                     ReduceOp op) override;
+  Outcome AllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                    DataType type) override;
+  Outcome ReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, DataType type,
+                        ReduceOp op) override;
+  Outcome Broadcast(const void* sendbuff, void* recvbuff, size_t count, DataType type,
+                    int root) override;
+  Outcome Reduce(const void* sendbuff, void* recvbuff, size_t count, DataType type, ReduceOp op,
+                 int root) override;
+  Outcome AlltoAll(const void* sendbuff, void* recvbuff, size_t count, DataType type) override;
+  Outcome SendRecv(const void* sendbuff, void* recvbuff, size_t count, DataType type,
+                   int send_peer, int recv_peer) override;
   Outcome Barrier() override;
   Outcome MaxAcrossRanks(double* values, size_t count) override;
   Outcome SumAcrossRanks(int64_t* values, size_t count) override;
@@ -47,6 +59,9 @@ class TesseraBackend : public CollectiveBackend {
   int rank_ = 0;
   int size_ = 1;
   std::string description_;
+  // In-place alltoall and send/recv: tessera forbids overlapping buffers, so the
+  // send data is first copied here (as a user would), inside the timed call.
+  std::vector<unsigned char> scratch_;
 };
 
 }  // namespace tessera_bench

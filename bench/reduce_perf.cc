@@ -1,0 +1,13 @@
+// reduce_perf: tessera's reduce measured as nccl-tests' reduce_perf measures NCCL's (flags,
+// sizes, busbw factor and table: see perf_collectives_more.h and all_reduce_perf.cc).
+//   mpirun --allow-run-as-root --oversubscribe -np 4 ./reduce_perf -b 8 -e 16M -f 8
+// mpi_reduce_perf is the same program over Open MPI.
+#include "bench/perf_collectives_more.h"
+#include "bench/tessera_backend.h"
+
+int main(int argc, char** argv) {
+  return tessera_bench::MorePerfMain(argc, argv, "reduce", [](std::string* error) {
+    return std::unique_ptr<tessera_bench::CollectiveBackend>(
+        tessera_bench::TesseraBackend::Create(error));
+  });
+}

@@ -1,0 +1,369 @@
+#include "cuda/device_buffers.h"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime_api.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+
+#include "cuda/availability.h"
+
+namespace tessera {
+namespace cuda {
+
+struct DeviceStager::Slot {
+  void* host = nullptr;  // pinned; null while capacity is 0
+  size_t capacity = 0;
+  cudaEvent_t input = nullptr;  // recorded after the copies to the host
+  cudaEvent_t done = nullptr;   // recorded after the copies back
+  bool busy = false;            // `done` recorded and not yet seen complete
+  uint32_t last_seq = 0;
+};
+
+namespace {
+
+constexpr size_t kAlign = 64;  // staging offsets: a cache line, and 16-byte vector loads
+
+size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+bool Contains(const void* outer, size_t outer_bytes, const void* inner, size_t inner_bytes) {
+  const uintptr_t o = reinterpret_cast<uintptr_t>(outer), i = reinterpret_cast<uintptr_t>(inner);
+  return i >= o && i + inner_bytes <= o + outer_bytes;
+}
+
+bool Overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  const uintptr_t x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return x < y + b_bytes && y < x + a_bytes;
+}
+
+// Classifies one buffer of a request (none when it has no bytes).
+Status Classify(const void* p, size_t bytes, MemoryKind* kind, int* device) {
+  *kind = MemoryKind::kHost;
+  *device = -1;
+  if (p == nullptr || bytes == 0) return Status::Ok();
+  return ClassifyPointer(p, kind, device);
+}
+
+// Where each staged buffer lives inside the slot.
+struct Layout {
+  bool send = false, recv = false, scalar = false;  // which buffers are staged
+  size_t send_at = 0, recv_at = 0, scalar_at = 0;
+  size_t bytes = 0;
+};
+
+// Staged buffers one after the other; a send inside recv, or a recv inside send (the
+// in-place forms), share the outer buffer's region at their relative offset.
+Status PlanLayout(const StagingRequest& req, bool send, bool recv, bool scalar, Layout* out) {
+  Layout l;
+  l.send = send;
+  l.recv = recv;
+  l.scalar = scalar;
+  if (send && recv && Overlap(req.send, req.send_bytes, req.recv, req.recv_bytes)) {
+    if (Contains(req.recv, req.recv_bytes, req.send, req.send_bytes)) {
+      l.send_at = static_cast<const char*>(req.send) - static_cast<const char*>(req.recv);
+      l.bytes = AlignUp(req.recv_bytes);
+    } else if (Contains(req.send, req.send_bytes, req.recv, req.recv_bytes)) {
+      l.recv_at = static_cast<const char*>(req.recv) - static_cast<const char*>(req.send);
+      l.bytes = AlignUp(req.send_bytes);
+    } else {
+      return InvalidArgument("sendbuff and recvbuff overlap without one containing the other");
+    }
+  } else {
+    if (send) {
+      l.send_at = l.bytes;
+      l.bytes = AlignUp(l.bytes + req.send_bytes);
+    }
+    if (recv) {
+      l.recv_at = l.bytes;
+      l.bytes = AlignUp(l.bytes + req.recv_bytes);
+    }
+  }
+  if (scalar) {
+    l.scalar_at = l.bytes;
+    l.bytes = AlignUp(l.bytes + req.scalar_bytes);
+  }
+  *out = l;
+  return Status::Ok();
+}
+
+Status CheckDevice(const char* name, MemoryKind kind, int buffer_device, int device) {
+  if (kind == MemoryKind::kDevice && buffer_device != device) {
+    return InvalidArgument(std::string(name) + " is memory of CUDA device " + std::to_string(buffer_device) +
+                           ", the communicator's device is " + std::to_string(device));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const char* MemoryKindName(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::kHost: return "host";
+    case MemoryKind::kPinnedHost: return "pinned host";
+    case MemoryKind::kDevice: return "device";
+    case MemoryKind::kManaged: return "managed";
+  }
+  return "unknown";
+}
+
+Status ClassifyPointer(const void* p, MemoryKind* kind, int* device) {
+  *kind = MemoryKind::kHost;
+  *device = -1;
+  if (p == nullptr || !CudaUsable().ok()) return Status::Ok();
+  cudaPointerAttributes attr;
+  const cudaError_t e = cudaPointerGetAttributes(&attr, p);
+  if (e == cudaErrorInvalidValue) {  // drivers before CUDA 11 said so for host memory
+    (void)cudaGetLastError();
+    return Status::Ok();
+  }
+  TESSERA_RETURN_IF_ERROR(CudaCall(e, "cudaPointerGetAttributes"));
+  switch (attr.type) {
+    case cudaMemoryTypeUnregistered: return Status::Ok();
+    case cudaMemoryTypeHost: *kind = MemoryKind::kPinnedHost; break;
+    case cudaMemoryTypeDevice: *kind = MemoryKind::kDevice; break;
+    case cudaMemoryTypeManaged: *kind = MemoryKind::kManaged; break;
+  }
+  *device = attr.device;
+  return Status::Ok();
+}
+
+Status CurrentDevice(int* device) {
+  TESSERA_RETURN_IF_ERROR(CudaUsable());
+  return CudaCall(cudaGetDevice(device), "cudaGetDevice");
+}
+
+Status NeedsStaging(const StagingRequest& req, bool* staged) {
+  *staged = false;
+  const void* buffers[3] = {req.send, req.recv, req.scalar};
+  const size_t bytes[3] = {req.send_bytes, req.recv_bytes, req.scalar_bytes};
+  for (int i = 0; i < 3; ++i) {
+    MemoryKind kind;
+    int device;
+    TESSERA_RETURN_IF_ERROR(Classify(buffers[i], bytes[i], &kind, &device));
+    if (IsStaged(kind)) *staged = true;
+  }
+  return Status::Ok();
+}
+
+DeviceStager::DeviceStager(int device, int64_t timeout_ms) : device_(device), timeout_ms_(timeout_ms) {}
+
+Status DeviceStager::Create(int device, int64_t timeout_ms, std::unique_ptr<DeviceStager>* out) {
+  TESSERA_RETURN_IF_ERROR(CudaUsable().Annotate("staging device buffers"));
+  std::unique_ptr<DeviceStager> s(new DeviceStager(device, timeout_ms));
+  std::string why;
+  s->wait_value_fn_ = DriverFunction("cuStreamWaitValue32", 12000, &why);
+  if (s->wait_value_fn_ == nullptr) {
+    return Status(Code::kCudaError, "staging device buffers needs GPU-side stream waits (cuStreamWaitValue32): " + why);
+  }
+  DeviceGuard guard(device);
+  TESSERA_RETURN_IF_ERROR(guard.status());
+  void* word = nullptr;
+  TESSERA_RETURN_IF_ERROR(CudaCall(cudaHostAlloc(&word, kAlign, cudaHostAllocMapped | cudaHostAllocPortable),
+                                   "cudaHostAlloc (stream order word)"));
+  s->word_ = static_cast<uint32_t*>(word);
+  __atomic_store_n(s->word_, s->order_.published(), __ATOMIC_RELEASE);
+  void* on_device = nullptr;
+  TESSERA_RETURN_IF_ERROR(CudaCall(cudaHostGetDevicePointer(&on_device, word, 0), "cudaHostGetDevicePointer"));
+  s->word_device_ = reinterpret_cast<uint64_t>(on_device);
+  *out = std::move(s);
+  return Status::Ok();
+}
+
+DeviceStager::~DeviceStager() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (word_ != nullptr) Publish(order_.ReleaseAll());
+  // Streams may still be copying into or out of the slots: wait (bounded), else leak.
+  const Deadline deadline = Deadline::AfterMs(timeout_ms_);
+  bool idle = true;
+  for (const auto& slot : slots_) {
+    if (!slot->busy) continue;
+    cudaError_t e;
+    while ((e = cudaEventQuery(slot->done)) == cudaErrorNotReady && !deadline.Expired()) usleep(1000);
+    if (e != cudaSuccess) idle = false;
+  }
+  (void)cudaGetLastError();
+  if (!idle) return;  // leaked: freeing memory a copy may still use would corrupt it
+  for (const auto& slot : slots_) {
+    if (slot->host != nullptr) (void)cudaFreeHost(slot->host);
+    if (slot->input != nullptr) (void)cudaEventDestroy(slot->input);
+    if (slot->done != nullptr) (void)cudaEventDestroy(slot->done);
+  }
+  if (word_ != nullptr) (void)cudaFreeHost(word_);
+  (void)cudaGetLastError();
+}
+
+Status DeviceStager::broken() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return broken_;
+}
+
+void DeviceStager::Publish(uint32_t value) { __atomic_store_n(word_, value, __ATOMIC_RELEASE); }
+
+Status DeviceStager::Break(const Status& s) {
+  if (broken_.ok()) broken_ = s.Annotate("CUDA staging is broken");
+  Publish(order_.ReleaseAll());
+  return broken_;
+}
+
+void DeviceStager::ReleaseAll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Publish(order_.ReleaseAll());
+}
+
+Status DeviceStager::RefreshBusy() {
+  for (const auto& slot : slots_) {
+    if (!slot->busy) continue;
+    const cudaError_t e = cudaEventQuery(slot->done);
+    if (e == cudaSuccess) {
+      slot->busy = false;
+    } else if (e != cudaErrorNotReady) {
+      return CudaCall(e, "cudaEventQuery (staging slot)");
+    }
+  }
+  return Status::Ok();
+}
+
+// Picks (allocating or growing if needed) a slot of at least `bytes`. Waiting for a busy
+// slot happens with the lock released, so the proxy can finish operations meanwhile.
+Status DeviceStager::ChooseAndPrepareSlot(size_t bytes, std::unique_lock<std::mutex>* lock, size_t* index) {
+  const Deadline deadline = Deadline::AfterMs(timeout_ms_);
+  for (;;) {
+    TESSERA_RETURN_IF_ERROR(RefreshBusy());
+    std::vector<SlotState> states;
+    for (const auto& slot : slots_) states.push_back(SlotState{slot->capacity, slot->busy, slot->last_seq});
+    const SlotChoice choice = ChooseSlot(states, bytes, kMaxSlots, order_.NextToIssue());
+    if (choice.action == SlotAction::kWaitFor) {
+      cudaEvent_t done = slots_[choice.index]->done;
+      lock->unlock();
+      cudaError_t e;
+      while ((e = cudaEventQuery(done)) == cudaErrorNotReady && !deadline.Expired()) usleep(100);
+      lock->lock();
+      if (e == cudaErrorNotReady) {
+        return TimeoutError("all " + std::to_string(kMaxSlots) +
+                            " staging buffers stayed in use by earlier operations' streams for the timeout");
+      }
+      TESSERA_RETURN_IF_ERROR(CudaCall(e, "cudaEventQuery (staging slot)"));
+      continue;
+    }
+    DeviceGuard guard(device_);
+    TESSERA_RETURN_IF_ERROR(guard.status());
+    if (choice.action == SlotAction::kAllocate) {
+      std::unique_ptr<Slot> slot(new Slot());
+      TESSERA_RETURN_IF_ERROR(CudaCall(cudaEventCreateWithFlags(&slot->input, cudaEventDisableTiming), "cudaEventCreate"));
+      const Status s = CudaCall(cudaEventCreateWithFlags(&slot->done, cudaEventDisableTiming), "cudaEventCreate");
+      if (!s.ok()) {
+        (void)cudaEventDestroy(slot->input);
+        return s;
+      }
+      slots_.push_back(std::move(slot));
+    } else if (choice.action == SlotAction::kGrow) {
+      Slot* slot = slots_[choice.index].get();
+      if (slot->host != nullptr) TESSERA_RETURN_IF_ERROR(CudaCall(cudaFreeHost(slot->host), "cudaFreeHost (staging slot)"));
+      slot->host = nullptr;
+      slot->capacity = 0;
+    }
+    Slot* slot = slots_[choice.index].get();
+    if (choice.action != SlotAction::kReuse && choice.bytes > 0) {
+      TESSERA_RETURN_IF_ERROR(CudaCall(cudaHostAlloc(&slot->host, choice.bytes, cudaHostAllocPortable),
+                                       "cudaHostAlloc of a " + std::to_string(choice.bytes) + "-byte staging buffer"));
+      slot->capacity = choice.bytes;
+    }
+    *index = choice.index;
+    return Status::Ok();
+  }
+}
+
+Status DeviceStager::Stage(const StagingRequest& req, void* stream, StagedOp* out) {
+  std::unique_lock<std::mutex> lock(mu_);
+  TESSERA_RETURN_IF_ERROR(broken_);
+  MemoryKind send_kind, recv_kind, scalar_kind;
+  int send_dev, recv_dev, scalar_dev;
+  TESSERA_RETURN_IF_ERROR(Classify(req.send, req.send_bytes, &send_kind, &send_dev));
+  TESSERA_RETURN_IF_ERROR(Classify(req.recv, req.recv_bytes, &recv_kind, &recv_dev));
+  TESSERA_RETURN_IF_ERROR(Classify(req.scalar, req.scalar_bytes, &scalar_kind, &scalar_dev));
+  TESSERA_RETURN_IF_ERROR(CheckDevice("sendbuff", send_kind, send_dev, device_));
+  TESSERA_RETURN_IF_ERROR(CheckDevice("recvbuff", recv_kind, recv_dev, device_));
+  TESSERA_RETURN_IF_ERROR(CheckDevice("the PreMulSum scalar", scalar_kind, scalar_dev, device_));
+  Layout layout;
+  TESSERA_RETURN_IF_ERROR(PlanLayout(req, IsStaged(send_kind), IsStaged(recv_kind), IsStaged(scalar_kind), &layout));
+  size_t index = 0;
+  TESSERA_RETURN_IF_ERROR(ChooseAndPrepareSlot(layout.bytes, &lock, &index));
+  TESSERA_RETURN_IF_ERROR(broken_);  // the lock was released while waiting for a slot
+  Slot* slot = slots_[index].get();
+  char* host = static_cast<char*>(slot->host);
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+
+  // From here on the stream receives work: a failure breaks the stager.
+  const uint32_t seq = order_.NextToIssue();
+  const std::string what = "staging operation " + std::to_string(seq) + ": ";
+  if (layout.send) {
+    Status st = CudaCall(cudaMemcpyAsync(host + layout.send_at, req.send, req.send_bytes, cudaMemcpyDeviceToHost, s),
+                         what + "cudaMemcpyAsync of sendbuff to the host");
+    if (!st.ok()) return Break(st);
+  }
+  if (layout.scalar) {
+    Status st = CudaCall(cudaMemcpyAsync(host + layout.scalar_at, req.scalar, req.scalar_bytes, cudaMemcpyDeviceToHost, s),
+                         what + "cudaMemcpyAsync of the scalar to the host");
+    if (!st.ok()) return Break(st);
+  }
+  Status st = CudaCall(cudaEventRecord(slot->input, s), what + "cudaEventRecord (inputs on the host)");
+  if (!st.ok()) return Break(st);
+  const auto wait_value = reinterpret_cast<PFN_cuStreamWaitValue32_v11070>(wait_value_fn_);
+  const CUresult r = wait_value(reinterpret_cast<CUstream>(stream), static_cast<CUdeviceptr>(word_device_), seq,
+                                CU_STREAM_WAIT_VALUE_GEQ);
+  if (r != CUDA_SUCCESS) {
+    return Break(Status(Code::kCudaError, what + "cuStreamWaitValue32 failed with CUresult " + std::to_string(r)));
+  }
+  order_.CommitIssue();
+  if (layout.recv) {
+    st = CudaCall(cudaMemcpyAsync(req.recv, host + layout.recv_at, req.recv_bytes, cudaMemcpyHostToDevice, s),
+                  what + "cudaMemcpyAsync of the results to recvbuff");
+    if (!st.ok()) return Break(st);
+  }
+  st = CudaCall(cudaEventRecord(slot->done, s), what + "cudaEventRecord (results copied back)");
+  if (!st.ok()) return Break(st);
+  slot->busy = true;
+  slot->last_seq = seq;
+
+  out->seq = seq;
+  out->slot = index;
+  out->host_send = layout.send ? host + layout.send_at : req.send_bytes > 0 ? req.send : nullptr;
+  out->host_recv = layout.recv ? static_cast<void*>(host + layout.recv_at) : req.recv_bytes > 0 ? req.recv : nullptr;
+  out->host_scalar = layout.scalar ? host + layout.scalar_at : req.scalar_bytes > 0 ? req.scalar : nullptr;
+  return Status::Ok();
+}
+
+Status DeviceStager::WaitInput(const StagedOp& op, const Deadline& deadline, const std::atomic<bool>* abort) {
+  cudaEvent_t input;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TESSERA_RETURN_IF_ERROR(broken_);
+    if (op.slot >= slots_.size()) return InternalError("WaitInput: no staging slot " + std::to_string(op.slot));
+    input = slots_[op.slot]->input;
+  }
+  const std::string what = "waiting for the stream to reach staged operation " + std::to_string(op.seq);
+  int64_t pause_us = 0;
+  for (;;) {
+    const cudaError_t e = cudaEventQuery(input);
+    if (e == cudaSuccess) return Status::Ok();
+    if (e != cudaErrorNotReady) return CudaCall(e, what);
+    if (abort != nullptr && abort->load()) return RemoteError(what + ": the communicator was aborted");
+    if (deadline.Expired()) return TimeoutError(what + ": the stream did not get there within the timeout");
+    // Short pauses first (the copies take microseconds), then at most 1 ms.
+    pause_us = std::min<int64_t>(1000, std::max<int64_t>(5, pause_us * 2));
+    usleep(static_cast<useconds_t>(pause_us));
+  }
+}
+
+Status DeviceStager::Finish(const StagedOp& op) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint32_t publish = 0;
+  const Status s = order_.Finish(op.seq, &publish);
+  Publish(publish);
+  return s;
+}
+
+}  // namespace cuda
+}  // namespace tessera

@@ -1,0 +1,130 @@
+// ibverbs transport: links over InfiniBand or RoCE with libibverbs (rdma-core), one
+// reliable-connected queue pair per peer, data by RDMA WRITE WITH IMMEDIATE into the
+// peer's registered ring of slots with credit-based flow control (ibverbs_link.h).
+//
+// Life of a transport:
+// 1. Create opens the RDMA device that suits this rank (device_selection.h: an active
+//    port, the rank's NUMA node, the device filter) or answers "no RDMA device"
+//    (IsNoRdmaDevice), in which case the caller goes on without ibverbs.
+// 2. summary() is published at the rendezvous; SetPeerSummaries gives every rank's, so
+//    CanConnect is true exactly for the peers that can also reach this rank by RDMA
+//    (both ranks must pick the same transport for their pair).
+// 3. Connect, on both ranks of a pair, creates the queue pair and swaps connection data
+//    through the ExchangeFn the caller provides (an existing TCP connection or the
+//    bootstrap): first the ConnectionInfo (80 bytes), then, once both queue pairs are
+//    ready to send (RTS), an 8-byte readiness marker, so no write reaches a queue pair
+//    not yet ready to receive it.
+//
+// Failure notices (PublishFailure) are RDMA writes into each linked peer's notice area;
+// a peer's notice surfaces from CheckNotices as "rank N failed: <reason>".
+//
+// One thread at a time (the communicator's), like every transport.
+#ifndef TESSERA_TRANSPORT_IBVERBS_IBVERBS_TRANSPORT_H_
+#define TESSERA_TRANSPORT_IBVERBS_IBVERBS_TRANSPORT_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/transport.h"
+
+namespace tessera {
+
+namespace ibverbs {
+struct SharedState;
+struct RankSummary;
+}  // namespace ibverbs
+
+class IbverbsTransport : public Transport {
+ public:
+  struct Options {
+    std::string device_filter;       // "mlx5_0,mlx5_1:1"; empty: any device
+    int gid_index = -1;              // -1: chosen per port (RoCE v2 with IPv4 first)
+    int numa_node = -1;              // the rank's NUMA node; -1: the node of the CPU calling Create
+    int spread_index = 0;            // spreads ranks over equally close devices (e.g. the local rank)
+    int64_t slots = 8;               // ring slots per link and direction: a power of two, 1..128
+    int64_t slot_bytes = 512 << 10;  // 4 KiB .. 4 MiB, a multiple of 64
+    int64_t timeout = 18;            // ACK timeout exponent: 4.096 us * 2^timeout per try (1..31)
+    int64_t retry_count = 7;         // tries before a silent peer is declared gone (0..7)
+    int64_t service_level = 0;       // InfiniBand service level (0..15)
+    int64_t traffic_class = 0;       // RoCE traffic class (0..255)
+    // Register any user buffer for zero-copy sends (kept in the registration cache).
+    // Safe only if no cached buffer is freed while the transport lives: see
+    // docs/ibverbs.md. Off: buffers go through the staging ring unless registered with
+    // RegisterBuffer.
+    bool register_user_buffers = false;
+    int64_t cache_entries = 64;  // registration cache bounds
+    int64_t cache_bytes = int64_t{4} << 30;
+  };
+
+  // Swaps connection data with `peer`: sends `mine`, returns what the peer sent in
+  // *theirs. The peer calls it for this rank at the same point of its own Connect, so
+  // calls pair up in order: twice per Connect, first 80 bytes (connection data), then 8
+  // (readiness). Both sides' messages of a round have the same length, so an
+  // implementation may receive exactly mine.size() bytes. Must give up at `deadline`
+  // (TimeoutError) and never block past it.
+  using ExchangeFn =
+      std::function<Status(int peer, const std::string& mine, const Deadline& deadline, std::string* theirs)>;
+
+  // Opens the device and prepares the transport. Fails with:
+  // - the "no RDMA device" SystemError (IsNoRdmaDevice) on a host without RDMA, so the
+  //   caller uses the next transport without a warning;
+  // - InvalidArgument for options out of range;
+  // - SystemError naming the verbs call for a device that is present but unusable.
+  static Status Create(const Options& options, int my_rank, int nranks, ExchangeFn exchange,
+                       std::unique_ptr<IbverbsTransport>* out);
+  ~IbverbsTransport() override;
+
+  // InvalidArgument naming the first option out of range (Create checks this first).
+  static Status CheckOptions(const Options& options);
+
+  // Whether `status` is the quiet "no RDMA device" answer of Create.
+  static bool IsNoRdmaDevice(const Status& status);
+
+  // This rank's summary (16 bytes) for the rendezvous.
+  const std::string& summary() const { return summary_; }
+  // Every rank's summary, by rank (empty: that rank has no ibverbs). InvalidArgument
+  // naming the rank if one is malformed or of another version. Call once, before the
+  // first Connect.
+  Status SetPeerSummaries(const std::vector<std::string>& summaries);
+
+  // The device in use, for logs: "mlx5_0:1 InfiniBand lid 7 mtu 4096 gid[0] ... numa 0".
+  std::string Describe() const;
+
+  // Explicit registration (ncclCommRegister): sends from [addr, addr + len) are
+  // zero-copy until DeregisterBuffer(handle). Device memory is registered by GPUDirect
+  // RDMA (the CUDA driver is loaded on first need); without a driver the answer is the
+  // "no CUDA driver" SystemError. The buffer must stay allocated until deregistered.
+  // Like every other call, from the thread that drives the communicator's exchanges.
+  Status RegisterBuffer(const void* addr, size_t len, void** handle);
+  Status DeregisterBuffer(void* handle);
+
+  const char* name() const override { return "ibverbs"; }
+  bool CanConnect(int peer) const override;
+  Status Connect(int peer, const Deadline& deadline, std::unique_ptr<Link>* out) override;
+
+  void PublishFailure(const Status& failure) override;
+  void AddNoticeWaits(WaitSet* set) override;
+  Status CheckNotices(int wait_ms) override;
+
+ private:
+  IbverbsTransport() = default;
+  Status LoadCudaDriver();
+
+  Options options_;
+  int my_rank_ = -1;
+  int nranks_ = 0;
+  ExchangeFn exchange_;
+  std::shared_ptr<ibverbs::SharedState> shared_;
+  std::string summary_;
+  std::vector<bool> reachable_;  // by rank, from the summaries
+  bool cuda_tried_ = false;
+  Status cuda_status_;        // why there is no CUDA driver, once tried
+  struct BufferRegistration;  // one RegisterBuffer; its address is the handle
+  std::vector<std::unique_ptr<BufferRegistration>> registrations_;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_TRANSPORT_IBVERBS_IBVERBS_TRANSPORT_H_
