@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <sstream>
 
 namespace tessera {
@@ -40,8 +39,8 @@ uint64_t NoticeTag(int sender) { return kNoticeFlag | (static_cast<uint64_t>(sen
 int TagSender(uint64_t tag) { return static_cast<int>((tag >> kRankShift) & ((uint64_t{1} << kRankBits) - 1)); }
 
 // How a message of `len` bytes is cut: chunks of `chunk` bytes, the last one shorter.
-// The chunk grows for messages that would need more chunks than the tag can number
-// (beyond 4 TiB at 1 MiB chunks); both sides compute it from their own length.
+// Both sides use the same chunk size, so no chunk a sender sends is larger than the
+// receive posted for it, except a short last chunk (see ProgressRecv).
 struct Chunking {
   size_t len = 0;
   size_t chunk = 1;
@@ -51,16 +50,22 @@ struct Chunking {
   size_t End(size_t k) const { return Begin(k) + Length(k); }
 };
 
-Chunking ChunkingFor(size_t len, size_t chunk_bytes) {
-  size_t chunk = std::max<size_t>(chunk_bytes, (len + kMaxChunks - 1) / kMaxChunks);
-  chunk = (chunk + 63) / 64 * 64;  // a whole number of elements of any type
-  return Chunking{len, chunk, (len + chunk - 1) / chunk};
+Chunking ChunkingFor(size_t len, size_t chunk) { return Chunking{len, chunk, (len + chunk - 1) / chunk}; }
+
+// The tag numbers at most kMaxChunks chunks per message.
+Status CheckLength(size_t len, size_t chunk) {
+  if (len / chunk < kMaxChunks) return Status::Ok();
+  return InvalidArgument("a message of " + std::to_string(len) + " bytes is more than the UCX transport carries (" +
+                         std::to_string(kMaxChunks) + " chunks of " + std::to_string(chunk) + " bytes)");
 }
 
 std::string UcsText(ucs_status_t s) { return ucs_status_string(s); }
 
 // Longest time to spend closing endpoints and flushing notices.
 constexpr int kCloseMs = 1000;
+// Longest time to spend on messages nobody received and on UCX's own clean-up.
+constexpr int kDrainMs = 100;
+constexpr size_t kMaxDiscardBytes = 4096;
 constexpr int kNoticeSendMs = 500;
 constexpr size_t kMaxNoticeBytes = 1024;
 // Progress rounds per call: enough to drain a burst, bounded so one call stays short.
@@ -147,6 +152,8 @@ struct UcxTransport::Peer {
   std::atomic<int> failure{UCS_OK};
   // Requests were left behind (an exchange failed midway): close by force.
   bool abandoned = false;
+  // Something was sent on the endpoint (else there is nothing to flush at close).
+  bool used = false;
 
   bool failed() const { return failure.load(std::memory_order_acquire) != UCS_OK; }
   Status FailureStatus() const {
@@ -163,18 +170,37 @@ void OnEndpointError(void* arg, ucp_ep_h, ucs_status_t status) {
                                                        std::memory_order_release);
 }
 
-// One chunk in flight.
-struct ChunkOp {
-  void* request = nullptr;  // null once complete (or completed at once)
+// A chunk being sent.
+struct SendOp {
+  void* request = nullptr;  // null once complete
   size_t chunk = 0;
   bool done = false;
 };
+
+// A chunk being received. UCX 1.13 reports the received length and tag reliably only
+// to a completion callback (not to ucp_tag_recv_request_test after an immediate
+// match), so receives use one, writing here; slots never move while in use.
+struct RecvSlot {
+  void* request = nullptr;
+  bool probing = false;   // a short last chunk, received once seen (see ProgressRecv)
+  bool complete = false;  // set by the callback
+  bool handled = false;   // checked (and reduced) by the link
+  ucs_status_t status = UCS_OK;
+  ucp_tag_recv_info_t info{};
+};
+
+void OnChunkReceived(void*, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user_data) {
+  RecvSlot* slot = static_cast<RecvSlot*>(user_data);
+  slot->status = status;
+  if (info != nullptr) slot->info = *info;
+  slot->complete = true;
+}
 
 class UcxLink : public Link {
  public:
   UcxLink(int my_rank, UcxTransport::Peer* peer, UcxTransport::Worker* worker, size_t chunk_bytes, size_t in_flight)
       : Link(peer->rank), my_rank_(my_rank), peer_(peer), worker_(worker), chunk_bytes_(chunk_bytes),
-        in_flight_(in_flight) {}
+        in_flight_(in_flight), recv_slots_(in_flight) {}
 
   ~UcxLink() override {
     AbandonSend();
@@ -190,6 +216,7 @@ class UcxLink : public Link {
     send_ = ChunkingFor(len, chunk_bytes_);
     send_next_ = send_done_ = send_bytes_ = 0;
     send_seq_now_ = send_seq_++;
+    send_error_ = CheckLength(len, chunk_bytes_);
   }
 
   void BeginRecv(void* dst, size_t len, const void* acc, const Reducer* reducer) override {
@@ -200,42 +227,44 @@ class UcxLink : public Link {
     recv_ = ChunkingFor(len, chunk_bytes_);
     recv_next_ = recv_ready_ = recv_bytes_ = 0;
     recv_seq_now_ = recv_seq_++;
-    recv_error_ = Status::Ok();
-    if (reducer != nullptr) recv_error_ = EnsureStaging(in_flight_ * recv_.chunk);
+    recv_error_ = CheckLength(len, chunk_bytes_);
+    if (recv_error_.ok() && reducer != nullptr) recv_error_ = EnsureStaging(in_flight_ * recv_.chunk);
   }
 
   Status ProgressSend(size_t available, bool* progressed, bool* done) override {
     *progressed = false;
+    TESSERA_RETURN_IF_ERROR(send_error_);
     // Post the chunks the window and the producer allow: whole chunks only.
     while (send_ops_.size() < in_flight_ && send_next_ < send_.count && send_.End(send_next_) <= available) {
       const size_t k = send_next_++;
+      peer_->used = true;
       ucp_request_param_t param{};
       void* req = ucp_tag_send_nbx(peer_->ep, send_data_ + send_.Begin(k), send_.Length(k),
                                    DataTag(my_rank_, send_seq_now_, k, k + 1 == send_.count), &param);
-      if (UCS_PTR_IS_ERR(req)) return SendFailed(UCS_PTR_STATUS(req), k);
+      if (UCS_PTR_IS_ERR(req)) return send_error_ = SendFailed(UCS_PTR_STATUS(req), k);
       *progressed = true;
       if (req == nullptr) {
         ChunkSent(k);
       } else {
-        send_ops_.push_back(ChunkOp{req, k, false});
+        send_ops_.push_back(SendOp{req, k, false});
       }
     }
     if (worker_->Progress()) *progressed = true;
-    for (ChunkOp& op : send_ops_) {
+    for (SendOp& op : send_ops_) {
       const ucs_status_t s = ucp_request_check_status(op.request);
       if (s == UCS_INPROGRESS) continue;
       ucp_request_free(op.request);
       op.request = nullptr;
       op.done = true;
-      if (s != UCS_OK) return SendFailed(s, op.chunk);
+      if (s != UCS_OK) return send_error_ = SendFailed(s, op.chunk);
       ChunkSent(op.chunk);
       *progressed = true;
     }
-    send_ops_.erase(std::remove_if(send_ops_.begin(), send_ops_.end(), [](const ChunkOp& o) { return o.done; }),
+    send_ops_.erase(std::remove_if(send_ops_.begin(), send_ops_.end(), [](const SendOp& o) { return o.done; }),
                     send_ops_.end());
     *done = send_done_ == send_.count;
     // A failed peer: fail once nothing moves any more.
-    if (!*done && !*progressed && peer_->failed()) return peer_->FailureStatus();
+    if (!*done && !*progressed && peer_->failed()) return send_error_ = peer_->FailureStatus();
     return Status::Ok();
   }
 
@@ -243,55 +272,41 @@ class UcxLink : public Link {
     *progressed = false;
     TESSERA_RETURN_IF_ERROR(recv_error_);
     const bool reducing = recv_reducer_ != nullptr;
-    // Post receives for the next chunks; with a reduction, chunk k lands in staging
-    // slot k % in_flight_, free because at most in_flight_ consecutive chunks are out.
-    while (recv_ops_.size() < in_flight_ && recv_next_ < recv_.count) {
+    // Post receives for the next chunks: chunks [recv_ready_, recv_next_) are out, at
+    // most in_flight_ of them, so chunk k owns slot k % in_flight_ (and, when reducing,
+    // staging slot k % in_flight_).
+    //
+    // A posted receive is never shorter than the chunk a sender can send for it (a
+    // whole chunk, or a staging chunk), except a short last chunk landing in the
+    // destination. A longer message would truncate into that receive, and UCX 1.13 can
+    // then still write the rendezvous data after reporting the truncation, possibly
+    // into memory the caller has freed. So that chunk is received only once it has
+    // arrived and its length and last-chunk flag have been checked (ucp_tag_probe_nb).
+    while (recv_next_ - recv_ready_ < in_flight_ && recv_next_ < recv_.count) {
       const size_t k = recv_next_++;
-      ucp_request_param_t param{};
-      if (reducing && staging_memh_ != nullptr) {
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMH;
-        param.memh = staging_memh_;
+      RecvSlot& slot = recv_slots_[k % in_flight_];
+      slot = RecvSlot();
+      *progressed = true;
+      if (!reducing && recv_.Length(k) < recv_.chunk) {
+        slot.probing = true;
+        continue;
       }
       void* req = ucp_tag_recv_nbx(worker_->worker, Landing(k), recv_.Length(k),
-                                   DataTag(peer(), recv_seq_now_, k, false), kDataMatchMask, &param);
-      if (UCS_PTR_IS_ERR(req)) {
-        return recv_error_ = InternalError("posting a UCX receive from rank " + std::to_string(peer()) +
-                                           " failed: " + UcsText(UCS_PTR_STATUS(req)));
-      }
-      recv_ops_.push_back(ChunkOp{req, k, false});
-      *progressed = true;
+                                   DataTag(peer(), recv_seq_now_, k, false), kDataMatchMask, &RecvParam(&slot));
+      Posted(&slot, req);
     }
     if (worker_->Progress()) *progressed = true;
-    for (ChunkOp& op : recv_ops_) {
-      if (op.done) continue;
-      ucp_tag_recv_info_t info{};
-      const ucs_status_t s = ucp_tag_recv_request_test(op.request, &info);
-      if (s == UCS_INPROGRESS) continue;
-      ucp_request_free(op.request);
-      op.request = nullptr;
-      op.done = true;
+    for (size_t k = recv_ready_; k < recv_next_; ++k) {
+      RecvSlot& slot = recv_slots_[k % in_flight_];
+      if (slot.probing) TESSERA_RETURN_IF_ERROR(MatchShortLastChunk(k, &slot, progressed));
+      if (!slot.complete || slot.handled) continue;
+      if (slot.request != nullptr) ucp_request_free(slot.request);
+      slot.request = nullptr;
+      slot.handled = true;
       *progressed = true;
-      const size_t k = op.chunk;
-      if (s == UCS_ERR_MESSAGE_TRUNCATED) return recv_error_ = Mismatch(k, 0, false, true);
-      if (s != UCS_OK) {
-        return recv_error_ = peer_->failed() ? peer_->FailureStatus()
-                                             : RemoteError("receiving chunk " + std::to_string(k) + " from rank " +
-                                                           std::to_string(peer()) + " failed: " + UcsText(s));
-      }
-      const bool last = (info.sender_tag & kLastFlag) != 0;
-      if (info.length != recv_.Length(k) || last != (k + 1 == recv_.count)) {
-        return recv_error_ = Mismatch(k, info.length, last, false);
-      }
-      if (reducing) {
-        const size_t at = recv_.Begin(k);
-        recv_reducer_->fn(recv_dst_ + at, recv_acc_ + at, Landing(k), recv_.Length(k) / recv_reducer_->elem_size);
-      }
-      recv_bytes_ += recv_.Length(k);
+      TESSERA_RETURN_IF_ERROR(ChunkReceived(k, slot.status, slot.info));
     }
-    while (!recv_ops_.empty() && recv_ops_.front().done) {
-      recv_ops_.pop_front();
-      ++recv_ready_;
-    }
+    while (recv_ready_ < recv_next_ && recv_slots_[recv_ready_ % in_flight_].handled) ++recv_ready_;
     *done = recv_ready_ == recv_.count;
     if (!*done && !*progressed && peer_->failed()) return recv_error_ = peer_->FailureStatus();
     return Status::Ok();
@@ -310,6 +325,65 @@ class UcxLink : public Link {
     return recv_reducer_ != nullptr ? staging_ + (k % in_flight_) * recv_.chunk : recv_dst_ + recv_.Begin(k);
   }
 
+  ucp_request_param_t& RecvParam(RecvSlot* slot) {
+    recv_param_ = ucp_request_param_t{};
+    recv_param_.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    recv_param_.cb.recv = OnChunkReceived;
+    recv_param_.user_data = slot;
+    if (recv_reducer_ != nullptr && staging_memh_ != nullptr) {
+      recv_param_.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+      recv_param_.memh = staging_memh_;
+    }
+    return recv_param_;
+  }
+
+  static void Posted(RecvSlot* slot, void* req) {
+    if (UCS_PTR_IS_ERR(req)) {
+      slot->status = UCS_PTR_STATUS(req);
+      slot->complete = true;
+    } else {
+      slot->request = req;
+    }
+  }
+
+  // Receives the short last chunk k if it has arrived and matches what this rank
+  // expects; a mismatch is reported without receiving it.
+  Status MatchShortLastChunk(size_t k, RecvSlot* slot, bool* progressed) {
+    const uint64_t tag = DataTag(peer(), recv_seq_now_, k, false);
+    ucp_tag_recv_info_t info{};
+    if (ucp_tag_probe_nb(worker_->worker, tag, kDataMatchMask, 0, &info) == nullptr) return Status::Ok();
+    *progressed = true;
+    slot->probing = false;
+    const bool last = (info.sender_tag & kLastFlag) != 0;
+    if (info.length != recv_.Length(k) || !last) {
+      slot->complete = slot->handled = true;
+      return recv_error_ = Mismatch(k, info.length, last, info.length > recv_.Length(k));
+    }
+    ucp_tag_message_h msg = ucp_tag_probe_nb(worker_->worker, tag, kDataMatchMask, 1, &info);
+    Posted(slot, ucp_tag_msg_recv_nbx(worker_->worker, Landing(k), recv_.Length(k), msg, &RecvParam(slot)));
+    return Status::Ok();
+  }
+
+  // Checks a completed chunk against what this rank expects and reduces it if needed.
+  Status ChunkReceived(size_t k, ucs_status_t s, const ucp_tag_recv_info_t& info) {
+    if (s == UCS_ERR_MESSAGE_TRUNCATED) return recv_error_ = Mismatch(k, 0, false, true);
+    if (s != UCS_OK) {
+      return recv_error_ = peer_->failed() ? peer_->FailureStatus()
+                                           : RemoteError("receiving chunk " + std::to_string(k) + " from rank " +
+                                                         std::to_string(peer()) + " failed: " + UcsText(s));
+    }
+    const bool last = (info.sender_tag & kLastFlag) != 0;
+    if (info.length != recv_.Length(k) || last != (k + 1 == recv_.count)) {
+      return recv_error_ = Mismatch(k, info.length, last, false);
+    }
+    if (recv_reducer_ != nullptr) {
+      const size_t at = recv_.Begin(k);
+      recv_reducer_->fn(recv_dst_ + at, recv_acc_ + at, Landing(k), recv_.Length(k) / recv_reducer_->elem_size);
+    }
+    recv_bytes_ += recv_.Length(k);
+    return Status::Ok();
+  }
+
   void ChunkSent(size_t k) {
     ++send_done_;
     send_bytes_ += send_.Length(k);
@@ -322,6 +396,7 @@ class UcxLink : public Link {
   }
 
   // What the sender's chunk k says about its message, against what this rank expects.
+  // `truncated`: the chunk is longer than this rank's.
   Status Mismatch(size_t k, size_t got, bool got_last, bool truncated) const {
     std::string sent;
     if (got_last && !truncated) {
@@ -339,7 +414,7 @@ class UcxLink : public Link {
   // Leaves the operations of an interrupted message behind: receives are cancelled,
   // sends released (UCX frees them when they end); the endpoint is then closed by force.
   void AbandonSend() {
-    for (ChunkOp& op : send_ops_) {
+    for (SendOp& op : send_ops_) {
       if (op.request == nullptr) continue;
       ucp_request_free(op.request);
       peer_->abandoned = true;
@@ -347,13 +422,17 @@ class UcxLink : public Link {
     send_ops_.clear();
   }
   void AbandonRecv() {
-    for (ChunkOp& op : recv_ops_) {
-      if (op.request == nullptr) continue;
-      ucp_request_cancel(worker_->worker, op.request);
-      ucp_request_free(op.request);
-      peer_->abandoned = true;
+    for (size_t k = recv_ready_; k < recv_next_; ++k) {
+      RecvSlot& slot = recv_slots_[k % in_flight_];
+      if (slot.request == nullptr) continue;
+      if (!slot.complete) {
+        ucp_request_cancel(worker_->worker, slot.request);
+        peer_->abandoned = true;
+      }
+      ucp_request_free(slot.request);  // no callback after this
+      slot.request = nullptr;
     }
-    recv_ops_.clear();
+    recv_next_ = recv_ready_;
   }
 
   // Staging for reductions, mapped through UCX so that it is registered (pinned for
@@ -398,19 +477,20 @@ class UcxLink : public Link {
   // The active send: chunks [0, send_next_) posted, send_done_ of them complete.
   const char* send_data_ = nullptr;
   Chunking send_;
+  Status send_error_;
   size_t send_next_ = 0, send_done_ = 0, send_bytes_ = 0;
   uint64_t send_seq_ = 0, send_seq_now_ = 0;
-  std::vector<ChunkOp> send_ops_;
+  std::vector<SendOp> send_ops_;
 
-  // The active receive: chunks [0, recv_ready_) final, [recv_ready_, recv_next_) posted
-  // (in recv_ops_, in chunk order).
+  // The active receive: chunks [0, recv_ready_) final, [recv_ready_, recv_next_) posted.
   char* recv_dst_ = nullptr;
   const char* recv_acc_ = nullptr;
   const Reducer* recv_reducer_ = nullptr;
   Chunking recv_;
   size_t recv_next_ = 0, recv_ready_ = 0, recv_bytes_ = 0;
   uint64_t recv_seq_ = 0, recv_seq_now_ = 0;
-  std::deque<ChunkOp> recv_ops_;
+  std::vector<RecvSlot> recv_slots_;  // in_flight_ of them
+  ucp_request_param_t recv_param_{};
   Status recv_error_;
 
   char* staging_ = nullptr;
@@ -426,11 +506,41 @@ class UcxLink : public Link {
 UcxTransport::UcxTransport() = default;
 
 UcxTransport::~UcxTransport() {
-  if (!worker_) return;
+  if (!worker_ || worker_->worker == nullptr) return;
+  // Endpoints first, before any progress: an interrupted receive may still be matched
+  // to rendezvous data, and only closing its endpoint by force stops UCX from writing
+  // it into a buffer the caller may have freed since.
   CloseEndpoints();
+  DiscardUnexpected();
+  // Let UCX finish what closing scheduled (purging failed requests) before the worker
+  // goes, bounded.
+  const Deadline deadline = Deadline::AfterMs(kDrainMs);
+  while (worker_->Progress() && !deadline.Expired()) {
+  }
   for (void* r : notice_requests_) ucp_request_free(r);
   notice_requests_.clear();
   worker_.reset();
+}
+
+void UcxTransport::DiscardUnexpected() {
+  const Deadline deadline = Deadline::AfterMs(kDrainMs);
+  std::vector<char> sink(kMaxDiscardBytes);
+  while (!deadline.Expired()) {
+    worker_->Progress();
+    ucp_tag_recv_info_t info{};
+    // Only small messages: they are already here (eager), whereas a large one would
+    // have to be fetched from its sender, which may be gone.
+    ucp_tag_message_h msg = ucp_tag_probe_nb(worker_->worker, 0, 0, 0, &info);
+    if (msg == nullptr || info.length > kMaxDiscardBytes) return;
+    msg = ucp_tag_probe_nb(worker_->worker, 0, 0, 1, &info);
+    if (msg == nullptr) return;
+    ucp_request_param_t param{};
+    void* r = ucp_tag_msg_recv_nbx(worker_->worker, sink.data(), info.length, msg, &param);
+    if (!UCS_PTR_IS_PTR(r)) continue;
+    while (ucp_request_check_status(r) == UCS_INPROGRESS && !deadline.Expired()) worker_->Progress();
+    if (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_request_cancel(worker_->worker, r);
+    ucp_request_free(r);
+  }
 }
 
 Status UcxTransport::Create(const Options& options, int my_rank, int nranks, std::unique_ptr<UcxTransport>* out) {
@@ -536,8 +646,16 @@ Status UcxTransport::EnsureEndpoint(Peer* peer) {
   const ucs_status_t s = ucp_ep_create(worker_->worker, &p, &peer->ep);
   if (s != UCS_OK) {
     peer->ep = nullptr;
-    return SystemError("UCX cannot reach rank " + std::to_string(peer->rank) + ": ucp_ep_create failed: " +
-                       UcsText(s) + " (do both ranks use the same UCX and a common transport, UCX_TLS?)");
+    const std::string what = "UCX cannot reach rank " + std::to_string(peer->rank) + ": ucp_ep_create failed: " + UcsText(s);
+    // A bad address is a set-up problem. Anything else usually means the peer has gone
+    // (its shared memory or socket with it); UCX says "unreachable" both for a refused
+    // connection and for ranks without a transport in common.
+    if (s == UCS_ERR_INVALID_PARAM || s == UCS_ERR_INVALID_ADDR || s == UCS_ERR_UNSUPPORTED) {
+      return SystemError(what + " (do both ranks use the same UCX version?)");
+    }
+    return RemoteError(what + (s == UCS_ERR_UNREACHABLE
+                                   ? " (has the process exited? or do the ranks share no transport: UCX_TLS?)"
+                                   : " (has the process exited?)"));
   }
   return Status::Ok();
 }
@@ -545,7 +663,12 @@ Status UcxTransport::EnsureEndpoint(Peer* peer) {
 Status UcxTransport::Connect(int peer, const Deadline&, std::unique_ptr<Link>* out) {
   if (!CanConnect(peer)) return InternalError("UCX: no address for rank " + std::to_string(peer));
   Peer* p = peers_[peer].get();
-  TESSERA_RETURN_IF_ERROR(EnsureEndpoint(p));
+  Status s = EnsureEndpoint(p);
+  if (!s.ok()) {
+    // A peer that failed may have said why before going: prefer its root cause.
+    Status notice = CheckNotices(100);
+    return notice.ok() ? s : Status(notice.code(), s.message() + "; " + notice.message());
+  }
   *out = std::make_unique<UcxLink>(my_rank_, p, worker_.get(), static_cast<size_t>(options_.chunk_bytes),
                                    static_cast<size_t>(options_.chunks_in_flight));
   return Status::Ok();
@@ -557,8 +680,12 @@ void UcxTransport::PublishFailure(const Status& failure) {
   const int32_t code = static_cast<int32_t>(failure.code());
   notice_payload_.assign(reinterpret_cast<const char*>(&code), sizeof(code));
   notice_payload_ += text;
+  // Every peer, linked or not: a rank whose set-up failed before it linked to anyone
+  // (its endpoint to a dead rank failed) still tells the ranks that would have linked
+  // to it. Creating an endpoint does not wait for the peer.
   for (const auto& peer : peers_) {
-    if (!peer || peer->ep == nullptr || peer->failed()) continue;
+    if (!peer || peer->address.empty() || peer->failed() || !EnsureEndpoint(peer.get()).ok()) continue;
+    peer->used = true;
     ucp_request_param_t param{};
     void* r = ucp_tag_send_nbx(peer->ep, notice_payload_.data(), notice_payload_.size(), NoticeTag(my_rank_), &param);
     if (UCS_PTR_IS_PTR(r)) notice_requests_.push_back(r);
@@ -622,15 +749,24 @@ Status UcxTransport::CheckNotices(int wait_ms) {
 
 void UcxTransport::CloseEndpoints() {
   std::vector<void*> closing;
-  for (const auto& peer : peers_) {
-    if (!peer || peer->ep == nullptr) continue;
-    ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    // A failed or interrupted endpoint has nothing left to flush: release it at once.
-    param.flags = (peer->failed() || peer->abandoned) ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-    void* r = ucp_ep_close_nbx(peer->ep, &param);
-    peer->ep = nullptr;
-    if (UCS_PTR_IS_PTR(r)) closing.push_back(r);
+  // First by force (at once, cancelling what is in flight) the endpoints of failed
+  // peers and of interrupted messages; then, flushed, those this rank sent on. One
+  // never sent on has nothing to flush and is left to ucp_worker_destroy: closing it
+  // could make UCX connect to a peer that has gone, and UCX 1.13 was seen to crash in
+  // keepalive after such an endpoint was closed by force.
+  for (int forced = 1; forced >= 0; --forced) {
+    for (const auto& peer : peers_) {
+      if (!peer || peer->ep == nullptr) continue;
+      const bool force = peer->failed() || peer->abandoned;
+      if (!force && !peer->used) continue;
+      if (forced != force) continue;
+      ucp_request_param_t param{};
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      param.flags = forced ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+      void* r = ucp_ep_close_nbx(peer->ep, &param);
+      peer->ep = nullptr;
+      if (UCS_PTR_IS_PTR(r)) closing.push_back(r);
+    }
   }
   // Flushing waits for the peer's acknowledgements; a peer that died meanwhile is
   // found by keepalive, but never wait longer than kCloseMs. Whatever is still open

@@ -8,16 +8,18 @@
 // (Connect), with peer error handling, so a peer that dies fails the endpoint instead
 // of hanging it.
 //
-// A message travels as tagged sends of `chunk_bytes` chunks. The tag names the sending
-// rank, the link's message sequence number, the chunk index and whether the chunk is
-// the last, so chunks match their own receive whatever order they complete in, and a
-// sender and receiver that disagree on the length are caught (InvalidUsage) from the
-// chunk count, the last-chunk flag or UCX's truncation report. A few chunks per
-// direction are in flight at once (`chunks_in_flight`). Received chunks land directly
-// in the destination; when reducing they land in a staging chunk (memory mapped with
-// ucp_mem_map, so registered once for zero-copy) and are reduced into the destination
-// as they complete. ready_bytes() is the completed contiguous prefix, so a gated sender
-// forwards a block chunk by chunk while it arrives.
+// A message travels as tagged sends of `chunk_bytes` chunks (the same on every rank).
+// The tag names the sending rank, the link's message sequence number, the chunk index
+// and whether the chunk is the last, so chunks match their own receive whatever order
+// they complete in, and a sender and receiver that disagree on the length are caught
+// (InvalidUsage naming the sender) from the chunk lengths and the last-chunk flag. No
+// receive is ever posted shorter than what the sender may send for it (a short last
+// chunk is received only once probed), so UCX never truncates into user memory. A
+// few chunks per direction are in flight at once (`chunks_in_flight`). Received chunks
+// land directly in the destination; when reducing they land in a staging chunk (memory
+// mapped with ucp_mem_map, so registered once for zero-copy) and are reduced into the
+// destination as they complete. ready_bytes() is the completed contiguous prefix, so
+// a gated sender forwards a block chunk by chunk while it arrives.
 //
 // User buffers are sent contiguously (UCP_DATATYPE_CONTIG) and UCX chooses eager or
 // rendezvous per chunk; its rendezvous protocol is the zero-copy path (RDMA read/write
@@ -30,6 +32,14 @@
 // reports a dead peer through the error handler, within about a second thanks to a
 // short keepalive interval) becomes RemoteError naming the peer; PublishFailure sends
 // peers a failure notice as a tagged message.
+//
+// After a failed exchange, receives of that exchange may still be matched to
+// rendezvous data that UCX writes into their buffers whenever the worker progresses
+// (any later call into this transport or its links). The communicator therefore must
+// not use the transport again after a failure, except to publish it and to destroy
+// it; destruction closes such endpoints by force before progressing anything, so the
+// caller's buffers may be gone by then. Destruction is bounded in time (about a
+// second), whatever state the peers are in.
 #ifndef TESSERA_TRANSPORT_UCX_UCX_TRANSPORT_H_
 #define TESSERA_TRANSPORT_UCX_UCX_TRANSPORT_H_
 
@@ -44,7 +54,7 @@ namespace tessera {
 class UcxTransport : public Transport {
  public:
   struct Options {
-    int64_t chunk_bytes = 1 << 20;  // pipelining unit (rounded up to a multiple of 64)
+    int64_t chunk_bytes = 1 << 20;  // pipelining unit (rounded up to a multiple of 64); same on all ranks
     int64_t chunks_in_flight = 8;   // per link and direction
   };
 
@@ -72,7 +82,8 @@ class UcxTransport : public Transport {
   // so this does not wait for the peer) and the link. Fails if the address is unusable.
   Status Connect(int peer, const Deadline& deadline, std::unique_ptr<Link>* out) override;
 
-  // Failure notices are tagged messages to every peer this rank has an endpoint to.
+  // Failure notices are tagged messages to every peer with an address (best effort,
+  // bounded: half a second).
   void PublishFailure(const Status& failure) override;
   void AddNoticeWaits(WaitSet* set) override;
   Status CheckNotices(int wait_ms) override;
@@ -87,6 +98,9 @@ class UcxTransport : public Transport {
   Status EnsureEndpoint(Peer* peer);
   // Closes every endpoint (by force when its peer failed), bounded in time.
   void CloseEndpoints();
+  // Receives and drops messages nobody asked for (a failed exchange's, a notice), so
+  // the worker goes away clean; bounded in time.
+  void DiscardUnexpected();
 
   Options options_;
   int my_rank_ = -1;

@@ -50,6 +50,8 @@ struct SharedArea {
   char address[kMaxRanks][kMaxAddress];
   std::atomic<uint32_t> reported[kMaxRanks];     // the rank's body has finished
   char result[kMaxRanks][kMaxResult];
+  std::atomic<uint32_t> arrived[8];              // barriers, each used once
+  std::atomic<int64_t> stamp[8];                 // times (NowMicros) a test passes between ranks
 };
 
 // What a body sees.
@@ -69,9 +71,19 @@ struct Rank {
     ExchangeOptions o;
     o.deadline = Deadline::AfterMs(timeout_ms);
     o.timeout_ms = timeout_ms;
-    o.spin_us = 50;
+    o.spin_us = std::getenv("UCX_TEST_SPIN_US") ? std::atoll(std::getenv("UCX_TEST_SPIN_US")) : 50;
     o.notices = links;
     return o;
+  }
+  // Counts this rank in at barrier b and waits (bounded) for `count` ranks.
+  bool Arrive(int b, int count, int64_t ms) const {
+    shared->arrived[b].fetch_add(1);
+    const Deadline d = Deadline::AfterMs(ms);
+    while (shared->arrived[b].load() < static_cast<uint32_t>(count)) {
+      if (d.Expired()) return false;
+      usleep(200);
+    }
+    return true;
   }
   // Waits (bounded) until rank r's body has finished.
   bool WaitForRank(int r, int64_t ms) const {
@@ -95,6 +107,7 @@ struct RunConfig {
 
 // One rank's fate.
 struct Outcome {
+  int pid = -1;
   bool reported = false;
   std::string message;  // the body's failures ("" = none) when reported
   int status = 0;       // from waitpid
@@ -201,6 +214,7 @@ std::vector<Outcome> RunRanks(const RunConfig& cfg, const Body& body) {
     usleep(2000);
   }
   for (int r = 0; r < cfg.nranks; ++r) {
+    out[r].pid = pids[r];
     if (shared->reported[r].load() != 0 && out[r].message.empty()) {
       out[r].reported = true;
       out[r].message = shared->result[r];
@@ -217,6 +231,25 @@ std::string Failures(const std::vector<Outcome>& outcomes) {
     if (!outcomes[r].reported || !outcomes[r].message.empty()) f += outcomes[r].Describe(static_cast<int>(r)) + "\n";
   }
   return outcomes.empty() ? "no ranks ran" : f;
+}
+
+// System V shared memory segments created by these processes that still exist (UCX's
+// sysv transport marks its segments for removal at once, so there should be none).
+std::string LeftoverSysvSegments(const std::vector<Outcome>& outcomes) {
+  std::string found;
+  FILE* f = std::fopen("/proc/sysvipc/shm", "r");
+  if (f == nullptr) return found;
+  char line[512];
+  std::fgets(line, sizeof(line), f);  // header
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    long long key, shmid, perms, size, cpid;
+    if (std::sscanf(line, "%lld %lld %llo %lld %lld", &key, &shmid, &perms, &size, &cpid) != 5) continue;
+    for (const Outcome& o : outcomes) {
+      if (o.pid == cpid) found += "segment " + std::to_string(shmid) + " of pid " + std::to_string(cpid) + "\n";
+    }
+  }
+  std::fclose(f);
+  return found;
 }
 
 // --- Data ----------------------------------------------------------------------------
@@ -487,9 +520,11 @@ TEST_P(UcxTransportTest, SizeMismatchIsInvalidUsage) {
       std::vector<uint8_t> buf(std::max(c.sent, c.expected), 1);
       if (me.rank == 0) {
         // The sender may finish, or fail once the receiver has gone: either is fine,
-        // as long as it does not hang.
+        // as long as it does not hang. It stays until the receiver is done, so that
+        // the receiver meets the mismatch, not a peer that has gone.
         Transfer t = Transfer::Send(peer, buf.data(), c.sent);
         Exchange(&t, 1, me.Options(10000));
+        if (!me.WaitForRank(1, 20000)) f += "the receiver did not finish\n";
         return f;
       }
       Transfer t = Transfer::Recv(peer, buf.data(), c.expected);
@@ -512,9 +547,10 @@ TEST_P(UcxTransportTest, PeerKilledMidTransfer) {
     std::string f;
     std::vector<uint8_t> buf(kLen, 7);
     if (me.rank == 2) {
-      // Sends part of a message to rank 0, then dies without a word.
+      // Once all are connected, sends part of a message to rank 0, then dies without
+      // a word.
       Link* to0 = me.Get(0, &f);
-      if (to0 == nullptr) return f;
+      if (to0 == nullptr || !me.Arrive(0, 3, 20000)) return f + "set-up failed\n";
       to0->BeginSend(buf.data(), kLen);
       const Deadline d = Deadline::AfterMs(20000);
       while (to0->sent_bytes() < kLen / 4 && !d.Expired()) {
@@ -524,7 +560,7 @@ TEST_P(UcxTransportTest, PeerKilledMidTransfer) {
       raise(SIGKILL);
     }
     Link* l = me.Get(2, &f);
-    if (l == nullptr) return f;
+    if (l == nullptr || !me.Arrive(0, 3, 20000)) return f + "set-up failed\n";
     Transfer t = me.rank == 0 ? Transfer::Recv(l, buf.data(), kLen) : Transfer::Send(l, buf.data(), kLen);
     const auto start = Clock::now();
     Status s = Exchange(&t, 1, me.Options(30000));
@@ -538,6 +574,60 @@ TEST_P(UcxTransportTest, PeerKilledMidTransfer) {
   });
   ASSERT_EQ(out.size(), 3u);
   EXPECT_TRUE(!out[2].reported && WIFSIGNALED(out[2].status)) << out[2].Describe(2);
+  EXPECT_EQ(LeftoverSysvSegments(out), "");
+  out.pop_back();
+  EXPECT_EQ(Failures(out), "");
+}
+
+// A peer that is alive but never takes part: the exchange times out naming it, and
+// the interrupted sends and receives are abandoned and torn down in bounded time (the
+// harness checks teardown).
+TEST_P(UcxTransportTest, SilentPeerTimesOutAndTearsDown) {
+  constexpr size_t kLen = 64u << 20;
+  auto out = RunRanks(Config(2, 1 << 20, 4), [&](const Rank& me) {
+    std::string f;
+    Link* peer = me.Get(1 - me.rank, &f);
+    if (peer == nullptr) return f;
+    if (me.rank == 1) {
+      if (!me.WaitForRank(0, 20000)) f += "rank 0 did not finish\n";
+      return f;
+    }
+    std::vector<uint8_t> send(kLen, 1), recv(kLen, 0);
+    Transfer t[] = {Transfer::Send(peer, send.data(), kLen), Transfer::Recv(peer, recv.data(), kLen)};
+    Status s = Exchange(t, 2, me.Options(1000));
+    if (s.code() != Code::kTimeout || s.message().find("rank 1") == std::string::npos) {
+      f += "want a timeout naming rank 1, got " + s.ToString() + "\n";
+    }
+    return f;
+  });
+  EXPECT_EQ(Failures(out), "");
+}
+
+// Teardown right after a peer died, before UCX has noticed (the exchange gives up
+// first): the interrupted transfer's endpoint is closed by force, without crashing
+// and in bounded time.
+TEST_P(UcxTransportTest, TeardownRightAfterPeerDeath) {
+  constexpr size_t kLen = 64u << 20;
+  auto out = RunRanks(Config(2, 1 << 20, 4), [&](const Rank& me) {
+    std::string f;
+    Link* peer = me.Get(1 - me.rank, &f);
+    if (peer == nullptr || !me.Arrive(0, 2, 20000)) return f + "set-up failed\n";
+    std::vector<uint8_t> buf(kLen, 1);
+    if (me.rank == 1) {
+      peer->BeginRecv(buf.data(), kLen, nullptr, nullptr);
+      const Deadline d = Deadline::AfterMs(20000);
+      while (peer->received_bytes() < kLen / 8 && !d.Expired()) {
+        bool p = false, done = false;
+        if (!peer->ProgressRecv(&p, &done).ok()) break;
+      }
+      raise(SIGKILL);
+    }
+    Transfer t = Transfer::Send(peer, buf.data(), kLen);
+    Status s = Exchange(&t, 1, me.Options(300));
+    if (s.ok()) f += "the send to a dead rank succeeded\n";
+    return f;
+  });
+  ASSERT_EQ(out.size(), 2u);
   out.pop_back();
   EXPECT_EQ(Failures(out), "");
 }
@@ -558,7 +648,8 @@ TEST_P(UcxTransportTest, FailureNoticeCarriesRootCause) {
     Transfer t = Transfer::Recv(peer, buf.data(), buf.size());
     const auto start = Clock::now();
     Status s = Exchange(&t, 1, me.Options(15000));
-    if (s.code() != Code::kInvalidArgument || s.message().find("rank 1 failed: count differs on rank 1") == std::string::npos) {
+    const std::string want = "rank 1 failed: count differs on rank 1";
+    if (s.code() != Code::kInvalidArgument || s.message().find(want) == std::string::npos) {
       f += "want the notice from rank 1, got " + s.ToString() + "\n";
     }
     if (MsSince(start) > 3000) f += "notice arrived after " + std::to_string(MsSince(start)) + " ms\n";
@@ -567,8 +658,62 @@ TEST_P(UcxTransportTest, FailureNoticeCarriesRootCause) {
   EXPECT_EQ(Failures(out), "");
 }
 
+// A rank waiting for a message that comes late sleeps on the worker's event fd: it
+// uses little CPU while idle, and wakes as soon as the message arrives.
+TEST_P(UcxTransportTest, IdleWaitSleepsAndWakesPromptly) {
+  constexpr int kRounds = 5;
+  constexpr int64_t kIdleMs = 300;
+  auto out = RunRanks(Config(2), [&](const Rank& me) {
+    std::string f;
+    Link* peer = me.Get(1 - me.rank, &f);
+    if (peer == nullptr) return f;
+    uint64_t word = 0;
+    std::vector<int64_t> delays;
+    double cpu_ms = 0, wall_ms = 0;
+    for (int i = 0; i < kRounds; ++i) {
+      // Both ranks start the round together (a small exchange), then rank 0 idles.
+      Transfer sync[2] = {Transfer::Send(peer, &word, sizeof(word)), Transfer::Recv(peer, &word, sizeof(word))};
+      Status s = Exchange(sync, 2, me.Options(10000));
+      if (!s.ok()) return "sync: " + s.ToString();
+      if (me.rank == 0) {
+        usleep(kIdleMs * 1000);
+        me.shared->stamp[i].store(NowMicros());
+        Transfer t = Transfer::Send(peer, &word, sizeof(word));
+        s = Exchange(&t, 1, me.Options(10000));
+      } else {
+        timespec c0, c1;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+        const auto start = Clock::now();
+        Transfer t = Transfer::Recv(peer, &word, sizeof(word));
+        s = Exchange(&t, 1, me.Options(10000));
+        delays.push_back(NowMicros() - me.shared->stamp[i].load());
+        wall_ms += MsSince(start);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+        cpu_ms += (c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) / 1e6;
+      }
+      if (!s.ok()) return "round " + std::to_string(i) + ": " + s.ToString();
+    }
+    if (me.rank == 1) {
+      std::sort(delays.begin(), delays.end());
+      std::fprintf(stderr, "UCX_TLS=%s idle wait: %.0f ms CPU in %.0f ms waiting; wake-up after the send %lld us median\n",
+                   GetParam() ? GetParam() : "(default)", cpu_ms, wall_ms,
+                   static_cast<long long>(delays[delays.size() / 2]));
+      if (cpu_ms > 0.25 * wall_ms) {
+        f += "used " + std::to_string(cpu_ms) + " ms of CPU in " + std::to_string(wall_ms) + " ms idle\n";
+      }
+      // Sleeping in the engine's 20 ms slices alone would give ~10 ms.
+      const int64_t median = delays[delays.size() / 2];
+      if (median > 5000) f += "woke " + std::to_string(median) + " us after the send\n";
+    }
+    return f;
+  });
+  EXPECT_EQ(Failures(out), "");
+}
+
 // 2-rank bandwidth of 64 MiB messages (one direction, with an 8-byte acknowledgement
-// per message): printed for comparison with ucx_perftest -t tag_bw.
+// per message): printed for comparison with ucx_perftest -t tag_bw. For measuring,
+// UCX_TEST_TLS replaces the transports, UCX_TEST_CHUNK_BYTES and
+// UCX_TEST_CHUNKS_IN_FLIGHT the options, UCX_TEST_SPIN_US the engine's spin (50 us).
 TEST_P(UcxTransportTest, Bandwidth64MiB) {
   constexpr size_t kLen = 64u << 20;
   constexpr int kIters = 6;
@@ -576,6 +721,7 @@ TEST_P(UcxTransportTest, Bandwidth64MiB) {
   const char* flight_env = std::getenv("UCX_TEST_CHUNKS_IN_FLIGHT");
   RunConfig cfg = Config(2, chunk_env ? std::atoll(chunk_env) : UcxTransport::Options().chunk_bytes,
                          flight_env ? std::atoll(flight_env) : UcxTransport::Options().chunks_in_flight);
+  if (std::getenv("UCX_TEST_TLS") != nullptr) cfg.tls = std::getenv("UCX_TEST_TLS");
   auto out = RunRanks(cfg, [&](const Rank& me) {
     std::string f;
     Link* peer = me.Get(1 - me.rank, &f);
@@ -600,7 +746,7 @@ TEST_P(UcxTransportTest, Bandwidth64MiB) {
     if (me.rank == 0) {
       std::sort(gbps.begin(), gbps.end());
       std::fprintf(stderr, "UCX_TLS=%s chunk %lld x %lld in flight: 64 MiB at %.2f GB/s median, %.2f best\n",
-                   GetParam() ? GetParam() : "(default)", static_cast<long long>(cfg.options.chunk_bytes),
+                   cfg.tls ? cfg.tls : "(default)", static_cast<long long>(cfg.options.chunk_bytes),
                    static_cast<long long>(cfg.options.chunks_in_flight), gbps[gbps.size() / 2], gbps.back());
     }
     return f;
