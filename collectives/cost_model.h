@@ -32,7 +32,7 @@ struct CostModel {
 struct Shape {
   int p = 1;      // ranks
   int hosts = 1;  // H
-  int per_host = 1;  // R (hosts regular), else 0
+  int per_host = 0;  // R when every host has R ranks, else 0
   int torus_x = 0, torus_y = 0;  // the torus grid (0: none)
 };
 
