@@ -119,7 +119,13 @@ Status Communicator::InitShape(const std::vector<RankInfo>& all) {
     shape_.torus_y = torus_grid_->Y;
   }
   if (!settings_.tuning_file.empty()) TESSERA_RETURN_IF_ERROR(CostModel::FromTuningFile(settings_.tuning_file, &model_));
-  if (nranks_ > 1) TESSERA_RETURN_IF_ERROR(ProbeAndAgree().Annotate("cost-model probe"));
+  if (nranks_ > 1) {
+    Status s = ProbeAndAgree().Annotate("cost-model probe");
+    if (!s.ok()) {
+      links_->PublishFailure(s);  // the others are in the probe too: tell them why
+      return s;
+    }
+  }
   Log(log_level_, LogLevel::kInfo,
       "rank " + std::to_string(rank_) + ": " + std::to_string(shape_.hosts) + " host(s), " +
           (shape_.per_host > 0 ? std::to_string(shape_.per_host) + " rank(s) each" : "uneven ranks per host") +

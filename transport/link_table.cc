@@ -43,7 +43,13 @@ Status LinkTable::Get(int peer, const Deadline& deadline, Link** out) {
       }
     }
     if (chosen == nullptr) return InternalError("no transport can reach rank " + std::to_string(peer));
-    TESSERA_RETURN_IF_ERROR(chosen->Connect(peer, deadline, &links_[peer]));
+    Status s = chosen->Connect(peer, deadline, &links_[peer]);
+    if (s.code() == Code::kRemoteError) {
+      // The peer may be gone because of another rank's failure: prefer the root cause.
+      Status notice = CheckNotices(100);
+      if (!notice.ok()) s = Status(notice.code(), s.message() + "; " + notice.message());
+    }
+    TESSERA_RETURN_IF_ERROR(s);
   }
   *out = links_[peer].get();
   return Status::Ok();

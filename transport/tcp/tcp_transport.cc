@@ -286,7 +286,16 @@ Status TcpTransport::AcceptFrom(int peer, const Deadline& deadline, std::vector<
 void TcpTransport::PublishFailure(const Status& failure) {
   const Deadline deadline = Deadline::AfterMs(500);  // best effort, bounded
   const std::string text = failure.message().substr(0, kMaxNoticeBytes);
-  for (int peer : linked_peers_) {
+  // Linked peers always; on a small communicator every peer, so that a rank that failed
+  // before linking to anyone (e.g. during set-up) still tells the others why.
+  std::vector<int> targets = linked_peers_;
+  if (peers_.size() <= 64) {
+    targets.clear();
+    for (int r = 0; r < static_cast<int>(peers_.size()); ++r) {
+      if (r != my_rank_) targets.push_back(r);
+    }
+  }
+  for (int peer : targets) {
     Socket s;
     if (!tessera::Connect(peers_[peer], deadline, &s, /*retry_refused=*/false).ok()) continue;
     ConnectHello hello{kConnectMagic, secret_, my_rank_, kNoticeStream};
