@@ -339,6 +339,16 @@ Status Communicator::RunGroup(const std::vector<Operation>& ops) {
     if (!s.ok()) return s.code() == Code::kInvalidArgument ? s : Break(s);
   }
   if (p2p.empty()) return Status::Ok();
+  // Sends to self must pair with receives from self: a local mistake, checked before
+  // communicating, so it does not break the communicator.
+  size_t self_sends = 0, self_recvs = 0;
+  for (const Operation& op : p2p) {
+    if (op.peer == rank_) ++(op.kind == OpKind::kSend ? self_sends : self_recvs);
+  }
+  if (self_sends != self_recvs) {
+    return InvalidUsage(std::to_string(self_sends) + " send(s) to self but " + std::to_string(self_recvs) +
+                        " receive(s) from self: a send to self needs its receive in the same group");
+  }
   if (tracer_) tracer_->BeginOperation("send/recv#" + std::to_string(++op_count_));
   Status s = RunPointToPoint(p2p, Context());
   return s.ok() ? s : Break(s.Annotate(p2p.size() == 1 ? OpName(p2p[0].kind) : "send/recv group"));
@@ -460,11 +470,6 @@ Status Communicator::RunPointToPoint(const std::vector<Operation>& ops, const Co
     Link* link = nullptr;
     TESSERA_RETURN_IF_ERROR(ctx.links->Get(op.peer, ctx.exchange.deadline, &link));
     t.push_back(op.kind == OpKind::kSend ? Transfer::Send(link, op.send, bytes) : Transfer::Recv(link, op.recv, bytes));
-  }
-  if (self_sends.size() != self_recvs.size()) {
-    return InvalidUsage(std::to_string(self_sends.size()) + " send(s) to self but " +
-                        std::to_string(self_recvs.size()) +
-                        " receive(s) from self: a send to self needs its receive in the same group");
   }
   for (size_t i = 0; i < self_sends.size(); ++i) {
     const size_t sb = self_sends[i]->count * SizeOf(self_sends[i]->type);
