@@ -12,7 +12,10 @@
 namespace tessera {
 
 // float16 (IEEE binary16) and bfloat16 <-> float32; to-half rounds to nearest even,
-// keeps NaN a NaN and saturates to infinity like a hardware conversion.
+// keeps NaN a NaN and saturates to infinity like a hardware conversion. float16 gives the
+// bits of x86's F16C conversions (vcvtph2ps, vcvtps2ph with round-to-nearest-even),
+// NaNs included: a NaN comes out quiet with its payload kept (widening) or truncated
+// (narrowing).
 float HalfToFloat(uint16_t h);
 uint16_t FloatToHalf(float f);
 float Bfloat16ToFloat(uint16_t b);
@@ -26,8 +29,23 @@ void NarrowHalf(DataType type, const float* in, void* out, size_t count);
 // `scalar` points to one value of `type`.
 void ScaleArray(DataType type, const void* scalar, const void* src, void* dst, size_t count);
 
-// dst[i] /= divisor in `type`: integers truncate, as NCCL's avg does.
+// dst[i] /= divisor in `type`: integers truncate, as NCCL's avg does. Floating types
+// divide (never multiply by a reciprocal). A divisor of 0 leaves integers unchanged.
 void DivideArray(DataType type, void* data, size_t count, int divisor);
+
+// The array functions above have two implementations with identical results, chosen
+// once per process by what the CPU supports (docs/kernels.md): portable vector code for
+// any x86-64, and AVX2 with F16C.
+enum class ElementwiseIsa : int { kPortable = 0, kAvx2F16c = 1 };
+const char* ElementwiseIsaName(ElementwiseIsa isa);  // "portable", "avx2+f16c"
+ElementwiseIsa SupportedElementwiseIsa();
+
+// The same functions on a chosen implementation, for tests and benchmarks. An
+// implementation this CPU does not support falls back to kPortable.
+void WidenHalfWith(ElementwiseIsa isa, DataType type, const void* in, float* out, size_t count);
+void NarrowHalfWith(ElementwiseIsa isa, DataType type, const float* in, void* out, size_t count);
+void ScaleArrayWith(ElementwiseIsa isa, DataType type, const void* scalar, const void* src, void* dst, size_t count);
+void DivideArrayWith(ElementwiseIsa isa, DataType type, void* data, size_t count, int divisor);
 
 }  // namespace tessera
 
