@@ -1,6 +1,8 @@
 #include "base/settings.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <iterator>
 #include <cstdlib>
 
 namespace tessera {
@@ -30,9 +32,12 @@ Status Validate(const Settings& s) {
   if (s.debug != "NONE" && s.debug != "WARN" && s.debug != "INFO") {
     return InvalidArgument("TESSERA_DEBUG must be NONE, WARN or INFO, not '" + s.debug + "'");
   }
-  if (s.transport != "auto" && s.transport != "tcp") {
-    return InvalidArgument("TESSERA_TRANSPORT must be auto or tcp, not '" + s.transport + "'");
+  std::vector<std::string> transports;
+  TESSERA_RETURN_IF_ERROR(Settings::TransportList(s.transport, &transports));
+  if (s.ucx_chunk_bytes < 4096 || s.ucx_chunk_bytes % 64 != 0 || s.ucx_chunk_bytes > (1 << 28)) {
+    return InvalidArgument("TESSERA_UCX_CHUNK_BYTES must be a multiple of 64 in [4096, 256 MiB]");
   }
+  if (s.ib_gid_index < -1 || s.ib_gid_index > 255) return InvalidArgument("TESSERA_IB_GID_INDEX must be in [-1, 255]");
   if (s.shm_slot_bytes < 256 || s.shm_slot_bytes % 64 != 0 || s.shm_slot_bytes > (1 << 26)) {
     return InvalidArgument("TESSERA_SHM_SLOT_BYTES must be a multiple of 64 in [256, 64 MiB]");
   }
@@ -63,6 +68,28 @@ Status Settings::FromEnvironment(Settings* out, const Lookup& lookup) {
 #undef TESSERA_SETTING_PARSE
   TESSERA_RETURN_IF_ERROR(Validate(s));
   *out = s;
+  return Status::Ok();
+}
+
+Status Settings::TransportList(const std::string& text, std::vector<std::string>* out) {
+  static const char* const kKnown[] = {"shm", "ibverbs", "ucx", "tcp"};
+  out->clear();
+  if (text == "auto") {
+    out->assign(std::begin(kKnown), std::end(kKnown));
+    return Status::Ok();
+  }
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string name = text.substr(start, comma - start);
+    const bool known = std::find(std::begin(kKnown), std::end(kKnown), name) != std::end(kKnown);
+    if (!known || std::find(out->begin(), out->end(), name) != out->end()) {
+      return InvalidArgument("TESSERA_TRANSPORT must be auto or a list of distinct names among shm, ibverbs, ucx, "
+                             "tcp (e.g. ucx or shm,tcp), not '" + text + "'");
+    }
+    out->push_back(name);
+    start = comma + 1;
+  }
   return Status::Ok();
 }
 

@@ -23,8 +23,10 @@ namespace tessera {
     "Log level on stderr: NONE, WARN (every failure, with rank and peer) or INFO "       \
     "(also communicator set-up and transport choices).")                                \
   X(std::string, transport, "TESSERA_TRANSPORT", "auto",                                 \
-    "Transport between two ranks: auto (shared memory on the same host, TCP across "    \
-    "hosts) or tcp (TCP between every pair, also on one host).")                         \
+    "Transports, in priority order, as a comma-separated list of shm, ibverbs, ucx and " \
+    "tcp: each pair of ranks uses the first that both can use (e.g. ucx: UCX between " \
+    "every pair; tcp: TCP, also on one host). auto is shm,ibverbs,ucx,tcp, where UCX " \
+    "is tried only on a host with an RDMA device that ibverbs could not open.")         \
   X(std::string, socket_ifname, "TESSERA_SOCKET_IFNAME", "",                             \
     "Network interface whose IPv4 address ranks listen on and advertise. Empty: the "   \
     "first interface that is up and not loopback, else loopback.")                      \
@@ -46,6 +48,13 @@ namespace tessera {
     "TCP connections per pair of ranks; large messages are striped across them.")        \
   X(int64_t, tcp_chunk_bytes, "TESSERA_TCP_CHUNK_BYTES", 262144,                         \
     "Striping unit across TCP streams, and the staging size for reductions from TCP.")   \
+  X(int64_t, ucx_chunk_bytes, "TESSERA_UCX_CHUNK_BYTES", 524288,                         \
+    "Pipelining unit of UCX links: messages travel as tagged sends of this size.")      \
+  X(std::string, ib_hca, "TESSERA_IB_HCA", "",                                           \
+    "RDMA devices (and ports) the ibverbs transport may use, e.g. mlx5_0,mlx5_2:1. "    \
+    "Empty: any active port, the rank's NUMA node first.")                                \
+  X(int64_t, ib_gid_index, "TESSERA_IB_GID_INDEX", -1,                                   \
+    "GID index for RoCE. -1: chosen per port (RoCE v2 with an IPv4 address first).")     \
   X(std::string, algo, "TESSERA_ALGO", "auto",                                           \
     "Allreduce algorithm: auto (the cost model picks per call) or one of ring, "         \
     "recursive_doubling, rabenseifner, torus, hierarchical, hierarchical_leader "        \
@@ -78,6 +87,10 @@ struct Settings {
   // out-of-range value is an InvalidArgument naming the variable.
   using Lookup = std::function<const char*(const char* name)>;
   static Status FromEnvironment(Settings* out, const Lookup& lookup = nullptr);
+
+  // TESSERA_TRANSPORT as a list of transport names in priority order ("auto" expanded
+  // to shm,ibverbs,ucx,tcp). InvalidArgument for an unknown or repeated name.
+  static Status TransportList(const std::string& text, std::vector<std::string>* out);
 };
 
 // One row of the table, for documentation and tests.

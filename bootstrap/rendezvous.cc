@@ -56,7 +56,8 @@ std::string SettingMismatch(const AgreedSettings& a, const AgreedSettings& b) {
   if (a.shm_slots != b.shm_slots) return "TESSERA_SHM_SLOTS";
   if (a.tcp_streams != b.tcp_streams) return "TESSERA_TCP_STREAMS";
   if (a.tcp_chunk_bytes != b.tcp_chunk_bytes) return "TESSERA_TCP_CHUNK_BYTES";
-  if (a.tcp_only != b.tcp_only) return "TESSERA_TRANSPORT";
+  if (a.transports != b.transports) return "TESSERA_TRANSPORT";
+  if (a.ucx_chunk_bytes != b.ucx_chunk_bytes) return "TESSERA_UCX_CHUNK_BYTES";
   return "";
 }
 

@@ -39,7 +39,8 @@ struct AgreedSettings {
   int64_t shm_slots = 0;
   int64_t tcp_streams = 0;
   int64_t tcp_chunk_bytes = 0;
-  int64_t tcp_only = 0;
+  int64_t transports = 0;       // TESSERA_TRANSPORT, encoded (the priority order matters)
+  int64_t ucx_chunk_bytes = 0;
 };
 
 // What a rank tells all others.
@@ -49,6 +50,10 @@ struct RankInfo {
   char host[128] = {0};       // host identity (topology/host_identity.h)
   char shm_name[64] = {0};    // its shared-memory segment, "" when it has none
   AgreedSettings agreed;
+  uint32_t ucx_address_len = 0;  // 0: the rank has no UCX
+  uint32_t ib_summary_len = 0;   // 0: the rank has no ibverbs
+  char ucx_address[1024] = {0};  // its UCX worker address
+  char ib_summary[32] = {0};     // its ibverbs summary (device kind, subnet)
 };
 
 // Starts the service on listen_ip:port (port 0: any) in a background thread that ends by

@@ -1,5 +1,7 @@
 #include "comm/communicator.h"
 
+#include "comm/transport_setup.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,8 +15,6 @@
 #include "collectives/ring_allreduce.h"
 #include "topology/host_identity.h"
 #include "topology/layout.h"
-#include "transport/shm/shm_transport.h"
-#include "transport/tcp/tcp_transport.h"
 
 namespace tessera {
 
@@ -42,55 +42,35 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   rank_ = rank;
   nranks_ = nranks;
   const Deadline deadline = Deadline::AfterMs(settings.timeout_ms);
-  const bool tcp_only = settings.transport == "tcp";
 
-  // Open the socket peers will connect to before telling them where it is.
-  std::string ip;
-  TESSERA_RETURN_IF_ERROR(ChooseLocalAddress(settings.socket_ifname, &ip));
-  Socket listener;
   RankInfo mine;
-  TESSERA_RETURN_IF_ERROR(Listen(ip, 0, &listener, &mine.listen).Annotate("peer listener"));
   mine.pid = getpid();
   std::string host = HostIdentity(settings.host_id);
   if (!settings.topo_file.empty()) {
     TESSERA_RETURN_IF_ERROR(HostIdFromLayoutFile(settings.topo_file, rank, nranks, &host).Annotate("TESSERA_TOPO_FILE"));
   }
   std::strncpy(mine.host, host.c_str(), sizeof(mine.host) - 1);
-  if (!tcp_only) std::strncpy(mine.shm_name, ShmTransport::NewSegmentName().c_str(), sizeof(mine.shm_name) - 1);
-  mine.agreed = AgreedSettings{settings.shm_slot_bytes, settings.shm_slots, settings.tcp_streams,
-                               settings.tcp_chunk_bytes, tcp_only ? 1 : 0};
+  mine.agreed.shm_slot_bytes = settings.shm_slot_bytes;
+  mine.agreed.shm_slots = settings.shm_slots;
+  mine.agreed.tcp_streams = settings.tcp_streams;
+  mine.agreed.tcp_chunk_bytes = settings.tcp_chunk_bytes;
+  // Open what peers will reach this rank by before telling them where it is.
+  TransportSetup setup;
+  TESSERA_RETURN_IF_ERROR(setup.Prepare(settings, rank, nranks, &mine));
 
   std::vector<RankInfo> all;
   TESSERA_RETURN_IF_ERROR(JoinRendezvous(id, rank, nranks, mine, settings.timeout_ms, &all));
-
-  // Transports in priority order: shared memory with ranks of this host, TCP otherwise.
-  std::vector<std::unique_ptr<Transport>> transports;
-  std::vector<ShmTransport::LocalRank> local;
-  for (int r = 0; r < nranks; ++r) {
-    if (!tcp_only && std::strncmp(all[r].host, mine.host, sizeof(mine.host)) == 0) {
-      local.push_back({r, all[r].pid, all[r].shm_name});
-    }
-  }
-  if (local.size() > 1) {
-    std::unique_ptr<ShmTransport> shm;
-    TESSERA_RETURN_IF_ERROR(ShmTransport::Create({settings.shm_slot_bytes, settings.shm_slots}, rank, local, deadline, &shm));
-    transports.push_back(std::move(shm));
-  }
-  std::vector<SocketAddress> addresses;
-  for (const RankInfo& info : all) addresses.push_back(info.listen);
-  transports.push_back(std::make_unique<TcpTransport>(
-      TcpTransport::Options{settings.tcp_streams, settings.tcp_chunk_bytes}, rank, id.secret, std::move(listener),
-      std::move(addresses)));
-  links_ = std::make_unique<LinkTable>(nranks, std::move(transports));
+  int local_ranks = 1;
+  TESSERA_RETURN_IF_ERROR(setup.Finish(all, id.secret, deadline, &links_, &local_ranks));
   TESSERA_RETURN_IF_ERROR(InitShape(all));
   if (!settings.trace_dir.empty()) tracer_ = std::make_unique<Tracer>();
 
   const int64_t cores = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
-  const int64_t local_ranks = std::max<int64_t>(1, static_cast<int64_t>(local.size()));
   spin_us_ = settings.spin_us >= 0 ? settings.spin_us : (local_ranks <= cores ? 50 : 0);
   Log(log_level_, LogLevel::kInfo,
       "rank " + std::to_string(rank) + " of " + std::to_string(nranks) + " ready: host " + mine.host + ", " +
-          std::to_string(local.size()) + " rank(s) on this host, listening on " + mine.listen.ToString() +
+          std::to_string(local_ranks) + " rank(s) on this host, transports " + setup.description() +
+          ", listening on " + mine.listen.ToString() +
           ", spin " + std::to_string(spin_us_) + " us");
   return Status::Ok();
 }

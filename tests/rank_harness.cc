@@ -107,13 +107,19 @@ void CopyMessage(char* dst, size_t cap, const std::string& src) {
 }
 
 // Removes inherited TESSERA_* variables (but TESSERA_DEBUG) so that only the test's
-// settings apply, then applies the test's.
+// settings apply, then applies the test's. TESSERA_TEST_TRANSPORT (set by a test
+// target, e.g. to run a whole suite over UCX) becomes every rank's TESSERA_TRANSPORT
+// unless the test chooses one itself.
 void ApplyEnvironment(int rank, const RankOptions& opts) {
+  const char* forced = getenv("TESSERA_TEST_TRANSPORT");
+  const std::string test_transport = forced != nullptr ? forced : "";
+  if (!test_transport.empty()) setenv("TESSERA_TRANSPORT", test_transport.c_str(), 1);
   std::vector<std::string> inherited;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string entry(*e);
     std::string name = entry.substr(0, entry.find('='));
-    if (name.rfind("TESSERA_", 0) == 0 && name != "TESSERA_DEBUG") inherited.push_back(name);
+    const bool keep = name == "TESSERA_DEBUG" || (name == "TESSERA_TRANSPORT" && !test_transport.empty());
+    if (name.rfind("TESSERA_", 0) == 0 && !keep) inherited.push_back(name);
   }
   for (const std::string& name : inherited) unsetenv(name.c_str());
   if (opts.ranks_per_host > 0) {

@@ -1,12 +1,15 @@
 #include "transport/link_table.h"
 
+#include <string>
+
 namespace tessera {
 
 LinkTable::LinkTable(int nranks, std::vector<std::unique_ptr<Transport>> transports)
-    : links_(nranks), transports_(std::move(transports)) {}
+    : links_(nranks), control_links_(nranks), transports_(std::move(transports)) {}
 
 LinkTable::~LinkTable() {
   links_.clear();  // links point into transports' memory: release them first
+  control_links_.clear();
   transports_.clear();
 }
 
@@ -52,6 +55,25 @@ Status LinkTable::Get(int peer, const Deadline& deadline, Link** out) {
     TESSERA_RETURN_IF_ERROR(s);
   }
   *out = links_[peer].get();
+  return Status::Ok();
+}
+
+Status LinkTable::Control(int peer, const Deadline& deadline, Link** out) {
+  if (peer < 0 || peer >= static_cast<int>(control_links_.size())) {
+    return InternalError("no rank " + std::to_string(peer));
+  }
+  if (!control_links_[peer]) {
+    Transport* tcp = nullptr;
+    for (const auto& t : transports_) {
+      if (std::string(t->name()) == "tcp") tcp = t.get();
+    }
+    if (tcp == nullptr) {
+      return InvalidUsage("connecting to rank " + std::to_string(peer) +
+                          " needs TCP for its set-up messages: add tcp to TESSERA_TRANSPORT");
+    }
+    TESSERA_RETURN_IF_ERROR(tcp->Connect(peer, deadline, &control_links_[peer]).Annotate("control link"));
+  }
+  *out = control_links_[peer].get();
   return Status::Ok();
 }
 

@@ -19,7 +19,12 @@ class LinkTable {
   // they run the same collective).
   Status Get(int peer, const Deadline& deadline, Link** out);
 
-  // Which transport reaches `peer` ("shm", "tcp", or "none").
+  // A TCP link to `peer` for control messages (another transport's connection set-up
+  // data), apart from the data link, which then belongs to that other transport. Both
+  // ranks must ask. InvalidUsage when TCP is not among the transports.
+  Status Control(int peer, const Deadline& deadline, Link** out);
+
+  // Which transport reaches `peer` ("shm", "ibverbs", "ucx", "tcp", or "none").
   const char* TransportFor(int peer) const;
 
   // Failure propagation over every transport (see Transport).
@@ -29,6 +34,7 @@ class LinkTable {
 
  private:
   std::vector<std::unique_ptr<Link>> links_;               // by peer; destroyed first
+  std::vector<std::unique_ptr<Link>> control_links_;       // by peer, TCP, when asked for
   std::vector<std::unique_ptr<Transport>> transports_;
 };
 
