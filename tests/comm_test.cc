@@ -4,6 +4,8 @@
 // Finalize then Destroy, CuDevice on a CPU build, GetVersion and GetErrorString. Ranks
 // are real processes (rank_harness); collectives on the new communicators are checked
 // with collective_calls.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <set>
@@ -97,6 +99,58 @@ TEST(Config, BlockingWithANameWorks) {
     log.Expect(tesseraCommDestroy(comm) == tesseraSuccess, "destroy");
     return log.str();
   }, CommOptions());
+  EXPECT_EQ("", Failures(results));
+}
+
+// TESSERA_TRANSPORT: a transport named in the list must start; the lists must agree;
+// a mixed list (shared memory inside a host, UCX between hosts) gives exact results.
+TEST(TransportChoice, NamedTransportMustStart) {
+  if (access("/sys/class/infiniband", F_OK) == 0) GTEST_SKIP() << "this host has an RDMA device";
+  RankOptions opts = CommOptions();
+  opts.env["TESSERA_TRANSPORT"] = "ibverbs,tcp";
+  auto results = RunRanksRaw(2, [](const RankContext& ctx) {
+    FailureLog log;
+    tesseraComm_t comm = nullptr;
+    tesseraResult_t r = tesseraCommInitRank(&comm, 2, ctx.ids[0], ctx.rank);
+    log.Expect(r == tesseraSystemError && comm == nullptr, "init with ibverbs and no RDMA device: " + Code(r));
+    log.Expect(LastError(nullptr).find("no RDMA device") != std::string::npos &&
+                   LastError(nullptr).find("TESSERA_TRANSPORT lists ibverbs") != std::string::npos,
+               "the error does not say why: " + LastError(nullptr));
+    return log.str();
+  }, opts);
+  EXPECT_EQ("", Failures(results));
+}
+
+TEST(TransportChoice, ListsMustAgree) {
+  RankOptions opts = CommOptions();
+  opts.env_for_rank = [](int rank) { return EnvVars{{"TESSERA_TRANSPORT", rank == 0 ? "ucx" : "shm,tcp"}}; };
+  auto results = RunRanksRaw(2, [](const RankContext& ctx) {
+    FailureLog log;
+    tesseraComm_t comm = nullptr;
+    tesseraResult_t r = tesseraCommInitRank(&comm, 2, ctx.ids[0], ctx.rank);
+    log.Expect(r == tesseraInvalidUsage && comm == nullptr, "init with different transport lists: " + Code(r));
+    log.Expect(LastError(nullptr).find("TESSERA_TRANSPORT") != std::string::npos,
+               "the error does not name the setting: " + LastError(nullptr));
+    return log.str();
+  }, opts);
+  EXPECT_EQ("", Failures(results));
+}
+
+TEST(TransportChoice, SharedMemoryInsideHostsUcxBetween) {
+  const int nranks = 4;
+  RankOptions opts = CommOptions();
+  opts.ranks_per_host = 2;
+  opts.env["TESSERA_TRANSPORT"] = "shm,ucx";
+  opts.env["TESSERA_UCX_CHUNK_BYTES"] = "4096";
+  auto results = RunRanks(nranks, [](int rank, tesseraComm_t comm) {
+    FailureLog log;
+    for (int call = 0; call < 4; ++call) {
+      log.Add(RunAndCheck(Collective::kAllReduce, tesseraFloat32, rank, nranks, comm, call, 100003));
+      log.Add(RunAndCheck(Collective::kReduceScatter, tesseraBfloat16, rank, nranks, comm, call));
+      log.Add(RunAndCheck(Collective::kAllGather, tesseraInt64, rank, nranks, comm, call));
+    }
+    return log.str();
+  }, opts);
   EXPECT_EQ("", Failures(results));
 }
 
