@@ -17,6 +17,7 @@
 #include "bootstrap/rendezvous.h"
 #include "comm/async_worker.h"
 #include "comm/communicator.h"
+#include "comm/device_path.h"
 #include "comm/launch.h"
 #include "comm/operation.h"
 #include "tessera/tessera.h"
@@ -38,6 +39,7 @@ struct tesseraComm {
   std::atomic<int> active_calls{0};
   std::mutex error_mu;
   std::string last_error;
+  tessera::DevicePath device;  // CUDA device buffers and streams (declared last: stops first)
 };
 
 namespace {
@@ -49,6 +51,7 @@ thread_local std::string t_returned_error;  // what tesseraGetLastError handed o
 struct GroupState {
   int depth = 0;
   std::vector<std::pair<tesseraComm*, Operation>> ops;
+  std::vector<tesseraStream_t> streams;  // streams[i] is ops[i]'s
 };
 thread_local GroupState t_group;
 
@@ -115,6 +118,7 @@ tesseraResult_t Release(tesseraComm_t comm, const char* function, bool abort) {
     if (comm == nullptr || Live().erase(comm) == 0) return Report(nullptr, function, CheckCommHandle(comm, nullptr));
   }
   if (abort) {
+    comm->device.Abort();
     if (comm->worker) comm->worker->DropPending();
     if (comm->impl) comm->impl->RequestAbort();
   }
@@ -230,7 +234,7 @@ Status ValidateOperation(tesseraComm* comm, const Operation& op, tesseraStream_t
   if (tessera::IsReduction(op.kind) && (op.op < 0 || (op.op >= tesseraNumOps && comm->impl == nullptr))) {
     return InvalidArgument("op " + std::to_string(op.op) + " is not a tesseraRedOp_t");
   }
-  if (stream != nullptr) return InvalidArgument("stream must be NULL on this CPU build");
+  TESSERA_RETURN_IF_ERROR(tessera::DevicePath::CheckStream(stream));
   const bool rooted = op.kind == OpKind::kBroadcast || op.kind == OpKind::kReduce || op.kind == OpKind::kGather ||
                       op.kind == OpKind::kScatter;
   if (rooted && (op.root < 0 || op.root >= comm->nranks)) {
@@ -261,6 +265,19 @@ Status ValidateOperation(tesseraComm* comm, const Operation& op, tesseraStream_t
   return Status::Ok();
 }
 
+// One communicator's calls for its device path (device_path.h): run on its proxy thread.
+tessera::DeviceBatch DeviceBatchOf(tesseraComm* comm, const char* fn, std::vector<Operation> ops,
+                                   std::vector<tesseraStream_t> streams) {
+  tessera::DeviceBatch b{std::move(ops), std::move(streams), comm->rank, comm->nranks, comm->worker.get(), nullptr};
+  b.run = [comm, fn](const Status& ready, const std::vector<Operation>& host_ops) {
+    Status st = !ready.ok() ? ready : comm->impl ? comm->impl->RunGroup(host_ops)
+                                                : tessera::InvalidUsage("communicator creation failed");
+    Report(comm, fn, st);
+    return st;
+  };
+  return b;
+}
+
 // Runs one validated call now, on the worker, or records it in the open group.
 tesseraResult_t Submit(const char* fn, tesseraComm_t comm, const Operation& op, tesseraStream_t stream) {
   CallGuard guard(comm);
@@ -269,8 +286,12 @@ tesseraResult_t Submit(const char* fn, tesseraComm_t comm, const Operation& op, 
   if (!s.ok()) return Report(guard.comm(), fn, s);
   if (t_group.depth > 0) {
     t_group.ops.push_back({comm, op});
+    t_group.streams.push_back(stream);
     return tesseraSuccess;
   }
+  bool staged = false;
+  s = comm->device.Submit(DeviceBatchOf(comm, fn, {op}, {stream}), &staged);
+  if (staged) return Report(comm, fn, s.ok() ? comm->device.WaitForHostBuffers() : s);
   if (comm->worker) {
     comm->worker->Post([comm, op, fn] {
       Status st = comm->impl ? comm->impl->Run(op) : tessera::InvalidUsage("communicator creation failed");
@@ -408,6 +429,7 @@ tesseraResult_t tesseraCommSplit(tesseraComm_t comm, int color, int key, tessera
   if (!s.ok()) return Report(guard.comm(), fn, s);
   *newcomm = nullptr;
   if (comm->worker) comm->worker->WaitIdle();
+  comm->device.WaitIdle();
   if (!comm->impl) return Report(comm, fn, tessera::InvalidUsage("the parent communicator was never created"));
   std::unique_ptr<Communicator> impl;
   s = comm->impl->Split(color, key, comm->impl->settings(), &impl);
@@ -425,6 +447,7 @@ tesseraResult_t tesseraCommFinalize(tesseraComm_t comm) {
   Status s = CheckCommHandle(comm, guard.comm());
   if (!s.ok()) return Report(guard.comm(), "tesseraCommFinalize", s);
   if (comm->worker) comm->worker->WaitIdle();
+  comm->device.WaitIdle();
   return tesseraSuccess;
 }
 
@@ -465,6 +488,7 @@ tesseraResult_t tesseraCommGetAsyncError(tesseraComm_t comm, tesseraResult_t* as
   if (!s.ok()) return Report(guard.comm(), "tesseraCommGetAsyncError", s);
   Status state = comm->worker ? comm->worker->state() : Status::Ok();
   if (state.ok() && comm->impl) state = comm->impl->sticky_error();
+  if (state.ok()) state = comm->device.async_error();
   *asyncError = ToResult(state.code());
   return tesseraSuccess;
 }
@@ -503,8 +527,8 @@ tesseraResult_t tesseraRedOpCreatePreMulSum(tesseraRedOp_t* op, void* scalar, te
   if (s.ok() && !comm->impl) s = tessera::InvalidUsage("communicator creation failed");
   int id = 0;
   if (s.ok()) {
-    s = comm->impl->CreatePreMulSum(scalar, static_cast<tessera::DataType>(datatype),
-                                    residence == tesseraScalarHostImmediate, &id);
+    s = comm->device.CreatePreMulSum(comm->impl.get(), scalar, static_cast<tessera::DataType>(datatype),
+                                     residence == tesseraScalarHostImmediate, &id);
   }
   if (!s.ok()) return Report(guard.comm(), fn, s);
   *op = static_cast<tesseraRedOp_t>(id);
@@ -516,7 +540,7 @@ tesseraResult_t tesseraRedOpDestroy(tesseraRedOp_t op, tesseraComm_t comm) {
   Status s = CheckCommHandle(comm, guard.comm());
   if (s.ok() && op < tesseraNumOps) s = InvalidArgument("op " + std::to_string(static_cast<int>(op)) + " is built in");
   if (s.ok() && comm->worker) comm->worker->WaitIdle();
-  if (s.ok() && comm->impl) s = comm->impl->DestroyRedOp(static_cast<int>(op));
+  if (s.ok() && comm->impl) s = comm->device.DestroyRedOp(comm->impl.get(), static_cast<int>(op));
   return Report(guard.comm(), "tesseraRedOpDestroy", s);
 }
 
@@ -606,15 +630,21 @@ tesseraResult_t tesseraGroupEnd(void) {
   if (--t_group.depth > 0) return tesseraSuccess;
   std::vector<std::pair<tesseraComm*, Operation>> recorded;
   recorded.swap(t_group.ops);
+  std::vector<tesseraStream_t> recorded_streams;
+  recorded_streams.swap(t_group.streams);
   // Each communicator's operations, in issue order; communicators in order of first use.
   std::vector<std::pair<tesseraComm*, std::vector<Operation>>> per_comm;
-  for (auto& [comm, op] : recorded) {
+  std::vector<std::vector<tesseraStream_t>> per_comm_streams;
+  for (size_t r = 0; r < recorded.size(); ++r) {
+    auto& [comm, op] = recorded[r];
     auto it = std::find_if(per_comm.begin(), per_comm.end(), [&](const auto& e) { return e.first == comm; });
     if (it == per_comm.end()) {
       per_comm.push_back({comm, {}});
+      per_comm_streams.emplace_back();
       it = per_comm.end() - 1;
     }
     it->second.push_back(op);
+    per_comm_streams[it - per_comm.begin()].push_back(recorded_streams[r]);
   }
   std::vector<std::unique_ptr<CallGuard>> guards;
   for (auto& entry : per_comm) {
@@ -631,7 +661,12 @@ tesseraResult_t tesseraGroupEnd(void) {
   bool in_progress = false;
   for (size_t i = 0; i < per_comm.size(); ++i) {
     tesseraComm* comm = per_comm[i].first;
-    if (comm->worker) {
+    bool staged = false;  // device buffers or streams: one group on the proxy thread
+    Status routed = comm->device.Submit(DeviceBatchOf(comm, fn, per_comm[i].second, per_comm_streams[i]), &staged);
+    if (staged) {
+      if (routed.code() == Code::kInProgress) in_progress = true;
+      else results[i] = routed;
+    } else if (comm->worker) {
       std::vector<Operation> ops = per_comm[i].second;
       comm->worker->Post([comm, ops, fn] {
         Status st = comm->impl ? comm->impl->RunGroup(ops) : tessera::InvalidUsage("communicator creation failed");
@@ -646,6 +681,9 @@ tesseraResult_t tesseraGroupEnd(void) {
     }
   }
   for (auto& t : threads) t.join();
+  for (size_t i = 0; i < per_comm.size(); ++i) {
+    if (results[i].ok()) results[i] = per_comm[i].first->device.WaitForHostBuffers();
+  }
   tesseraResult_t first = tesseraSuccess;
   for (size_t i = 0; i < per_comm.size(); ++i) {
     tesseraResult_t r = Report(per_comm[i].first, fn, results[i]);

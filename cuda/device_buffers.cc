@@ -227,12 +227,15 @@ Status DeviceStager::RefreshBusy() {
 
 // Picks (allocating or growing if needed) a slot of at least `bytes`. Waiting for a busy
 // slot happens with the lock released, so the proxy can finish operations meanwhile.
-Status DeviceStager::ChooseAndPrepareSlot(size_t bytes, std::unique_lock<std::mutex>* lock, size_t* index) {
+Status DeviceStager::ChooseAndPrepareSlot(size_t bytes, const std::vector<size_t>& reserved,
+                                          std::unique_lock<std::mutex>* lock, size_t* index) {
   const Deadline deadline = Deadline::AfterMs(timeout_ms_);
   for (;;) {
     TESSERA_RETURN_IF_ERROR(RefreshBusy());
     std::vector<SlotState> states;
     for (const auto& slot : slots_) states.push_back(SlotState{slot->capacity, slot->busy, slot->last_seq});
+    // A slot reserved by this group looks busy and newest: never reused, never waited for.
+    for (size_t r : reserved) states[r] = SlotState{states[r].capacity, true, order_.NextToIssue()};
     const SlotChoice choice = ChooseSlot(states, bytes, kMaxSlots, order_.NextToIssue());
     if (choice.action == SlotAction::kWaitFor) {
       cudaEvent_t done = slots_[choice.index]->done;
@@ -276,62 +279,113 @@ Status DeviceStager::ChooseAndPrepareSlot(size_t bytes, std::unique_lock<std::mu
 }
 
 Status DeviceStager::Stage(const StagingRequest& req, void* stream, StagedOp* out) {
+  std::vector<StagedOp> ops;
+  TESSERA_RETURN_IF_ERROR(StageGroup({req}, {stream}, &ops));
+  *out = ops[0];
+  return Status::Ok();
+}
+
+Status DeviceStager::StageGroup(const std::vector<StagingRequest>& reqs, const std::vector<void*>& streams,
+                                std::vector<StagedOp>* out) {
   std::unique_lock<std::mutex> lock(mu_);
   TESSERA_RETURN_IF_ERROR(broken_);
-  MemoryKind send_kind, recv_kind, scalar_kind;
-  int send_dev, recv_dev, scalar_dev;
-  TESSERA_RETURN_IF_ERROR(Classify(req.send, req.send_bytes, &send_kind, &send_dev));
-  TESSERA_RETURN_IF_ERROR(Classify(req.recv, req.recv_bytes, &recv_kind, &recv_dev));
-  TESSERA_RETURN_IF_ERROR(Classify(req.scalar, req.scalar_bytes, &scalar_kind, &scalar_dev));
-  TESSERA_RETURN_IF_ERROR(CheckDevice("sendbuff", send_kind, send_dev, device_));
-  TESSERA_RETURN_IF_ERROR(CheckDevice("recvbuff", recv_kind, recv_dev, device_));
-  TESSERA_RETURN_IF_ERROR(CheckDevice("the PreMulSum scalar", scalar_kind, scalar_dev, device_));
-  Layout layout;
-  TESSERA_RETURN_IF_ERROR(PlanLayout(req, IsStaged(send_kind), IsStaged(recv_kind), IsStaged(scalar_kind), &layout));
-  size_t index = 0;
-  TESSERA_RETURN_IF_ERROR(ChooseAndPrepareSlot(layout.bytes, &lock, &index));
-  TESSERA_RETURN_IF_ERROR(broken_);  // the lock was released while waiting for a slot
-  Slot* slot = slots_[index].get();
-  char* host = static_cast<char*>(slot->host);
-  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  if (streams.size() != reqs.size()) return InternalError("StageGroup: one stream per request");
+  // Check every request and lay out each stream's share before any stream gets work.
+  struct Part {
+    void* stream;
+    std::vector<size_t> requests;  // indices into reqs
+    std::vector<Layout> layouts;   // offsets within the part's slot
+    size_t bytes = 0;
+    size_t slot = 0;
+  };
+  std::vector<Part> parts;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const StagingRequest& req = reqs[i];
+    MemoryKind send_kind, recv_kind, scalar_kind;
+    int send_dev, recv_dev, scalar_dev;
+    TESSERA_RETURN_IF_ERROR(Classify(req.send, req.send_bytes, &send_kind, &send_dev));
+    TESSERA_RETURN_IF_ERROR(Classify(req.recv, req.recv_bytes, &recv_kind, &recv_dev));
+    TESSERA_RETURN_IF_ERROR(Classify(req.scalar, req.scalar_bytes, &scalar_kind, &scalar_dev));
+    TESSERA_RETURN_IF_ERROR(CheckDevice("sendbuff", send_kind, send_dev, device_));
+    TESSERA_RETURN_IF_ERROR(CheckDevice("recvbuff", recv_kind, recv_dev, device_));
+    TESSERA_RETURN_IF_ERROR(CheckDevice("the PreMulSum scalar", scalar_kind, scalar_dev, device_));
+    Layout layout;
+    TESSERA_RETURN_IF_ERROR(PlanLayout(req, IsStaged(send_kind), IsStaged(recv_kind), IsStaged(scalar_kind), &layout));
+    auto part = std::find_if(parts.begin(), parts.end(), [&](const Part& p) { return p.stream == streams[i]; });
+    if (part == parts.end()) {
+      if (parts.size() == kMaxSlots) {
+        return InvalidUsage("a group may use at most " + std::to_string(kMaxSlots) + " distinct CUDA streams");
+      }
+      parts.push_back(Part{streams[i], {}, {}, 0, 0});
+      part = parts.end() - 1;
+    }
+    layout.send_at += part->bytes;
+    layout.recv_at += part->bytes;
+    layout.scalar_at += part->bytes;
+    part->bytes += layout.bytes;
+    part->requests.push_back(i);
+    part->layouts.push_back(layout);
+  }
+  std::vector<size_t> reserved;
+  for (Part& part : parts) {
+    TESSERA_RETURN_IF_ERROR(ChooseAndPrepareSlot(part.bytes, reserved, &lock, &part.slot));
+    TESSERA_RETURN_IF_ERROR(broken_);  // the lock was released while waiting for a slot
+    reserved.push_back(part.slot);
+  }
 
-  // From here on the stream receives work: a failure breaks the stager.
+  // From here on the streams receive work: a failure breaks the stager.
   const uint32_t seq = order_.NextToIssue();
   const std::string what = "staging operation " + std::to_string(seq) + ": ";
-  if (layout.send) {
-    Status st = CudaCall(cudaMemcpyAsync(host + layout.send_at, req.send, req.send_bytes, cudaMemcpyDeviceToHost, s),
-                         what + "cudaMemcpyAsync of sendbuff to the host");
-    if (!st.ok()) return Break(st);
-  }
-  if (layout.scalar) {
-    Status st = CudaCall(cudaMemcpyAsync(host + layout.scalar_at, req.scalar, req.scalar_bytes, cudaMemcpyDeviceToHost, s),
-                         what + "cudaMemcpyAsync of the scalar to the host");
-    if (!st.ok()) return Break(st);
-  }
-  Status st = CudaCall(cudaEventRecord(slot->input, s), what + "cudaEventRecord (inputs on the host)");
-  if (!st.ok()) return Break(st);
   const auto wait_value = reinterpret_cast<PFN_cuStreamWaitValue32_v11070>(wait_value_fn_);
-  const CUresult r = wait_value(reinterpret_cast<CUstream>(stream), static_cast<CUdeviceptr>(word_device_), seq,
-                                CU_STREAM_WAIT_VALUE_GEQ);
-  if (r != CUDA_SUCCESS) {
-    return Break(Status(Code::kCudaError, what + "cuStreamWaitValue32 failed with CUresult " + std::to_string(r)));
-  }
-  order_.CommitIssue();
-  if (layout.recv) {
-    st = CudaCall(cudaMemcpyAsync(req.recv, host + layout.recv_at, req.recv_bytes, cudaMemcpyHostToDevice, s),
-                  what + "cudaMemcpyAsync of the results to recvbuff");
+  bool committed = false;
+  out->assign(reqs.size(), StagedOp());
+  for (const Part& part : parts) {
+    Slot* slot = slots_[part.slot].get();
+    char* host = static_cast<char*>(slot->host);
+    const cudaStream_t s = static_cast<cudaStream_t>(part.stream);
+    for (size_t k = 0; k < part.requests.size(); ++k) {
+      const StagingRequest& req = reqs[part.requests[k]];
+      const Layout& l = part.layouts[k];
+      if (l.send) {
+        Status st = CudaCall(cudaMemcpyAsync(host + l.send_at, req.send, req.send_bytes, cudaMemcpyDeviceToHost, s),
+                             what + "cudaMemcpyAsync of sendbuff to the host");
+        if (!st.ok()) return Break(st);
+      }
+      if (l.scalar) {
+        Status st = CudaCall(cudaMemcpyAsync(host + l.scalar_at, req.scalar, req.scalar_bytes, cudaMemcpyDeviceToHost, s),
+                             what + "cudaMemcpyAsync of the scalar to the host");
+        if (!st.ok()) return Break(st);
+      }
+    }
+    Status st = CudaCall(cudaEventRecord(slot->input, s), what + "cudaEventRecord (inputs on the host)");
     if (!st.ok()) return Break(st);
+    const CUresult r = wait_value(reinterpret_cast<CUstream>(part.stream), static_cast<CUdeviceptr>(word_device_), seq,
+                                  CU_STREAM_WAIT_VALUE_GEQ);
+    if (r != CUDA_SUCCESS) {
+      return Break(Status(Code::kCudaError, what + "cuStreamWaitValue32 failed with CUresult " + std::to_string(r)));
+    }
+    if (!committed) order_.CommitIssue();  // once a stream waits for seq, seq must be finished
+    committed = true;
+    for (size_t k = 0; k < part.requests.size(); ++k) {
+      const StagingRequest& req = reqs[part.requests[k]];
+      const Layout& l = part.layouts[k];
+      if (l.recv) {
+        st = CudaCall(cudaMemcpyAsync(req.recv, host + l.recv_at, req.recv_bytes, cudaMemcpyHostToDevice, s),
+                      what + "cudaMemcpyAsync of the results to recvbuff");
+        if (!st.ok()) return Break(st);
+      }
+      StagedOp& op = (*out)[part.requests[k]];
+      op.seq = seq;
+      op.slot = part.slot;
+      op.host_send = l.send ? host + l.send_at : req.send_bytes > 0 ? req.send : nullptr;
+      op.host_recv = l.recv ? static_cast<void*>(host + l.recv_at) : req.recv_bytes > 0 ? req.recv : nullptr;
+      op.host_scalar = l.scalar ? host + l.scalar_at : req.scalar_bytes > 0 ? req.scalar : nullptr;
+    }
+    st = CudaCall(cudaEventRecord(slot->done, s), what + "cudaEventRecord (results copied back)");
+    if (!st.ok()) return Break(st);
+    slot->busy = true;
+    slot->last_seq = seq;
   }
-  st = CudaCall(cudaEventRecord(slot->done, s), what + "cudaEventRecord (results copied back)");
-  if (!st.ok()) return Break(st);
-  slot->busy = true;
-  slot->last_seq = seq;
-
-  out->seq = seq;
-  out->slot = index;
-  out->host_send = layout.send ? host + layout.send_at : req.send_bytes > 0 ? req.send : nullptr;
-  out->host_recv = layout.recv ? static_cast<void*>(host + layout.recv_at) : req.recv_bytes > 0 ? req.recv : nullptr;
-  out->host_scalar = layout.scalar ? host + layout.scalar_at : req.scalar_bytes > 0 ? req.scalar : nullptr;
   return Status::Ok();
 }
 

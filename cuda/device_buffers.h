@@ -106,6 +106,19 @@ class DeviceStager {
   // the stager: every waiting stream is released and later calls return that error.
   Status Stage(const StagingRequest& req, void* stream, StagedOp* out);
 
+  // Caller's thread: stages the operations of one group (tesseraGroupStart/End) as one
+  // unit, reqs[i] on streams[i]. They share one number, so every stream of the group
+  // continues when the whole group is done. Each distinct stream gets one slot and, in
+  // this order: the copies of all its requests' inputs, one input event, the GPU-side
+  // wait, the copies back, one done event. So two operations of the group on the same
+  // stream never wait for each other (staging them one by one would: the second one's
+  // inputs would queue behind the first one's wait). (*out)[i] is reqs[i]'s; the proxy
+  // waits for every one's input, runs the group, and finishes every one (Finish of the
+  // same number twice is fine). Arguments are checked before any stream receives work.
+  // More than kMaxSlots distinct streams is InvalidUsage.
+  Status StageGroup(const std::vector<StagingRequest>& reqs, const std::vector<void*>& streams,
+                    std::vector<StagedOp>* out);
+
   // Proxy thread: waits until the stream has copied op's inputs to the host. Bounded by
   // `deadline`; returns RemoteError promptly when *abort becomes true (abort may be null).
   Status WaitInput(const StagedOp& op, const Deadline& deadline, const std::atomic<bool>* abort);
@@ -125,7 +138,9 @@ class DeviceStager {
   DeviceStager(int device, int64_t timeout_ms);
   Status Break(const Status& s);  // mu_ held
   void Publish(uint32_t value);   // mu_ held
-  Status ChooseAndPrepareSlot(size_t bytes, std::unique_lock<std::mutex>* lock, size_t* index);
+  // `reserved`: slots already chosen by the group being staged (never chosen again).
+  Status ChooseAndPrepareSlot(size_t bytes, const std::vector<size_t>& reserved, std::unique_lock<std::mutex>* lock,
+                              size_t* index);
   Status RefreshBusy();  // mu_ held
 
   const int device_;

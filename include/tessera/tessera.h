@@ -19,9 +19,14 @@
  *    broken: every later collective returns the same error (also reported by
  *    tesseraCommGetAsyncError()); destroy or abort it.
  *
- * Stream semantics on this CPU build: the `stream` argument is accepted for NCCL
- * compatibility and must be NULL; every collective has completed, and its buffers may be
- * reused, when the call returns.
+ * Stream semantics.
+ *  - CPU build (libtessera.so): `stream` must be NULL; every collective has completed,
+ *    and its buffers may be reused, when the call returns.
+ *  - CUDA build (libtessera_cuda.so, or --config=cuda; docs/cuda.md): a call with device
+ *    or managed buffers, or a non-NULL stream, is enqueued on that stream and returns at
+ *    once, as in NCCL; the stream continues when the collective is done. Host buffers on
+ *    the NULL stream behave as in the CPU build. In a process without a usable CUDA
+ *    driver a non-NULL stream is tesseraInvalidArgument, saying why.
  */
 #ifndef TESSERA_TESSERA_H_
 #define TESSERA_TESSERA_H_
@@ -124,7 +129,8 @@ typedef struct {
 /* tesseraCommSplit's color for ranks that take no part in any new communicator. */
 #define TESSERA_SPLIT_NOCOLOR (-1)
 
-/* A CUDA stream on CUDA builds; must be NULL on CPU builds (see the stream semantics above). */
+/* A CUDA stream (cudaStream_t) on CUDA builds; must be NULL on CPU builds (see the stream
+ * semantics above). */
 typedef void* tesseraStream_t;
 
 /* Writes TESSERA_VERSION_CODE to *version. */

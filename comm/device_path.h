@@ -1,0 +1,109 @@
+// DevicePath: the communicator's hooks for CUDA device buffers and streams (docs/cuda.md).
+//
+// The C API (c_api.cc) hands every call here first: a single call, or one communicator's
+// part of a group. Built with TESSERA_WITH_CUDA (//comm:c_api_cuda, or --config=cuda),
+// a call whose buffers are device or managed memory, or that names a stream, is staged:
+// on the caller's thread the stream receives the copies to pinned host memory and a
+// GPU-side wait (cuda/device_buffers.h), and the call returns at once; a proxy thread
+// (the communicator's own, or a non-blocking communicator's worker) then waits for the
+// inputs, runs the ordinary host collective and lets the stream continue. The caller's
+// thread never waits for the GPU. Everything else runs exactly as on the CPU build.
+//
+// Built without TESSERA_WITH_CUDA (the default library), nothing is ever staged and a
+// non-NULL stream is InvalidArgument, as before.
+//
+// Thread-safety: as the C API's: calls on one communicator are serialised by the caller,
+// except Abort and async_error, which any thread may call at any time.
+#ifndef TESSERA_COMM_DEVICE_PATH_H_
+#define TESSERA_COMM_DEVICE_PATH_H_
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "base/types.h"
+#include "comm/operation.h"
+
+namespace tessera {
+
+class AsyncWorker;
+class Communicator;
+
+// How many bytes an operation reads from `send` and writes to `recv` on `rank` of
+// `nranks` (0 for a buffer it does not use there, e.g. a broadcast's sendbuff off the
+// root). These are the bytes staged for it.
+struct OperationBytes {
+  size_t send = 0;
+  size_t recv = 0;
+};
+OperationBytes BytesOf(const Operation& op, int rank, int nranks);
+
+// One communicator's calls as the C API hands them over: a single call, or its part of a
+// group (then they run as one group, as without staging).
+struct DeviceBatch {
+  std::vector<Operation> ops;
+  std::vector<void*> streams;  // streams[i] is ops[i]'s; nullptr: the NULL stream
+  int rank = 0;
+  int nranks = 1;
+  // A non-blocking communicator's worker: it is then the proxy, so that every call of
+  // the communicator keeps its issue order. Null for a blocking communicator.
+  AsyncWorker* worker = nullptr;
+  // Runs on the proxy thread: when `ready` is OK, runs host_ops (the batch's operations
+  // with staging buffers in place of device buffers) as one group; otherwise only
+  // reports `ready` (the inputs never reached the host). Reports and returns the result.
+  std::function<Status(const Status& ready, const std::vector<Operation>& host_ops)> run;
+};
+
+class DevicePath {
+ public:
+  DevicePath();
+  // Runs what is still queued (each part bounded by the timeout), then releases every
+  // stream and frees the staging memory (cuda/device_buffers.h).
+  ~DevicePath();
+  DevicePath(const DevicePath&) = delete;
+  DevicePath& operator=(const DevicePath&) = delete;
+
+  // OK for a NULL stream. A non-NULL stream is InvalidArgument in the CPU build, and in
+  // the CUDA build when this process has no usable CUDA (the message says why).
+  static Status CheckStream(const void* stream);
+
+  // *taken = false: run the batch on the host as on the CPU build (a blocking
+  // communicator first waits here until its staged calls have run, so that calls keep
+  // their issue order). *taken = true: this path took the batch, and the result is OK
+  // (queued), InProgress (queued on a non-blocking communicator's worker), or the error.
+  // Never waits for the GPU.
+  Status Submit(const DeviceBatch& batch, bool* taken);
+
+  // After a taken Submit, before the call returns: a staged batch that also had a host
+  // operation on the NULL stream must complete first, as host calls always do (only
+  // then, and only on a blocking communicator, does this wait: for the whole batch,
+  // including its streams' inputs). Otherwise returns OK at once. Called after every
+  // communicator of a group has been handed its part, so that one thread can drive
+  // several ranks.
+  Status WaitForHostBuffers();
+
+  // tesseraRedOpCreatePreMulSum / tesseraRedOpDestroy on `comm`. A scalar in device or
+  // managed memory with residence "device" (read_now false) is staged with every call
+  // that uses the operator; with read_now (host-immediate) it is InvalidArgument.
+  // Destroying an operator that queued calls still use takes effect after them.
+  Status CreatePreMulSum(Communicator* comm, const void* scalar, DataType type, bool read_now, int* op);
+  Status DestroyRedOp(Communicator* comm, int op);
+
+  // Blocks until the queued staged calls have run (before a call that uses the
+  // communicator on the caller's thread: split, finalize).
+  void WaitIdle();
+  // tesseraCommAbort: drops queued calls, releases every waiting stream at once.
+  void Abort();
+  // The first failure of staged work (a CUDA error, inputs that never arrived), or OK.
+  Status async_error() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_COMM_DEVICE_PATH_H_
