@@ -58,7 +58,11 @@ namespace tessera {
   X(std::string, algo, "TESSERA_ALGO", "auto",                                           \
     "Allreduce algorithm: auto (the cost model picks per call) or one of ring, "         \
     "recursive_doubling, rabenseifner, torus, hierarchical, hierarchical_leader "        \
-    "(forced for every call where it applies).")                                         \
+    "(forced for every call where it applies). Allgather and reduce-scatter: ring "      \
+    "forces the flat ring; torus forces the grid schedule on the torus grid "            \
+    "(TESSERA_TORUS, else the host grid) and hierarchical on the host grid, where that " \
+    "grid has more than one row and more than one column; any other value, or a grid "   \
+    "that does not apply, lets the cost model pick the flat ring or the host grid.")     \
   X(std::string, torus, "TESSERA_TORUS", "",                                             \
     "Grid of the torus algorithm as XxY (e.g. 4x2, rank = y*X + x). Empty: rows are "    \
     "hosts (X = ranks per host, Y = hosts).")                                            \

@@ -189,6 +189,7 @@ def main():
     ap.add_argument("--hosts", type=int, default=0, help="emulated cluster hosts")
     ap.add_argument("--ranks-per-host", type=int, default=1)
     ap.add_argument("--rate", default="2gbit", help="cluster link rate (none: unshaped)")
+    ap.add_argument("--mtu", default="1500", help="cluster MTU (9000: jumbo frames)")
     ap.add_argument("--name", default="cmp%d" % os.getpid(), help="cluster name prefix")
     ap.add_argument("--out", default="bench_compare")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per program run")
@@ -207,7 +208,7 @@ def main():
     if a.hosts:
         layout = "%d hosts x %d ranks, links %s" % (a.hosts, a.ranks_per_host, a.rate)
         progress("bringing up cluster %s: %s" % (a.name, layout))
-        cluster("up", "--name", a.name, "--hosts", str(a.hosts), "--rate", a.rate)
+        cluster("up", "--name", a.name, "--hosts", str(a.hosts), "--rate", a.rate, "--mtu", a.mtu)
     else:
         layout = "%d local ranks (mpirun -np %d)" % (a.np, a.np)
     nranks = a.hosts * a.ranks_per_host if a.hosts else a.np

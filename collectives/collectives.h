@@ -5,6 +5,7 @@
 #define TESSERA_COLLECTIVES_COLLECTIVES_H_
 
 #include "collectives/collective.h"
+#include "collectives/grid.h"
 #include "collectives/ring_allreduce.h"
 
 namespace tessera {
@@ -13,6 +14,10 @@ Status ChainBroadcast(const CollectiveContext& ctx, const CollectiveArgs& args);
 Status ChainReduce(const CollectiveContext& ctx, const CollectiveArgs& args);        // chain_reduce.cc
 Status RingAllGather(const CollectiveContext& ctx, const CollectiveArgs& args);      // ring_allgather.cc
 Status RingReduceScatter(const CollectiveContext& ctx, const CollectiveArgs& args);  // ring_reduce_scatter.cc
+// The same two collectives along an X x Y grid: a column ring and a row ring (see the
+// files). They handle any grid; the communicator takes the flat ring when X or Y is 1.
+Status GridAllGather(const CollectiveContext& ctx, const CollectiveArgs& args, const Grid& grid);      // grid_allgather.cc
+Status GridReduceScatter(const CollectiveContext& ctx, const CollectiveArgs& args, const Grid& grid);  // grid_reduce_scatter.cc
 Status PairwiseAlltoAll(const CollectiveContext& ctx, const CollectiveArgs& args);   // pairwise_alltoall.cc
 Status DirectGather(const CollectiveContext& ctx, const CollectiveArgs& args);       // direct_gather.cc
 Status DirectScatter(const CollectiveContext& ctx, const CollectiveArgs& args);      // direct_scatter.cc

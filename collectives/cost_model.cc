@@ -1,5 +1,6 @@
 #include "collectives/cost_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -77,6 +78,80 @@ double PredictAllReduce(AllReduceAlgorithm algo, const CostModel& m, const Shape
              RingTime(H, n, m.inter, 1.0, m.gamma, true);
   }
   return -1;
+}
+
+double PredictRingGatherScatter(GatherScatterOp op, const CostModel& m, const Shape& s, size_t bytes) {
+  const int p = s.p;
+  if (p <= 1) return 0;
+  // p - 1 steps of one block, each limited by the slowest link the ring crosses.
+  const LinkCost& slow = s.hosts > 1 ? m.inter : m.intra;
+  const double block = static_cast<double>(bytes) / p;
+  const double reduce = op == GatherScatterOp::kReduceScatter ? (p - 1) * block * m.gamma : 0;
+  return (p - 1) * (slow.alpha + block * slow.beta) + reduce;
+}
+
+double PredictGridGatherScatter(GatherScatterOp op, const CostModel& m, const Shape& s, int X, int Y, size_t bytes) {
+  if (X <= 1 || Y <= 1 || X * Y != s.p) return -1;
+  const bool multi = s.hosts > 1;
+  const int R = s.per_host;
+  // As for the torus allreduce: rows inside hosts when X divides R, min(X, R) ranks of
+  // a host sharing its link in the column phase.
+  const LinkCost& row = multi && (R == 0 || R % X != 0) ? m.inter : m.intra;
+  const LinkCost& col = multi ? m.inter : m.intra;
+  const double share = multi && R > 0 ? std::max(1, std::min(X, R)) : 1;
+  const double block = static_cast<double>(bytes) / s.p;
+  const double col_time = (Y - 1) * (col.alpha + block * col.beta * share);  // one block per step
+  const double row_time = (X - 1) * Y * (row.alpha + block * row.beta);      // Y blocks per step
+  if (op == GatherScatterOp::kReduceScatter) {
+    // Two exchanges, one after the other; (p-1)/p of the input is reduced, as in the ring.
+    return row_time + col_time + (s.p - 1) * block * m.gamma;
+  }
+  // One gated exchange: the row forwards blocks while the column delivers them, so the
+  // phases overlap; the last block to arrive still has X - 1 row steps to go.
+  return std::max(col_time, row_time) + (X - 1) * (row.alpha + block * row.beta);
+}
+
+GatherScatterSelection SelectGatherScatter(GatherScatterOp op, const std::string& forced, const CostModel& m,
+                                           const Shape& s, size_t bytes) {
+  const char* op_name = op == GatherScatterOp::kAllGather ? "allgather" : "reduce-scatter";
+  GatherScatterSelection ring;
+  ring.predicted_s = PredictRingGatherScatter(op, m, s, bytes);
+  if (forced == "ring") {
+    ring.reason = "forced by TESSERA_ALGO";
+    return ring;
+  }
+  auto grid = [&](GatherScatterAlgorithm algo, int X, int Y) {
+    GatherScatterSelection g;
+    g.algo = algo;
+    g.name = "grid";
+    g.predicted_s = PredictGridGatherScatter(op, m, s, X, Y, bytes);
+    return g;
+  };
+  auto dims = [](int X, int Y) { return std::to_string(X) + "x" + std::to_string(Y); };
+  const bool host_grid = s.per_host > 0;
+  if (forced == "torus" || forced == "hierarchical") {
+    const bool torus = forced == "torus";
+    const int X = torus ? s.torus_x : (host_grid ? s.per_host : 0), Y = torus ? s.torus_y : s.hosts;
+    GatherScatterSelection g = grid(torus ? GatherScatterAlgorithm::kTorusGrid : GatherScatterAlgorithm::kHostGrid, X, Y);
+    if (g.predicted_s >= 0) {
+      g.reason = "forced by TESSERA_ALGO: the " + std::string(torus ? "torus" : "host") + " grid " + dims(X, Y);
+      return g;
+    }
+  }
+  GatherScatterSelection g = grid(GatherScatterAlgorithm::kHostGrid, host_grid ? s.per_host : 0, s.hosts);
+  char item[96];
+  std::snprintf(item, sizeof(item), "ring %.1f us", ring.predicted_s * 1e6);
+  std::string predictions = item;
+  if (g.predicted_s >= 0) {
+    std::snprintf(item, sizeof(item), ", grid %s %.1f us", dims(s.per_host, s.hosts).c_str(), g.predicted_s * 1e6);
+    predictions += item;
+  } else {
+    predictions += ", grid: the hosts form no grid with X > 1 and Y > 1";
+  }
+  GatherScatterSelection& best = g.predicted_s >= 0 && g.predicted_s < ring.predicted_s ? g : ring;
+  best.reason = (forced == "auto" ? "" : "TESSERA_ALGO=" + forced + " does not apply to " + op_name + " here; ") +
+                "predicted: " + predictions;
+  return best;
 }
 
 Status CostModel::FromTuningFile(const std::string& path, CostModel* out) {

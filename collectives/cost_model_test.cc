@@ -85,6 +85,119 @@ TEST(CostModel, TuningFileReadsAndNamesBadLines) {
   EXPECT_NE(s.message().find(":2:"), std::string::npos) << s.message();
 }
 
+// --- Allgather and reduce-scatter: the flat ring or the grid ---------------------------
+
+std::string GatherScatterChoice(GatherScatterOp op, const CostModel& m, const Shape& s, size_t bytes,
+                                const std::string& forced = "auto") {
+  return SelectGatherScatter(op, forced, m, s, bytes).name;
+}
+
+TEST(GatherScatterModel, HostLinkVolumes) {
+  // Shared memory free, no latency, no reduction cost: what is left is the host link.
+  // The flat ring moves (p-1)/p of the buffer through it, the grid (Y-1)/Y (X ranks of
+  // a host sharing it).
+  CostModel m;
+  m.intra = LinkCost{0, 0};
+  m.inter = LinkCost{0, 1e-9};
+  m.gamma = 0;
+  const double n = 8000;
+  for (auto op : {GatherScatterOp::kAllGather, GatherScatterOp::kReduceScatter}) {
+    const Shape s = HostsOf(4, 2);  // X = 2, Y = 4
+    EXPECT_DOUBLE_EQ(PredictRingGatherScatter(op, m, s, 8000), 7.0 / 8 * n * 1e-9);
+    EXPECT_DOUBLE_EQ(PredictGridGatherScatter(op, m, s, 2, 4, 8000), 3.0 / 4 * n * 1e-9);
+    const Shape t = HostsOf(2, 4);  // X = 4, Y = 2
+    EXPECT_DOUBLE_EQ(PredictGridGatherScatter(op, m, t, 4, 2, 8000), 1.0 / 2 * n * 1e-9);
+  }
+}
+
+TEST(GatherScatterModel, ReductionCostMatchesTheRing) {
+  // Both schedules reduce (p-1)/p of the input on every rank.
+  CostModel m;
+  m.intra = LinkCost{0, 0};
+  m.inter = LinkCost{0, 0};
+  m.gamma = 1e-9;
+  const Shape s = HostsOf(3, 3);
+  EXPECT_DOUBLE_EQ(PredictRingGatherScatter(GatherScatterOp::kReduceScatter, m, s, 9000), 8000 * 1e-9);
+  EXPECT_DOUBLE_EQ(PredictGridGatherScatter(GatherScatterOp::kReduceScatter, m, s, 3, 3, 9000), 8000 * 1e-9);
+  EXPECT_DOUBLE_EQ(PredictRingGatherScatter(GatherScatterOp::kAllGather, m, s, 9000), 0);
+}
+
+TEST(GatherScatterModel, GridAcrossHostsForLargeBuffers) {
+  CostModel two_gbit;  // the emulated cluster's links, as the probe measures them
+  two_gbit.inter = LinkCost{100e-6, 1 / 0.25e9};
+  for (auto op : {GatherScatterOp::kAllGather, GatherScatterOp::kReduceScatter}) {
+    for (auto shape : {HostsOf(2, 2), HostsOf(4, 2), HostsOf(2, 4), HostsOf(3, 3)}) {
+      EXPECT_EQ(GatherScatterChoice(op, two_gbit, shape, 64 << 20), "grid") << shape.hosts << "x" << shape.per_host;
+    }
+    // With the built-in model too where the host link's share falls most.
+    EXPECT_EQ(GatherScatterChoice(op, CostModel(), HostsOf(2, 4), 64 << 20), "grid");
+  }
+}
+
+TEST(GatherScatterModel, GridForSmallBuffersOnManyHosts) {
+  // Latency: Y - 1 network steps instead of p - 1.
+  for (auto op : {GatherScatterOp::kAllGather, GatherScatterOp::kReduceScatter}) {
+    EXPECT_EQ(GatherScatterChoice(op, CostModel(), HostsOf(8, 2), 8 * 16), "grid");
+  }
+}
+
+TEST(GatherScatterModel, RingWhenTheHostLinkIsAsFastAsSharedMemory) {
+  // The grid moves (Y-1) + (X-1) Y blocks per rank through links that all cost the same
+  // (the row phase carries Y blocks a step), while the ring moves p - 1: the ring wins.
+  CostModel m;
+  m.inter = m.intra;
+  for (auto op : {GatherScatterOp::kAllGather, GatherScatterOp::kReduceScatter}) {
+    EXPECT_EQ(GatherScatterChoice(op, m, HostsOf(4, 4), 64 << 20), "ring");
+  }
+}
+
+TEST(GatherScatterModel, OneHostOrOneRankPerHostIsTheRing) {
+  CostModel m;
+  for (auto op : {GatherScatterOp::kAllGather, GatherScatterOp::kReduceScatter}) {
+    for (auto shape : {HostsOf(1, 4), HostsOf(3, 1)}) {
+      EXPECT_LT(PredictGridGatherScatter(op, m, shape, shape.per_host, shape.hosts, 1 << 20), 0);
+      for (const char* forced : {"auto", "hierarchical", "torus"}) {
+        GatherScatterSelection s = SelectGatherScatter(op, forced, m, shape, 1 << 20);
+        EXPECT_STREQ(s.name, "ring") << forced;
+        EXPECT_EQ(s.algo, GatherScatterAlgorithm::kRing);
+        if (std::string(forced) != "auto") EXPECT_NE(s.reason.find("does not apply"), std::string::npos) << s.reason;
+      }
+    }
+    // Uneven hosts: no host grid.
+    Shape uneven;
+    uneven.p = 5;
+    uneven.hosts = 2;
+    EXPECT_STREQ(SelectGatherScatter(op, "hierarchical", m, uneven, 1 << 20).name, "ring");
+  }
+}
+
+TEST(GatherScatterModel, ForcedByTesseraAlgo) {
+  CostModel m;
+  const auto ag = GatherScatterOp::kAllGather;
+  // ring forces the flat ring even where the grid is predicted faster.
+  GatherScatterSelection s = SelectGatherScatter(ag, "ring", m, HostsOf(2, 4), 64 << 20);
+  EXPECT_EQ(s.algo, GatherScatterAlgorithm::kRing);
+  EXPECT_EQ(s.reason, "forced by TESSERA_ALGO");
+  // hierarchical and torus force the grid even where the ring is predicted faster.
+  CostModel flat = m;
+  flat.inter = flat.intra;
+  s = SelectGatherScatter(ag, "hierarchical", flat, HostsOf(4, 4), 64 << 20);
+  EXPECT_EQ(s.algo, GatherScatterAlgorithm::kHostGrid);
+  EXPECT_NE(s.reason.find("host grid 4x4"), std::string::npos) << s.reason;
+  Shape torus = HostsOf(2, 4);
+  torus.torus_x = 2;  // TESSERA_TORUS=2x4
+  torus.torus_y = 4;
+  s = SelectGatherScatter(GatherScatterOp::kReduceScatter, "torus", m, torus, 1024);
+  EXPECT_EQ(s.algo, GatherScatterAlgorithm::kTorusGrid);
+  EXPECT_NE(s.reason.find("torus grid 2x4"), std::string::npos) << s.reason;
+  // Allreduce-only names leave the choice to the model and say so.
+  s = SelectGatherScatter(ag, "rabenseifner", m, HostsOf(2, 4), 64 << 20);
+  EXPECT_STREQ(s.name, "grid");
+  EXPECT_NE(s.reason.find("TESSERA_ALGO=rabenseifner does not apply to allgather"), std::string::npos) << s.reason;
+  EXPECT_NE(s.reason.find("ring "), std::string::npos) << s.reason;  // both predictions listed
+  EXPECT_NE(s.reason.find("grid 4x2 "), std::string::npos) << s.reason;
+}
+
 TEST(Grid, FromHostsAndForced) {
   Grid g;
   ASSERT_TRUE(GridFromHosts({0, 0, 1, 1, 2, 2}, &g).ok());

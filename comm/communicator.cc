@@ -334,6 +334,34 @@ Status Communicator::RunGroup(const std::vector<Operation>& ops) {
   return s.ok() ? s : Break(s.Annotate(p2p.size() == 1 ? OpName(p2p[0].kind) : "send/recv group"));
 }
 
+namespace {
+
+// Allgather and reduce-scatter: the flat ring or the grid schedule, as chosen by
+// SelectGatherScatter (the same choice on every rank: the model and the shape agree).
+// Logs the choice at INFO and names it in the trace.
+Status RunGatherScatter(GatherScatterOp op, const GatherScatterSelection& choice, const CollectiveContext& ctx,
+                        const CollectiveArgs& args, LogLevel level, Tracer* tracer, uint64_t op_count) {
+  const std::string what = op == GatherScatterOp::kAllGather ? "allgather" : "reduce-scatter";
+  if (level >= LogLevel::kInfo) {
+    Log(level, LogLevel::kInfo,
+        "rank " + std::to_string(ctx.rank) + ": " + what + " of " + std::to_string(ctx.nranks * args.count * args.elem_size) +
+            " B: " + choice.name + " (predicted " + std::to_string(choice.predicted_s * 1e6) + " us; " + choice.reason + ")");
+  }
+  if (tracer) tracer->BeginOperation(what + "#" + std::to_string(op_count) + " (" + choice.name + ")");
+  const Grid* grid = choice.algo == GatherScatterAlgorithm::kTorusGrid  ? ctx.torus_grid
+                     : choice.algo == GatherScatterAlgorithm::kHostGrid ? ctx.host_grid
+                                                                         : nullptr;
+  Status s;
+  if (grid == nullptr || grid->X == 1 || grid->Y == 1) {
+    s = op == GatherScatterOp::kAllGather ? RingAllGather(ctx, args) : RingReduceScatter(ctx, args);
+  } else {
+    s = op == GatherScatterOp::kAllGather ? GridAllGather(ctx, args, *grid) : GridReduceScatter(ctx, args, *grid);
+  }
+  return s.Annotate(choice.name);
+}
+
+}  // namespace
+
 Status Communicator::RunOne(const Operation& op) {
   const CollectiveContext ctx = Context();
   if (tracer_) tracer_->BeginOperation(std::string(OpName(op.kind)) + "#" + std::to_string(++op_count_));
@@ -348,7 +376,12 @@ Status Communicator::RunOne(const Operation& op) {
   Status s;
   switch (op.kind) {
     case OpKind::kBroadcast: s = ChainBroadcast(ctx, args); break;
-    case OpKind::kAllGather: s = RingAllGather(ctx, args); break;
+    case OpKind::kAllGather: {
+      const GatherScatterSelection choice = SelectGatherScatter(GatherScatterOp::kAllGather, settings_.algo, model_,
+                                                                shape_, nranks_ * op.count * args.elem_size);
+      s = RunGatherScatter(GatherScatterOp::kAllGather, choice, ctx, args, log_level_, tracer_.get(), op_count_);
+      break;
+    }
     case OpKind::kAlltoAll: s = PairwiseAlltoAll(ctx, args); break;
     case OpKind::kGather: s = DirectGather(ctx, args); break;
     case OpKind::kScatter: s = DirectScatter(ctx, args); break;
@@ -424,7 +457,9 @@ Status Communicator::RunReduction(const Operation& op, const CollectiveContext& 
   } else if (op.kind == OpKind::kReduce) {
     s = ChainReduce(ctx, args);
   } else {
-    s = RingReduceScatter(ctx, args);
+    const GatherScatterSelection choice =
+        SelectGatherScatter(GatherScatterOp::kReduceScatter, settings_.algo, model_, shape_, nranks_ * op.count * es);
+    s = RunGatherScatter(GatherScatterOp::kReduceScatter, choice, ctx, args, log_level_, tracer_.get(), op_count_);
   }
   TESSERA_RETURN_IF_ERROR(s.Annotate(std::string(OpName(op.kind)) + (op.kind == OpKind::kAllReduce ? std::string(" (") + name + ")" : "")));
 
