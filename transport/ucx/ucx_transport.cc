@@ -269,6 +269,21 @@ class UcxLink : public Link {
   }
 
   Status ProgressRecv(bool* progressed, bool* done) override {
+    Status s = ProgressRecvChunks(progressed, done);
+    if (!s.ok()) SettleRecv();
+    return s;
+  }
+
+  void AddWaits(WaitSet* set, bool, bool) override { worker_->AddWaits(set); }
+
+  Status CheckPeer() override { return peer_->failed() ? peer_->FailureStatus() : Status::Ok(); }
+
+  size_t sent_bytes() const override { return send_bytes_; }
+  size_t received_bytes() const override { return recv_bytes_; }
+  size_t ready_bytes() const override { return recv_ready_ == recv_.count ? recv_.len : recv_ready_ * recv_.chunk; }
+
+ private:
+  Status ProgressRecvChunks(bool* progressed, bool* done) {
     *progressed = false;
     TESSERA_RETURN_IF_ERROR(recv_error_);
     const bool reducing = recv_reducer_ != nullptr;
@@ -312,15 +327,33 @@ class UcxLink : public Link {
     return Status::Ok();
   }
 
-  void AddWaits(WaitSet* set, bool, bool) override { worker_->AddWaits(set); }
+  // After a failed receive (a size mismatch, a dead peer), its other chunks may already
+  // be matched to rendezvous data on the way, which UCX can no longer cancel and would
+  // write into the destination whenever the worker progresses, perhaps after the caller
+  // has freed it (seen with UCX 1.13 over tcp, even after closing the endpoint by
+  // force). So settle them now, while the destination is still the caller's: cancel
+  // what is not matched and let the rest arrive, bounded in time. What is still going
+  // after that marks the peer abandoned (its endpoint is then closed by force, and the
+  // transport never progresses again before the worker goes).
+  void SettleRecv() {
+    for (size_t k = recv_ready_; k < recv_next_; ++k) {
+      RecvSlot& slot = recv_slots_[k % in_flight_];
+      if (slot.request != nullptr && !slot.complete) ucp_request_cancel(worker_->worker, slot.request);
+    }
+    const Deadline deadline = Deadline::AfterMs(kCloseMs);
+    auto unsettled = [&] {
+      for (size_t k = recv_ready_; k < recv_next_; ++k) {
+        const RecvSlot& slot = recv_slots_[k % in_flight_];
+        if (slot.request != nullptr && !slot.complete) return true;
+      }
+      return false;
+    };
+    while (unsettled() && !deadline.Expired()) {
+      if (!worker_->Progress()) worker_->Wait(1);
+    }
+    AbandonRecv();
+  }
 
-  Status CheckPeer() override { return peer_->failed() ? peer_->FailureStatus() : Status::Ok(); }
-
-  size_t sent_bytes() const override { return send_bytes_; }
-  size_t received_bytes() const override { return recv_bytes_; }
-  size_t ready_bytes() const override { return recv_ready_ == recv_.count ? recv_.len : recv_ready_ * recv_.chunk; }
-
- private:
   char* Landing(size_t k) const {
     return recv_reducer_ != nullptr ? staging_ + (k % in_flight_) * recv_.chunk : recv_dst_ + recv_.Begin(k);
   }
@@ -507,15 +540,20 @@ UcxTransport::UcxTransport() = default;
 
 UcxTransport::~UcxTransport() {
   if (!worker_ || worker_->worker == nullptr) return;
-  // Endpoints first, before any progress: an interrupted receive may still be matched
-  // to rendezvous data, and only closing its endpoint by force stops UCX from writing
-  // it into a buffer the caller may have freed since.
-  CloseEndpoints();
-  DiscardUnexpected();
-  // Let UCX finish what closing scheduled (purging failed requests) before the worker
-  // goes, bounded.
-  const Deadline deadline = Deadline::AfterMs(kDrainMs);
-  while (worker_->Progress() && !deadline.Expired()) {
+  // An interrupted receive that could not be settled (UcxLink::SettleRecv) may still
+  // be matched to rendezvous data that UCX would write into a buffer the caller may
+  // have freed since, on any progress, even after its endpoint is closed by force. With
+  // such a peer, close every endpoint by force and never progress again.
+  bool abandoned = false;
+  for (const auto& peer : peers_) abandoned = abandoned || (peer && peer->abandoned);
+  CloseEndpoints(abandoned);
+  if (!abandoned) {
+    DiscardUnexpected();
+    // Let UCX finish what closing scheduled (purging failed requests) before the
+    // worker goes, bounded.
+    const Deadline deadline = Deadline::AfterMs(kDrainMs);
+    while (worker_->Progress() && !deadline.Expired()) {
+    }
   }
   for (void* r : notice_requests_) ucp_request_free(r);
   notice_requests_.clear();
@@ -747,7 +785,7 @@ Status UcxTransport::CheckNotices(int wait_ms) {
   }
 }
 
-void UcxTransport::CloseEndpoints() {
+void UcxTransport::CloseEndpoints(bool all_by_force) {
   std::vector<void*> closing;
   // First by force (at once, cancelling what is in flight) the endpoints of failed
   // peers and of interrupted messages; then, flushed, those this rank sent on. One
@@ -757,7 +795,7 @@ void UcxTransport::CloseEndpoints() {
   for (int forced = 1; forced >= 0; --forced) {
     for (const auto& peer : peers_) {
       if (!peer || peer->ep == nullptr) continue;
-      const bool force = peer->failed() || peer->abandoned;
+      const bool force = all_by_force || peer->failed() || peer->abandoned;
       if (!force && !peer->used) continue;
       if (forced != force) continue;
       ucp_request_param_t param{};
@@ -772,7 +810,7 @@ void UcxTransport::CloseEndpoints() {
   // found by keepalive, but never wait longer than kCloseMs. Whatever is still open
   // then is destroyed with the worker.
   const Deadline deadline = Deadline::AfterMs(kCloseMs);
-  while (!closing.empty()) {
+  while (!closing.empty() && !all_by_force) {
     worker_->Progress();
     for (void*& r : closing) {
       if (ucp_request_check_status(r) != UCS_INPROGRESS) {

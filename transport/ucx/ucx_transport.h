@@ -33,13 +33,14 @@
 // short keepalive interval) becomes RemoteError naming the peer; PublishFailure sends
 // peers a failure notice as a tagged message.
 //
-// After a failed exchange, receives of that exchange may still be matched to
-// rendezvous data that UCX writes into their buffers whenever the worker progresses
-// (any later call into this transport or its links). The communicator therefore must
-// not use the transport again after a failure, except to publish it and to destroy
-// it; destruction closes such endpoints by force before progressing anything, so the
-// caller's buffers may be gone by then. Destruction is bounded in time (about a
-// second), whatever state the peers are in.
+// After a failed receive, its chunks already matched to rendezvous data are let arrive
+// (bounded, about a second) before the failure is returned, while the destination is
+// still the caller's. What could not be settled then marks the peer abandoned: the
+// transport then closes every endpoint by force and never progresses the worker again,
+// because UCX would still write that data into a buffer the caller may have freed. The
+// communicator therefore must not use the transport again after a failure, except to
+// publish it and to destroy it. Destruction is bounded in time (about a second),
+// whatever state the peers are in.
 #ifndef TESSERA_TRANSPORT_UCX_UCX_TRANSPORT_H_
 #define TESSERA_TRANSPORT_UCX_UCX_TRANSPORT_H_
 
@@ -96,8 +97,9 @@ class UcxTransport : public Transport {
   UcxTransport();
   Status Init(const Options& options, int my_rank, int nranks);
   Status EnsureEndpoint(Peer* peer);
-  // Closes every endpoint (by force when its peer failed), bounded in time.
-  void CloseEndpoints();
+  // Closes every endpoint (by force when its peer failed, or all of them by force and
+  // without progressing the worker), bounded in time.
+  void CloseEndpoints(bool all_by_force);
   // Receives and drops messages nobody asked for (a failed exchange's, a notice), so
   // the worker goes away clean; bounded in time.
   void DiscardUnexpected();
