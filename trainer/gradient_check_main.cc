@@ -1,0 +1,196 @@
+// gradient_check: the data-parallel gradient equals the single-process one.
+//
+// Run under `mpirun -np 2` (gradient_allreduce_test.sh). Every rank builds the same
+// batch-norm-free ResNet (blocks 1,1,1,1, width 8) and the same 2B images. Reference:
+// the gradient of the mean loss over all the images, computed by this process alone.
+// Data parallel: rank r takes its share of the images, GradientBuckets allreduces the
+// gradients over tessera during backward, each rank's loss being scaled by 1 / (images of
+// the step). The two must agree within the tolerance of each case:
+//
+//   float32 on the wire         max |dp - ref| <= 1e-5 * max |ref|  (summation order only)
+//   bfloat16 on the wire        ||dp - ref|| <= 8e-3 * ||ref||   (2 roundings of 2^-9)
+//   float16 on the wire         ||dp - ref|| <= 1e-3 * ||ref||   (2 roundings of 2^-12)
+//
+// Cases also cover many small buckets (some must be sent while backward still runs),
+// unequal shares (B and B-3 images, as when a rank skipped corrupt files) and a rank
+// with no image at all. Every rank must end with bit-identical gradients. First of all,
+// ranks that initialise their models differently must hold rank 0's parameters and
+// batch-norm buffers, bit for bit, after BroadcastModuleState.
+// Prints one line per case and rank; exits 1 if any check fails.
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tessera/tessera.h"
+#include "trainer/data_parallel.h"
+#include "trainer/resnet.h"
+
+namespace {
+
+using trainer::WireType;
+
+struct Case {
+  const char* name;
+  double bucket_bytes;
+  WireType wire;
+  int short_by;  // images fewer on the last rank
+  bool need_overlap;
+};
+
+constexpr int kPerRank = 4;  // B
+constexpr int kSize = 32;
+constexpr int kClasses = 10;
+
+trainer::ResNet MakeModel() {
+  trainer::ResNetOptions options;
+  options.blocks = {1, 1, 1, 1};
+  options.width = 8;
+  options.num_classes = kClasses;
+  options.batch_norm = false;
+  torch::manual_seed(1);
+  return trainer::ResNet(options);
+}
+
+std::vector<torch::Tensor> Gradients(trainer::ResNet& model) {
+  std::vector<torch::Tensor> gradients;
+  for (const torch::Tensor& parameter : model->parameters()) gradients.push_back(parameter.grad().clone());
+  return gradients;
+}
+
+torch::Tensor Flat(const std::vector<torch::Tensor>& tensors) {
+  std::vector<torch::Tensor> parts;
+  for (const torch::Tensor& tensor : tensors) parts.push_back(tensor.reshape(-1).to(torch::kFloat64));
+  return torch::cat(parts);
+}
+
+// Whether `values` holds the same bits on every rank of comm (a hash compared by max/min).
+bool SameOnEveryRank(const torch::Tensor& values, tesseraComm_t comm) {
+  torch::Tensor bits = values.to(torch::kFloat32).contiguous();
+  const int32_t* words = static_cast<const int32_t*>(bits.data_ptr());
+  uint64_t hash = 0;
+  for (int64_t i = 0; i < bits.numel(); ++i) hash = hash * 31 + static_cast<uint32_t>(words[i]);
+  int64_t checksum[2] = {static_cast<int64_t>(hash >> 1), -static_cast<int64_t>(hash >> 1)};
+  if (tesseraAllReduce(checksum, checksum, 2, tesseraInt64, tesseraMax, comm, nullptr) != tesseraSuccess) return false;
+  return checksum[0] == -checksum[1];
+}
+
+// Ranks start from identical weights: each rank initialises a ResNet with batch norm from
+// its own seed, BroadcastModuleState makes every parameter and buffer rank 0's.
+bool CheckIdenticalStart(int rank, int world, tesseraComm_t comm) {
+  trainer::ResNetOptions options;
+  options.blocks = {1, 1, 1, 1};
+  options.width = 8;
+  options.num_classes = kClasses;
+  torch::manual_seed(100 + rank);
+  trainer::ResNet model(options);
+  {
+    torch::NoGradGuard no_grad;
+    for (torch::Tensor buffer : model->buffers()) {
+      if (buffer.is_floating_point()) buffer.uniform_(0.5, 1.5);  // running statistics differ too
+    }
+  }
+  std::vector<torch::Tensor> state = model->parameters();
+  for (const torch::Tensor& buffer : model->buffers()) state.push_back(buffer);
+  const torch::Tensor before = Flat(state);
+  const bool same_before = SameOnEveryRank(before, comm);
+  tessera::Status status = trainer::BroadcastModuleState(*model, comm);
+  const torch::Tensor after = Flat(state);
+  const bool same_after = status.ok() && SameOnEveryRank(after, comm);
+  const bool rank0_kept = rank != 0 || before.equal(after);
+  const bool ok = status.ok() && same_after && rank0_kept && (world == 1 || !same_before);
+  std::printf("rank %d case identical start: %zu tensors %s before the broadcast, %s after%s: %s\n", rank,
+              state.size(), same_before ? "identical" : "different", same_after ? "identical" : "DIFFERENT",
+              status.ok() ? "" : (" (" + status.message() + ")").c_str(), ok ? "OK" : "FAIL");
+  return ok;
+}
+
+}  // namespace
+
+int main() {
+  torch::set_num_threads(1);
+  tesseraComm_t main_comm = nullptr, gradient_comm = nullptr;
+  if (tesseraCommInitFromEnv(&main_comm) != tesseraSuccess) {
+    std::fprintf(stderr, "gradient_check: tesseraCommInitFromEnv failed: %s\n", tesseraGetLastError(nullptr));
+    return 1;
+  }
+  int rank = 0, world = 1;
+  tesseraCommUserRank(main_comm, &rank);
+  tesseraCommCount(main_comm, &world);
+  if (tesseraCommSplit(main_comm, 0, rank, &gradient_comm, nullptr) != tesseraSuccess) {
+    std::fprintf(stderr, "gradient_check: tesseraCommSplit failed: %s\n", tesseraGetLastError(main_comm));
+    return 1;
+  }
+
+  const std::vector<Case> cases = {
+      {"float32, one bucket", 1e12, WireType::kFloat32, 0, false},
+      {"float32, 64 KiB buckets", 64 * 1024, WireType::kFloat32, 0, true},
+      {"float32, unequal shares", 64 * 1024, WireType::kFloat32, 3, true},
+      {"float32, a rank without images", 64 * 1024, WireType::kFloat32, kPerRank, false},
+      {"bfloat16 wire", 64 * 1024, WireType::kBfloat16, 0, true},
+      {"float16 wire", 64 * 1024, WireType::kFloat16, 0, true},
+  };
+  int failures = CheckIdenticalStart(rank, world, main_comm) ? 0 : 1;
+  for (const Case& c : cases) {
+    // The images of every rank, known to all.
+    torch::manual_seed(2);
+    torch::Tensor images = torch::randn({kPerRank * world, 3, kSize, kSize});
+    torch::Tensor labels = torch::randint(kClasses, {kPerRank * world}, torch::kInt64);
+    const int last_count = world > 1 ? kPerRank - c.short_by : kPerRank;
+    const int total = kPerRank * (world - 1) + last_count;
+    const int my_count = rank == world - 1 ? last_count : kPerRank;
+
+    // Reference: this process alone, the mean loss over all `total` images.
+    trainer::ResNet model = MakeModel();
+    auto loss_of = [&](int first, int count) {
+      return torch::nn::functional::cross_entropy(
+          model->forward(images.narrow(0, first, count)), labels.narrow(0, first, count),
+          torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+    };
+    (loss_of(0, total) / total).backward();
+    torch::Tensor reference = Flat(Gradients(model));
+
+    // Data parallel over tessera.
+    tessera::Status status = trainer::BroadcastModuleState(*model, main_comm);
+    int launched_early = 0, bucket_count = 0;
+    torch::Tensor parallel;
+    {
+      trainer::GradientBuckets buckets(model->parameters(), c.bucket_bytes, c.wire, gradient_comm);
+      bucket_count = buckets.bucket_count();
+      buckets.Begin();
+      if (my_count > 0) (loss_of(rank * kPerRank, my_count) / total).backward();
+      double exposed = 0, busy = 0;
+      if (status.ok()) status = buckets.Finish(&exposed, &busy);
+      launched_early = buckets.launched_during_backward();
+      if (status.ok()) parallel = Flat(Gradients(model));
+    }
+    if (!status.ok()) {
+      std::printf("rank %d case %s: FAIL: %s\n", rank, c.name, status.message().c_str());
+      ++failures;
+      continue;
+    }
+
+    double error = 0, bound = 0;
+    if (c.wire == WireType::kFloat32) {
+      error = (parallel - reference).abs().max().item<double>();
+      bound = 1e-5 * reference.abs().max().item<double>();
+    } else {
+      error = (parallel - reference).norm().item<double>();
+      bound = (c.wire == WireType::kBfloat16 ? 8e-3 : 1e-3) * reference.norm().item<double>();
+    }
+    // Bit-identical on every rank.
+    const bool identical = SameOnEveryRank(parallel, main_comm);
+
+    bool ok = error <= bound && identical && (!c.need_overlap || world == 1 || launched_early > 0);
+    std::printf("rank %d case %s: error %.3g, bound %.3g, %d buckets, %d sent during backward, %s across ranks: %s\n",
+                rank, c.name, error, bound, bucket_count, launched_early, identical ? "identical" : "DIFFERENT",
+                ok ? "OK" : "FAIL");
+    if (!ok) ++failures;
+  }
+  tesseraCommDestroy(gradient_comm);
+  tesseraCommDestroy(main_comm);
+  std::printf("rank %d: %s\n", rank, failures == 0 ? "all cases OK" : "FAILED");
+  return failures == 0 ? 0 : 1;
+}
