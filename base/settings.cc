@@ -37,6 +37,9 @@ Status Validate(const Settings& s) {
   if (s.ucx_chunk_bytes < 4096 || s.ucx_chunk_bytes % 64 != 0 || s.ucx_chunk_bytes > (1 << 28)) {
     return InvalidArgument("TESSERA_UCX_CHUNK_BYTES must be a multiple of 64 in [4096, 256 MiB]");
   }
+  if (s.half_wire != "float32" && s.half_wire != "half") {
+    return InvalidArgument("TESSERA_HALF_WIRE must be float32 or half, not '" + s.half_wire + "'");
+  }
   if (s.ib_gid_index < -1 || s.ib_gid_index > 255) return InvalidArgument("TESSERA_IB_GID_INDEX must be in [-1, 255]");
   if (s.shm_slot_bytes < 256 || s.shm_slot_bytes % 64 != 0 || s.shm_slot_bytes > (1 << 26)) {
     return InvalidArgument("TESSERA_SHM_SLOT_BYTES must be a multiple of 64 in [256, 64 MiB]");

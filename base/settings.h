@@ -55,6 +55,10 @@ namespace tessera {
     "Empty: any active port, the rank's NUMA node first.")                                \
   X(int64_t, ib_gid_index, "TESSERA_IB_GID_INDEX", -1,                                   \
     "GID index for RoCE. -1: chosen per port (RoCE v2 with an IPv4 address first).")     \
+  X(std::string, half_wire, "TESSERA_HALF_WIRE", "float32",                              \
+    "How float16/bfloat16 reductions travel: float32 (widened first; the exact sum "    \
+    "of the ranks' values, rounded once; twice the bytes) or half (in their own 16 "     \
+    "bits, each step adding in float32 and rounding, as NCCL does; half the bytes).")    \
   X(std::string, algo, "TESSERA_ALGO", "auto",                                           \
     "Allreduce algorithm: auto (the cost model picks per call) or one of ring, "         \
     "recursive_doubling, rabenseifner, torus, hierarchical, hierarchical_leader "        \

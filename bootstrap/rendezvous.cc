@@ -58,6 +58,7 @@ std::string SettingMismatch(const AgreedSettings& a, const AgreedSettings& b) {
   if (a.tcp_chunk_bytes != b.tcp_chunk_bytes) return "TESSERA_TCP_CHUNK_BYTES";
   if (a.transports != b.transports) return "TESSERA_TRANSPORT";
   if (a.ucx_chunk_bytes != b.ucx_chunk_bytes) return "TESSERA_UCX_CHUNK_BYTES";
+  if (a.half_wire != b.half_wire) return "TESSERA_HALF_WIRE";
   return "";
 }
 

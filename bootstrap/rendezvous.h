@@ -41,6 +41,7 @@ struct AgreedSettings {
   int64_t tcp_chunk_bytes = 0;
   int64_t transports = 0;       // TESSERA_TRANSPORT, encoded (the priority order matters)
   int64_t ucx_chunk_bytes = 0;
+  int64_t half_wire = 0;        // TESSERA_HALF_WIRE=half
 };
 
 // What a rank tells all others.

@@ -18,7 +18,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <type_traits>
+
+#include "collectives/reduce_kernels.h"
 
 // Helpers here return vectors by value. Each is always inlined, so no vector crosses a
 // call ABI and GCC's warning about the AVX vector ABI does not apply.
@@ -571,6 +574,58 @@ void ScaleArray(DataType type, const void* scalar, const void* src, void* dst, s
 
 void DivideArray(DataType type, void* data, size_t count, int divisor) {
   DivideArrayWith(SupportedElementwiseIsa(), type, data, count, divisor);
+}
+
+namespace {
+
+using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t count);
+
+// dst = narrow(widen(a) op widen(b)), a block at a time in float32 on the stack; dst
+// may equal a or b (each block is read before it is written).
+template <DataType kType, RedOp kOp>
+void HalfReduce(void* dst, const void* a, const void* b, size_t count) {
+  static const Reducer f32 = [] {
+    Reducer r;
+    GetReducer(DataType::kFloat32, kOp, &r);
+    return r;
+  }();
+  constexpr size_t kBlock = 1024;
+  alignas(64) float fa[kBlock];
+  alignas(64) float fb[kBlock];
+  for (size_t i = 0; i < count; i += kBlock) {
+    const size_t n = std::min(kBlock, count - i);
+    WidenHalf(kType, static_cast<const uint16_t*>(a) + i, fa, n);
+    WidenHalf(kType, static_cast<const uint16_t*>(b) + i, fb, n);
+    f32.fn(fa, fa, fb, n);
+    NarrowHalf(kType, fa, static_cast<uint16_t*>(dst) + i, n);
+  }
+}
+
+template <DataType kType>
+ReduceFn HalfReducerFor(RedOp op) {
+  switch (op) {
+    case RedOp::kSum: return &HalfReduce<kType, RedOp::kSum>;
+    case RedOp::kProd: return &HalfReduce<kType, RedOp::kProd>;
+    case RedOp::kMax: return &HalfReduce<kType, RedOp::kMax>;
+    case RedOp::kMin: return &HalfReduce<kType, RedOp::kMin>;
+    case RedOp::kAvg: break;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Status GetHalfReducer(DataType type, RedOp op, Reducer* out) {
+  const ReduceFn fn = type == DataType::kFloat16    ? HalfReducerFor<DataType::kFloat16>(op)
+                      : type == DataType::kBfloat16 ? HalfReducerFor<DataType::kBfloat16>(op)
+                                                    : nullptr;
+  if (fn == nullptr) {
+    return InvalidArgument(std::string("no half-precision reducer for ") + DataTypeName(type) + " with op " +
+                           std::to_string(static_cast<int>(op)));
+  }
+  out->fn = fn;
+  out->elem_size = 2;
+  return Status::Ok();
 }
 
 }  // namespace tessera

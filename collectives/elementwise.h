@@ -7,7 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/status.h"
 #include "base/types.h"
+#include "transport/transport.h"
 
 namespace tessera {
 
@@ -32,6 +34,12 @@ void ScaleArray(DataType type, const void* scalar, const void* src, void* dst, s
 // dst[i] /= divisor in `type`: integers truncate, as NCCL's avg does. Floating types
 // divide (never multiply by a reciprocal). A divisor of 0 leaves integers unchanged.
 void DivideArray(DataType type, void* data, size_t count, int divisor);
+
+// A reducer on float16 or bfloat16 values themselves (sum, prod, max, min): each
+// element is widened to float32, combined in float32 and rounded to the half type, so
+// values travel in 16 bits and every step that combines them rounds once
+// (TESSERA_HALF_WIRE=half). InvalidArgument for another type or op.
+Status GetHalfReducer(DataType type, RedOp op, Reducer* out);
 
 // The array functions above have two implementations with identical results, chosen
 // once per process by what the CPU supports (docs/kernels.md): portable vector code for

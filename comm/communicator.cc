@@ -54,6 +54,7 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   mine.agreed.shm_slots = settings.shm_slots;
   mine.agreed.tcp_streams = settings.tcp_streams;
   mine.agreed.tcp_chunk_bytes = settings.tcp_chunk_bytes;
+  mine.agreed.half_wire = settings.half_wire == "half" ? 1 : 0;
   // Open what peers will reach this rank by before telling them where it is.
   TransportSetup setup;
   TESSERA_RETURN_IF_ERROR(setup.Prepare(settings, rank, nranks, &mine));
@@ -392,33 +393,49 @@ Status Communicator::RunOne(const Operation& op) {
 
 // Reductions: the operator and the type decide what happens around the algorithm.
 // float16/bfloat16 are widened to float32, reduced in float32 and rounded once at the
-// end; avg is a sum divided at the end (integers truncate, as in NCCL); PreMulSum
-// scales this rank's input by its scalar, then sums.
+// end, or, with TESSERA_HALF_WIRE=half, reduced in their own type (each step in float32,
+// rounded: half the bytes on the wire); avg is a sum divided at the end (integers
+// truncate, as in NCCL); PreMulSum scales this rank's input by its scalar, then sums.
 Status Communicator::RunReduction(const Operation& op, const CollectiveContext& ctx) {
   const bool half = IsHalf(op.type);
+  const bool half_wire = half && settings_.half_wire == "half";
+  const bool widen = half && !half_wire;
   if (op.type == DataType::kFloat8e4m3 || op.type == DataType::kFloat8e5m2) {
     return InvalidArgument(std::string("datatype ") + DataTypeName(op.type) + " is not supported by reductions");
   }
-  const DataType work = half ? DataType::kFloat32 : op.type;
+  const DataType work = widen ? DataType::kFloat32 : op.type;
   const size_t es = SizeOf(work);
   const size_t in_count = op.count * (op.kind == OpKind::kReduceScatter ? nranks_ : 1);
   const bool writes_out = op.kind != OpKind::kReduce || rank_ == op.root;
   const bool custom = op.op >= kNumRedOps;
   const RedOp base = custom ? RedOp::kSum : static_cast<RedOp>(op.op);
+  const RedOp combine = base == RedOp::kAvg ? RedOp::kSum : base;
   CollectiveArgs args;
   args.count = op.count;
   args.elem_size = es;
   args.root = op.root;
-  TESSERA_RETURN_IF_ERROR(GetReducer(work, base == RedOp::kAvg ? RedOp::kSum : base, &args.reducer));
+  TESSERA_RETURN_IF_ERROR(half_wire ? GetHalfReducer(op.type, combine, &args.reducer)
+                                    : GetReducer(work, combine, &args.reducer));
   if (op.count == 0) return Status::Ok();
 
-  // The input in the working type, scaled for PreMulSum.
+  // The input in the working type, scaled for PreMulSum (half types in float32, then
+  // rounded back when they travel as they are).
   std::vector<char> in_buf, out_buf;
   args.send = op.send;
   args.recv = op.recv;
-  if (half || custom) {
-    in_buf.resize(in_count * es);
-    if (half) WidenHalf(op.type, op.send, reinterpret_cast<float*>(in_buf.data()), in_count);
+  if (widen || custom) {
+    // Half types are scaled in float32: in in_buf when they travel widened, else in a
+    // temporary rounded back into in_buf.
+    std::vector<float> wide_tmp;
+    float* wide = nullptr;
+    if (widen) {
+      in_buf.resize(in_count * es);
+      wide = reinterpret_cast<float*>(in_buf.data());
+    } else if (half) {
+      wide_tmp.resize(in_count);
+      wide = wide_tmp.data();
+    }
+    if (half) WidenHalf(op.type, op.send, wide, in_count);
     if (custom) {
       PreMulSumOp c;
       {
@@ -426,17 +443,22 @@ Status Communicator::RunReduction(const Operation& op, const CollectiveContext& 
         c = custom_ops_.at(op.op);
       }
       const void* scalar = c.copied ? static_cast<const void*>(c.value) : c.scalar_ptr;
-      float half_scalar = 0;
       if (half) {
         uint16_t bits;
         std::memcpy(&bits, scalar, 2);
-        half_scalar = op.type == DataType::kFloat16 ? HalfToFloat(bits) : Bfloat16ToFloat(bits);
-        scalar = &half_scalar;
+        const float half_scalar = op.type == DataType::kFloat16 ? HalfToFloat(bits) : Bfloat16ToFloat(bits);
+        ScaleArray(DataType::kFloat32, &half_scalar, wide, wide, in_count);
+      } else {
+        in_buf.resize(in_count * es);
+        ScaleArray(work, scalar, op.send, in_buf.data(), in_count);
       }
-      ScaleArray(work, scalar, half ? in_buf.data() : op.send, in_buf.data(), in_count);
+    }
+    if (half_wire) {
+      in_buf.resize(in_count * es);
+      NarrowHalf(op.type, wide, in_buf.data(), in_count);
     }
     args.send = in_buf.data();
-    if (half) {
+    if (widen) {
       out_buf.resize(writes_out ? op.count * es : 0);
       args.recv = writes_out ? out_buf.data() : nullptr;
     }
@@ -463,9 +485,14 @@ Status Communicator::RunReduction(const Operation& op, const CollectiveContext& 
   }
   TESSERA_RETURN_IF_ERROR(s.Annotate(std::string(OpName(op.kind)) + (op.kind == OpKind::kAllReduce ? std::string(" (") + name + ")" : "")));
 
-  if (writes_out) {
+  if (writes_out && half_wire && base == RedOp::kAvg) {
+    std::vector<float> wide(op.count);
+    WidenHalf(op.type, op.recv, wide.data(), op.count);
+    DivideArray(DataType::kFloat32, wide.data(), op.count, nranks_);
+    NarrowHalf(op.type, wide.data(), op.recv, op.count);
+  } else if (writes_out) {
     if (base == RedOp::kAvg) DivideArray(work, args.recv, op.count, nranks_);
-    if (half) NarrowHalf(op.type, reinterpret_cast<const float*>(out_buf.data()), op.recv, op.count);
+    if (widen) NarrowHalf(op.type, reinterpret_cast<const float*>(out_buf.data()), op.recv, op.count);
   }
   return Status::Ok();
 }

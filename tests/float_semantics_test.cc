@@ -183,6 +183,66 @@ INSTANTIATE_TEST_SUITE_P(Ranks, HalfAccumulation, testing::Values(4, 7),
                            return "r" + std::to_string(info.param);
                          });
 
+// --- TESSERA_HALF_WIRE=half: half types travel and are reduced in 16 bits ---------------
+// Integer-valued inputs whose every partial result is exact in both half types come out
+// exact for every operator; the discriminating inputs above come out beyond 1 ulp
+// somewhere (with the ring), which shows the values were rounded at each step: they
+// travelled as half.
+TEST(HalfWire, ExactWhereEveryStepIsExactAndRoundedPerStepOtherwise) {
+  const int nranks = 4;
+  RankOptions opts = FloatOptions();
+  opts.env["TESSERA_HALF_WIRE"] = "half";
+  // The ring adds one rank's value at a time, so a partial sum that holds the large
+  // value drops the small ones (recursive doubling would pair the small ones first).
+  opts.env["TESSERA_ALGO"] = "ring";
+  auto results = RunRanks(nranks, [](int rank, tesseraComm_t comm) {
+    FailureLog log;
+    const size_t count = 5003;
+    for (tesseraDataType_t type : {tesseraFloat16, tesseraBfloat16}) {
+      auto input = [](size_t i, int r) { return static_cast<double>(static_cast<int>((i * 7 + r * 3) % 9) - 4); };
+      std::vector<uint16_t> send(count), recv(count);
+      for (size_t i = 0; i < count; ++i) EncodeValue(type, input(i, rank), &send[i]);
+      uint16_t half_scalar;
+      EncodeValue(type, 0.5, &half_scalar);
+      tesseraRedOp_t premul;
+      log.Expect(tesseraRedOpCreatePreMulSum(&premul, &half_scalar, type, tesseraScalarHostImmediate, comm) ==
+                     tesseraSuccess, "PreMulSum: " + LastError(nullptr));
+      for (tesseraRedOp_t op : {tesseraSum, tesseraMax, tesseraMin, tesseraAvg, premul}) {
+        tesseraResult_t r = tesseraAllReduce(send.data(), recv.data(), count, type, op, comm, nullptr);
+        if (!log.Expect(r == tesseraSuccess, "allreduce: " + LastError(nullptr))) continue;
+        size_t wrong = 0;
+        for (size_t i = 0; i < count; ++i) {
+          double want = op == tesseraMax ? -1e9 : op == tesseraMin ? 1e9 : 0;
+          for (int q = 0; q < 4; ++q) {
+            const double v = input(i, q);
+            want = op == tesseraMax ? std::fmax(want, v) : op == tesseraMin ? std::fmin(want, v) : want + v;
+          }
+          if (op == tesseraAvg) want /= 4;
+          if (op == premul) want *= 0.5;
+          if (DecodeValue(type, &recv[i]) != want) ++wrong;
+        }
+        log.Expect(wrong == 0, TypeName(type) + " op " + std::to_string(op) + ": " + std::to_string(wrong) +
+                                   " of " + std::to_string(count) + " elements wrong");
+      }
+      tesseraRedOpDestroy(premul, comm);
+    }
+    // The discriminating inputs: rounded at each step, so some element is off by more
+    // than 1 ulp of the exact sum.
+    for (const HalfCase& c : kHalfCases) {
+      std::vector<uint16_t> send(count), recv(count);
+      for (size_t i = 0; i < count; ++i) EncodeValue(c.type, HalfInput(c, i, rank, 4), &send[i]);
+      if (!log.Expect(tesseraAllReduce(send.data(), recv.data(), count, c.type, tesseraSum, comm, nullptr) ==
+                          tesseraSuccess, "allreduce: " + LastError(nullptr))) {
+        continue;
+      }
+      log.Expect(!CheckHalfResult(c, HalfOp::kSum, recv, 0, count, 4, "").empty(),
+                 TypeName(c.type) + ": within 1 ulp everywhere, as if reduced in float32 before rounding");
+    }
+    return log.str();
+  }, opts);
+  EXPECT_EQ("", Failures(results));
+}
+
 // --- NaN, infinities and signed zeros in max and min ------------------------------------
 
 const tesseraDataType_t kFloatTypes[] = {tesseraFloat16, tesseraBfloat16, tesseraFloat32, tesseraFloat64};

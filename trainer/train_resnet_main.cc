@@ -58,6 +58,10 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  // Half-precision gradients should also travel in 16 bits (each hop still adds in
+  // float32): tessera's TESSERA_HALF_WIRE, unless the user chose otherwise. Every rank
+  // parses the same flags, so every rank agrees.
+  if (settings.wire_type != trainer::WireType::kFloat32) setenv("TESSERA_HALF_WIRE", "half", /*overwrite=*/0);
   trainer::Communicators comms;
   tesseraResult_t result = tesseraCommInitFromEnv(&comms.main);
   if (result != tesseraSuccess) {
