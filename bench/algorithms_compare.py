@@ -77,15 +77,21 @@ def main():
     def med(algo, size, k):
         return statistics.median(rows[size][k] for rows in results[algo])
 
+    p = a.hosts * a.ranks_per_host
+    factor = 2.0 * (p - 1) / p
+
+    def busbw(algo, size):  # from the time: the printed busbw is rounded to 0.01 GB/s
+        return size / med(algo, size, 0) / 1e3 * factor
+
     sizes = sorted(results["ring"][0])
     print("%d hosts x %d ranks, links %s; busbw in GB/s (median of %d rounds, out-of-place)\n" %
           (a.hosts, a.ranks_per_host, a.rate, a.rounds))
     print("| size (B) | " + " | ".join(ALGOS) + " | auto | auto chose | auto / best | predicted (us) | measured (us) |")
     print("|---:|" + "---:|" * len(ALGOS) + "---:|---|---:|---:|---:|")
     for size in sizes:
-        bw = {algo: med(algo, size, 1) for algo in ALGOS}
+        bw = {algo: busbw(algo, size) for algo in ALGOS}
         best = max(bw.values())
-        auto_bw = med("auto", size, 1)
+        auto_bw = busbw("auto", size)
         pick = predicted.get(size, ("?", float("nan")))
         print("| %d | %s | %.4f | %s | %.2f | %.1f | %.1f |" % (
             size, " | ".join("%.4f" % bw[x] for x in ALGOS), auto_bw, pick[0],
