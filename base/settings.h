@@ -83,7 +83,8 @@ namespace tessera {
     "communicator is destroyed (tessera-trace-<pid>-rank<r>.json). Empty: no tracing.")  \
   X(int64_t, spin_us, "TESSERA_SPIN_US", -1,                                             \
     "Microseconds a waiting rank polls before it sleeps in the kernel (futex/poll). "   \
-    "-1: 50 when the host's ranks fit its cores, else 0.")
+    "-1: 50 (1000 when UCX carries some pair) when the host's ranks fit its cores, "  \
+    "else 0.")
 // clang-format on
 
 struct Settings {

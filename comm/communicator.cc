@@ -67,7 +67,11 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   if (!settings.trace_dir.empty()) tracer_ = std::make_unique<Tracer>();
 
   const int64_t cores = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
-  spin_us_ = settings.spin_us >= 0 ? settings.spin_us : (local_ranks <= cores ? 50 : 0);
+  // Waking from UCX's event fd costs far more than from the shm doorbell or a socket,
+  // and a UCX chunk's rendezvous takes longer than 50 us: spin longer over UCX
+  // (docs/performance.md#ucx measured 1.7-4x from never sleeping).
+  const int64_t spin_when_fits = setup.uses_ucx() ? 1000 : 50;
+  spin_us_ = settings.spin_us >= 0 ? settings.spin_us : (local_ranks <= cores ? spin_when_fits : 0);
   Log(log_level_, LogLevel::kInfo,
       "rank " + std::to_string(rank) + " of " + std::to_string(nranks) + " ready: host " + mine.host + ", " +
           std::to_string(local_ranks) + " rank(s) on this host, transports " + setup.description() +

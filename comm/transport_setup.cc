@@ -158,6 +158,7 @@ Status TransportSetup::Finish(const std::vector<RankInfo>& all, uint64_t secret,
       }
       TESSERA_RETURN_IF_ERROR(ucx_->SetPeerAddresses(std::move(addresses)));
       transports.push_back(std::move(ucx_));
+      uses_ucx_ = true;
     } else if (name == "tcp") {
       std::vector<SocketAddress> addresses;
       for (const RankInfo& info : all) addresses.push_back(info.listen);

@@ -47,6 +47,8 @@ class TransportSetup {
 
   // One line for the log: the transports this rank built, in priority order.
   const std::string& description() const { return description_; }
+  // Whether UCX carries some pair (after Finish).
+  bool uses_ucx() const { return uses_ucx_; }
 
  private:
   Settings settings_;
@@ -59,6 +61,7 @@ class TransportSetup {
   std::unique_ptr<IbverbsTransport> ibverbs_;
   std::shared_ptr<LinkTable*> table_for_ibverbs_;  // filled in Finish: ibverbs' set-up channel
   std::string description_;
+  bool uses_ucx_ = false;
 };
 
 // TESSERA_TRANSPORT as the number the rendezvous compares (one digit per name, in order).
