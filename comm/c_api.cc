@@ -210,24 +210,6 @@ Status CheckBuffer(const void* buf, size_t elems, const char* name) {
   return Status::Ok();
 }
 
-// Element counts of the send and receive buffers of an operation on this rank.
-void BufferCounts(const Operation& op, int rank, int nranks, size_t* send_elems, size_t* recv_elems) {
-  const size_t n = op.count, all = op.count * static_cast<size_t>(nranks);
-  const bool root = rank == op.root;
-  switch (op.kind) {
-    case OpKind::kAllReduce: *send_elems = n; *recv_elems = n; return;
-    case OpKind::kBroadcast: *send_elems = root ? n : 0; *recv_elems = n; return;
-    case OpKind::kReduce: *send_elems = n; *recv_elems = root ? n : 0; return;
-    case OpKind::kAllGather: *send_elems = n; *recv_elems = all; return;
-    case OpKind::kReduceScatter: *send_elems = all; *recv_elems = n; return;
-    case OpKind::kAlltoAll: *send_elems = all; *recv_elems = all; return;
-    case OpKind::kGather: *send_elems = n; *recv_elems = root ? all : 0; return;
-    case OpKind::kScatter: *send_elems = root ? all : 0; *recv_elems = n; return;
-    case OpKind::kSend: *send_elems = n; *recv_elems = 0; return;
-    case OpKind::kRecv: *send_elems = 0; *recv_elems = n; return;
-  }
-}
-
 // Everything that can be checked before communicating, naming the bad argument.
 Status ValidateOperation(tesseraComm* comm, const Operation& op, tesseraStream_t stream) {
   TESSERA_RETURN_IF_ERROR(CheckType(static_cast<tesseraDataType_t>(op.type)));
@@ -247,13 +229,13 @@ Status ValidateOperation(tesseraComm* comm, const Operation& op, tesseraStream_t
   if (op.count > static_cast<size_t>(PTRDIFF_MAX) / es / static_cast<size_t>(comm->nranks)) {
     return InvalidArgument("count " + std::to_string(op.count) + " times the datatype size overflows");
   }
-  size_t send_elems = 0, recv_elems = 0;
-  BufferCounts(op, comm->rank, comm->nranks, &send_elems, &recv_elems);
+  const tessera::OperationBytes bytes = tessera::BytesOf(op, comm->rank, comm->nranks);
+  const size_t send_elems = bytes.send / es, recv_elems = bytes.recv / es;
   TESSERA_RETURN_IF_ERROR(CheckBuffer(op.send, send_elems, "sendbuff"));
   TESSERA_RETURN_IF_ERROR(CheckBuffer(op.recv, recv_elems, "recvbuff"));
   if (op.kind == OpKind::kAllReduce || op.kind == OpKind::kAlltoAll) {
     const uintptr_t s = reinterpret_cast<uintptr_t>(op.send), r = reinterpret_cast<uintptr_t>(op.recv);
-    const size_t sb = send_elems * es, rb = recv_elems * es;
+    const size_t sb = bytes.send, rb = bytes.recv;
     const bool overlap = sb > 0 && rb > 0 && s < r + rb && r < s + sb;
     if (overlap && (op.kind == OpKind::kAlltoAll || s != r)) {
       return InvalidArgument(op.kind == OpKind::kAlltoAll

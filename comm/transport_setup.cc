@@ -50,12 +50,11 @@ Status ExchangeOverTcp(LinkTable* table, int peer, const std::string& mine, cons
 }  // namespace
 
 int64_t EncodeTransportList(const std::vector<std::string>& order) {
-  static const char* const kNames[] = {"shm", "ibverbs", "ucx", "tcp"};
+  std::vector<std::string> known;  // every name, in auto's order: its digit is its place + 1
+  Settings::TransportList("auto", &known);
   int64_t code = 0;
   for (const std::string& name : order) {
-    for (int i = 0; i < 4; ++i) {
-      if (name == kNames[i]) code = code * 10 + (i + 1);
-    }
+    code = code * 10 + (std::find(known.begin(), known.end(), name) - known.begin()) + 1;
   }
   return code;
 }
