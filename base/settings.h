@@ -71,10 +71,11 @@ namespace tessera {
     "Grid of the torus algorithm as XxY (e.g. 4x2, rank = y*X + x). Empty: rows are "    \
     "hosts (X = ranks per host, Y = hosts).")                                            \
   X(int64_t, probe, "TESSERA_PROBE", 1,                                                 \
-    "Cost-model probe at communicator creation (a few ring allreduces of 8 B and 1 MiB): " \
-    "1 measures the links across hosts (when there are several), 2 also those inside a " \
-    "host, 0 none (built-in defaults or TESSERA_TUNING_FILE). Every rank ends with the " \
-    "same parameters (the maximum over ranks).")                                          \
+    "Cost-model probe at communicator creation (ring allreduces of one element per " \
+    "rank and of 1 MiB): 1 measures, when there are several hosts, the links across " \
+    "and inside hosts, all at once; 2 also the inside of a single host; 0 none " \
+    "(built-in defaults or TESSERA_TUNING_FILE). Every rank ends with the same " \
+    "parameters (the maximum over ranks).")                                             \
   X(std::string, tuning_file, "TESSERA_TUNING_FILE", "",                                 \
     "File of cost-model parameters (alpha_intra_us, beta_intra_gbps, alpha_inter_us, "   \
     "beta_inter_gbps, gamma_gbps as 'key = value' lines). Empty: built-in defaults.")    \

@@ -119,9 +119,11 @@ Status Communicator::InitShape(const std::vector<RankInfo>& all) {
 }
 
 // Measures alpha and beta of the intra-host rows and the inter-host columns of the host
-// grid with ring allreduces of 8 B and 1 MiB (the best of three), then takes the
-// maximum of every parameter over all ranks, so that every rank's model, and so every
-// choice of algorithm, is the same.
+// grid with ring allreduces of one element per rank and of 1 MiB (the best of three),
+// then takes the maximum of every parameter over all ranks, so that every rank's model,
+// and so every choice of algorithm, is the same. All rows (or all columns) are measured
+// at once, so the figures include what the real schedules meet: links shared by a
+// host's ranks, and processes waiting for a core when ranks outnumber cores.
 Status Communicator::ProbeAndAgree() {
   const CollectiveContext ctx = Context();
   Reducer sum;
@@ -134,7 +136,9 @@ Status Communicator::ProbeAndAgree() {
     // A first round connects the links and lines the ranks up.
     TESSERA_RETURN_IF_ERROR(RunRing(ctx, group, buf.data(), buf.data(), 2, 4, &sum, kRingReduceScatter | kRingAllGather));
     double t[2];
-    const size_t sizes[2] = {8, big};
+    // The small ring sends one element per step: fewer elements than ranks would leave
+    // blocks empty, and empty blocks are not sent, which once made alpha look 3-4x smaller.
+    const size_t sizes[2] = {4 * static_cast<size_t>(q), big};
     for (int k = 0; k < 2; ++k) {
       t[k] = 1e30;
       for (int rep = 0; rep < 3; ++rep) {
@@ -149,13 +153,16 @@ Status Communicator::ProbeAndAgree() {
     cost->beta = std::max(1e-12, (t[1] - t[0]) / (steps / q * static_cast<double>(big)));
     return Status::Ok();
   };
-  // Inside a host the defaults hold well and a probe mostly measures scheduling noise,
-  // so it is opt-in (2); across hosts the link is what matters and varies (1).
-  if (settings_.probe >= 2 && settings_.tuning_file.empty() && host_grid_) {
+  // On one host the defaults hold well and a probe mostly measures scheduling noise, so
+  // it is opt-in there (2). Across hosts the links vary and matter (1), and the rows are
+  // measured too: with every rank busy, a step inside a host costs what scheduling the
+  // host's processes costs, not the 2 us of an idle shared-memory hop.
+  const bool multi_host = host_grid_ && host_grid_->Y > 1;
+  if (settings_.probe >= (multi_host ? 1 : 2) && settings_.tuning_file.empty() && host_grid_) {
     const Grid& g = *host_grid_;
     TESSERA_RETURN_IF_ERROR(measure(RingGroup{g.rows[g.y[rank_]], g.x[rank_]}, &model_.intra));
   }
-  if (settings_.probe >= 1 && settings_.tuning_file.empty() && host_grid_ && host_grid_->Y > 1) {
+  if (settings_.probe >= 1 && settings_.tuning_file.empty() && multi_host) {
     const Grid& g = *host_grid_;
     TESSERA_RETURN_IF_ERROR(measure(RingGroup{g.cols[g.x[rank_]], g.y[rank_]}, &model_.inter));
   }
