@@ -52,9 +52,9 @@ double PredictAllReduce(AllReduceAlgorithm algo, const CostModel& m, const Shape
       const int rounds = Log2Floor(p);
       const int cross = multi && R > 0 ? Log2Floor(H) : (multi ? rounds : 0);
       double t = 0, part = n;
-      for (int k = 0; k < rounds; ++k) {  // halving: the largest halves cross hosts first
+      for (int k = 0; k < rounds; ++k) {  // halving: the largest halves stay inside hosts
         part /= 2;
-        const bool inter = k < cross;
+        const bool inter = k >= rounds - cross;
         const LinkCost& l = inter ? m.inter : m.intra;
         t += 2 * (l.alpha + part * l.beta * (inter && R > 0 ? R : 1)) + part * m.gamma;
       }

@@ -37,11 +37,15 @@ TEST(CostModel, SmallMessagesTakeFewSteps) {
 
 TEST(CostModel, LargeMessagesAcrossHostsAvoidTheFlatRing) {
   // A flat ring pushes 2(p-1)/p of the buffer through each host link; the hierarchical
-  // and torus schedules only 2(H-1)/H of it.
+  // and torus schedules only 2(H-1)/H of it, and so does Rabenseifner when its halving
+  // keeps the large halves inside hosts.
   for (auto shape : {HostsOf(2, 2), HostsOf(4, 2), HostsOf(2, 4)}) {
     const std::string c = Choice(shape, 64 << 20);
-    EXPECT_TRUE(c == "hierarchical" || c == "torus") << c << " for " << shape.hosts << "x" << shape.per_host;
+    EXPECT_TRUE(c == "hierarchical" || c == "torus" || c == "rabenseifner")
+        << c << " for " << shape.hosts << "x" << shape.per_host;
     CostModel m;
+    EXPECT_LT(PredictAllReduce(AllReduceAlgorithm::kRabenseifner, m, shape, 64 << 20),
+              PredictAllReduce(AllReduceAlgorithm::kRing, m, shape, 64 << 20));
     EXPECT_LT(PredictAllReduce(AllReduceAlgorithm::kHierarchical, m, shape, 64 << 20),
               PredictAllReduce(AllReduceAlgorithm::kRing, m, shape, 64 << 20));
   }

@@ -3,15 +3,19 @@
 // 2(p-1)/p of the buffer sent per rank (like the ring): the algorithm of choice for
 // medium buffers.
 //
-// Reduce-scatter: in round k (distance pof2/2, pof2/4, ..., 1) a rank and its partner
-// split the region they both hold in two halves; each sends the half the other keeps
-// and reduces the half it keeps with what arrives. After lg p rounds each rank holds a
-// 1/p region fully reduced. Allgather: the same pairs in reverse order swap their
-// regions until everyone holds everything. Non-power-of-two rank counts fold the first
+// Reduce-scatter: in each round a rank and its partner split the region they both hold
+// in two halves; each sends the half the other keeps and reduces the half it keeps with
+// what arrives. After lg p rounds each rank holds a 1/p region fully reduced.
+// Allgather: the same pairs in reverse order swap their regions until everyone holds
+// everything. The rounds whose partners share a host go first (HalvingOrder), so the
+// halves that cross hosts are the small ones: on 4 hosts x 2 ranks a rank sends 3/8 of
+// the buffer across hosts per phase, where the classic order (largest distance first)
+// sends 3/4. Non-power-of-two rank counts fold the first
 // 2*rem ranks in pairs before and unfold after, as recursive_doubling_allreduce.cc.
 #include <cstring>
 #include <vector>
 
+#include "collectives/grid.h"
 #include "collectives/recursive_doubling_pattern.h"
 #include "collectives/topology_allreduce.h"
 
@@ -46,7 +50,9 @@ Status RabenseifnerAllReduce(const CollectiveContext& ctx, const CollectiveArgs&
   };
   std::vector<Region> kept_before;  // the region held before each round, for the allgather
   Region mine{0, args.count};
-  for (int round = plan.rounds - 1; round >= 0; --round) {
+  const std::vector<int> order = HalvingOrder(plan, ctx.host_grid ? &ctx.host_grid->y : nullptr);
+  for (int step = 0; step < plan.rounds; ++step) {
+    const int round = order[step];
     const int partner_new = plan.new_rank ^ (1 << round);
     TESSERA_RETURN_IF_ERROR(
         ctx.links->Get(RecursiveDoublingRealRank(plan, partner_new), ctx.exchange.deadline, &link));
@@ -64,11 +70,11 @@ Status RabenseifnerAllReduce(const CollectiveContext& ctx, const CollectiveArgs&
   }
   // Allgather by recursive doubling: undo the halving, swapping regions with the same
   // partners in reverse order.
-  for (int round = 0; round < plan.rounds; ++round) {
-    const int partner_new = plan.new_rank ^ (1 << round);
+  for (int step = plan.rounds - 1; step >= 0; --step) {
+    const int partner_new = plan.new_rank ^ (1 << order[step]);
     TESSERA_RETURN_IF_ERROR(
         ctx.links->Get(RecursiveDoublingRealRank(plan, partner_new), ctx.exchange.deadline, &link));
-    const Region parent = kept_before[plan.rounds - 1 - round];
+    const Region parent = kept_before[step];
     const Region other = mine.lo == parent.lo ? Region{mine.hi, parent.hi} : Region{parent.lo, mine.lo};
     Transfer t[2] = {Transfer::Send(link, recv + mine.lo * es, (mine.hi - mine.lo) * es),
                      Transfer::Recv(link, recv + other.lo * es, (other.hi - other.lo) * es)};

@@ -3,6 +3,9 @@
 #ifndef TESSERA_COLLECTIVES_RECURSIVE_DOUBLING_PATTERN_H_
 #define TESSERA_COLLECTIVES_RECURSIVE_DOUBLING_PATTERN_H_
 
+#include <algorithm>
+#include <vector>
+
 namespace tessera {
 
 struct RecursiveDoublingPlan {
@@ -36,6 +39,32 @@ inline int RecursiveDoublingRealRank(const RecursiveDoublingPlan& plan, int new_
 
 inline int RecursiveDoublingPartner(const RecursiveDoublingPlan& plan, int round) {
   return RecursiveDoublingRealRank(plan, plan.new_rank ^ (1 << round));
+}
+
+// The order in which recursive halving visits the rounds (bits of new_rank): rounds
+// whose partners share a host first, so that the large halves stay inside hosts and
+// only the small ones cross the network. host_of_rank[real rank] names each rank's
+// host; null (hosts unknown) or a tie keeps the classic order, the largest distance
+// first. The result depends only on (plan.pof2, plan.rem, host_of_rank), so every rank
+// computes the same order. The allgather that undoes the halving runs it backwards.
+inline std::vector<int> HalvingOrder(const RecursiveDoublingPlan& plan, const std::vector<int>* host_of_rank) {
+  int bits = 0;
+  while ((1 << bits) < plan.pof2) ++bits;
+  std::vector<int> order;
+  std::vector<int> same_host(bits, 0);  // pairs along each bit that share a host
+  for (int b = bits - 1; b >= 0; --b) {
+    order.push_back(b);
+    if (host_of_rank == nullptr) continue;
+    for (int i = 0; i < plan.pof2; ++i) {
+      const int j = i ^ (1 << b);
+      if (i > j) continue;
+      const int ri = i < plan.rem ? i * 2 + 1 : i + plan.rem;
+      const int rj = j < plan.rem ? j * 2 + 1 : j + plan.rem;
+      if ((*host_of_rank)[ri] == (*host_of_rank)[rj]) ++same_host[b];
+    }
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return same_host[a] > same_host[b]; });
+  return order;
 }
 
 }  // namespace tessera

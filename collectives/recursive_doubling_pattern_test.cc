@@ -44,5 +44,27 @@ TEST(RecursiveDoublingPattern, EveryRankEndsWithEveryContributionOnce) {
   }
 }
 
+TEST(RecursiveDoublingPattern, HalvingOrderKeepsLargeHalvesInsideHosts) {
+  // Hosts unknown: the classic order, largest distance first.
+  EXPECT_EQ(HalvingOrder(PlanRecursiveDoubling(0, 8), nullptr), (std::vector<int>{2, 1, 0}));
+  // 4 hosts x 2 ranks, block placement: the partner at distance 1 shares the host.
+  const std::vector<int> block = {0, 0, 1, 1, 2, 2, 3, 3};
+  EXPECT_EQ(HalvingOrder(PlanRecursiveDoubling(5, 8), &block), (std::vector<int>{0, 2, 1}));
+  // Round-robin placement: the partner at distance 4 shares the host.
+  const std::vector<int> round_robin = {0, 1, 2, 3, 0, 1, 2, 3};
+  EXPECT_EQ(HalvingOrder(PlanRecursiveDoubling(5, 8), &round_robin), (std::vector<int>{2, 1, 0}));
+  // 2 hosts x 4 ranks: two bits inside hosts, kept in the classic order among themselves.
+  const std::vector<int> two_hosts = {0, 0, 0, 0, 1, 1, 1, 1};
+  EXPECT_EQ(HalvingOrder(PlanRecursiveDoubling(0, 8), &two_hosts), (std::vector<int>{1, 0, 2}));
+  // 3 hosts x 2 ranks: ranks 0 and 2 fold into 1 and 3; participants are real ranks
+  // 1, 3, 4, 5, and only the pair (4, 5) along bit 0 shares a host.
+  const std::vector<int> six = {0, 0, 1, 1, 2, 2};
+  EXPECT_EQ(HalvingOrder(PlanRecursiveDoubling(4, 6), &six), (std::vector<int>{0, 1}));
+  // Every rank computes the same order.
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_EQ(HalvingOrder(PlanRecursiveDoubling(r, 8), &block), (std::vector<int>{0, 2, 1}));
+  }
+}
+
 }  // namespace
 }  // namespace tessera
