@@ -128,9 +128,12 @@ ncclResult_t ToTesseraConfig(const char* function, const ncclConfig_t* in, tesse
   return ncclSuccess;
 }
 
-// cudaStreamLegacy and cudaStreamPerThread are CUDA's names for the default stream. A
-// CPU build has no streams: the default stream means "complete before returning", which
-// is tessera's NULL stream. Any other stream is passed on, and tessera refuses it.
+// cudaStreamLegacy and cudaStreamPerThread are CUDA's names for the default stream; both
+// become tessera's NULL stream. In the CPU library that means "complete before
+// returning". In the CUDA library (nccl/cuda) device buffers on the NULL stream are
+// staged on the legacy default stream, which also orders the per-thread default stream
+// (CUDA synchronises the two). Any other stream is passed on: the CPU library refuses
+// it, the CUDA library works in its order.
 tesseraStream_t ToTesseraStream(cudaStream_t stream) {
   if (stream == cudaStreamLegacy || stream == cudaStreamPerThread) return nullptr;
   return static_cast<tesseraStream_t>(stream);
