@@ -165,6 +165,9 @@ Status Communicator::ProbeAndAgree() {
   if (settings_.probe >= 1 && settings_.tuning_file.empty() && multi_host) {
     const Grid& g = *host_grid_;
     TESSERA_RETURN_IF_ERROR(measure(RingGroup{g.cols[g.x[rank_]], g.y[rank_]}, &model_.inter));
+    // The X columns ran at once, so X flows shared each host's link: the link itself
+    // moves X times what one flow measured. The model charges sharing per schedule.
+    model_.inter.beta /= g.X;
   }
   Reducer max;
   TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat64, RedOp::kMax, &max));
