@@ -53,6 +53,11 @@ Status Validate(const Settings& s) {
   if (s.tcp_chunk_bytes < 4096 || s.tcp_chunk_bytes % 64 != 0 || s.tcp_chunk_bytes > (1 << 28)) {
     return InvalidArgument("TESSERA_TCP_CHUNK_BYTES must be a multiple of 64 in [4096, 256 MiB]");
   }
+  if (s.tcp_congestion.empty() || s.tcp_congestion.size() > 15 ||
+      s.tcp_congestion.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
+    return InvalidArgument("TESSERA_TCP_CONGESTION must be a congestion control name (e.g. cubic, bbr, reno) or "
+                           "system, not '" + s.tcp_congestion + "'");
+  }
   if (s.spin_us < -1) return InvalidArgument("TESSERA_SPIN_US must be >= -1");
   if (s.probe < 0 || s.probe > 2) return InvalidArgument("TESSERA_PROBE must be 0, 1 or 2");
   return Status::Ok();

@@ -59,7 +59,8 @@ TEST(Settings, MalformedValuesNameTheVariable) {
       {{"TESSERA_DEBUG", "LOUD"}},       {{"TESSERA_TCP_CHUNK_BYTES", "12x"}},
       {{"TESSERA_TRANSPORT", "ucx,ucx"}}, {{"TESSERA_TRANSPORT", "shm,"}},
       {{"TESSERA_TRANSPORT", ",tcp"}},   {{"TESSERA_UCX_CHUNK_BYTES", "100"}},
-      {{"TESSERA_IB_GID_INDEX", "-2"}},
+      {{"TESSERA_IB_GID_INDEX", "-2"}},  {{"TESSERA_TCP_CONGESTION", "Cubic"}},
+      {{"TESSERA_TCP_CONGESTION", "a_name_far_too_long"}},
   };
   for (const auto& env : bad) {
     Settings s;

@@ -119,6 +119,13 @@ void SetBufferSizes(int fd, int bytes) {
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
 }
 
+Status SetCongestionControl(int fd, const std::string& name) {
+  if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(), static_cast<socklen_t>(name.size())) != 0) {
+    return ErrnoError("setsockopt(TCP_CONGESTION, " + name + ")", errno);
+  }
+  return Status::Ok();
+}
+
 Status Listen(const std::string& ip, int port, Socket* out, SocketAddress* bound) {
   SocketAddress want;
   TESSERA_RETURN_IF_ERROR(SocketAddress::FromHostPort(ip, port, &want));

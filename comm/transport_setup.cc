@@ -137,6 +137,7 @@ Status TransportSetup::Finish(const std::vector<RankInfo>& all, uint64_t secret,
   *local_ranks = static_cast<int>(local.size());
 
   std::vector<std::unique_ptr<Transport>> transports;
+  std::string tcp_note;
   for (const std::string& name : order_) {
     if (name == "shm" && local.size() > 1) {
       std::unique_ptr<ShmTransport> shm;
@@ -162,12 +163,14 @@ Status TransportSetup::Finish(const std::vector<RankInfo>& all, uint64_t secret,
       std::vector<SocketAddress> addresses;
       for (const RankInfo& info : all) addresses.push_back(info.listen);
       transports.push_back(std::make_unique<TcpTransport>(
-          TcpTransport::Options{settings_.tcp_streams, settings_.tcp_chunk_bytes}, rank_, secret,
-          std::move(listener_), std::move(addresses)));
+          TcpTransport::Options{settings_.tcp_streams, settings_.tcp_chunk_bytes, settings_.tcp_congestion}, rank_,
+          secret, std::move(listener_), std::move(addresses)));
+      const std::string& note = static_cast<TcpTransport*>(transports.back().get())->congestion_note();
+      if (!note.empty()) tcp_note = " (TESSERA_TCP_CONGESTION: " + note + ")";
     } else {
       continue;
     }
-    description_ += (description_.empty() ? "" : ",") + name;
+    description_ += (description_.empty() ? "" : ",") + name + (name == "tcp" ? tcp_note : "");
   }
   if (description_.empty()) description_ = "none";
   *out = std::make_unique<LinkTable>(nranks_, std::move(transports));

@@ -154,6 +154,24 @@ TEST(TransportChoice, SharedMemoryInsideHostsUcxBetween) {
   EXPECT_EQ("", Failures(results));
 }
 
+// TESSERA_TCP_CONGESTION: a congestion control the kernel lacks leaves the links on the
+// system's default, and the collectives still run; one it has is used (the default,
+// cubic, is what the other tests run on).
+TEST(TransportChoice, UnknownTcpCongestionControlFallsBackToTheDefault) {
+  for (const char* cc : {"no_such_cc", "reno", "system"}) {
+    const int nranks = 3;
+    RankOptions opts = CommOptions();
+    opts.env["TESSERA_TRANSPORT"] = "tcp";
+    opts.env["TESSERA_TCP_CONGESTION"] = cc;
+    auto results = RunRanks(nranks, [](int rank, tesseraComm_t comm) {
+      FailureLog log;
+      log.Add(RunAndCheck(Collective::kAllReduce, tesseraFloat32, rank, nranks, comm, 0, 100003));
+      return log.str();
+    }, opts);
+    EXPECT_EQ("", Failures(results)) << cc;
+  }
+}
+
 // A NULL config means the defaults; an initializer with no field set too.
 TEST(Config, NullAndUntouchedInitializerAreDefaults) {
   const int nranks = 2;

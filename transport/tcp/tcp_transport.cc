@@ -224,7 +224,17 @@ class TcpLink : public Link {
 
 TcpTransport::TcpTransport(const Options& options, int my_rank, uint64_t secret, Socket listener,
                            std::vector<SocketAddress> peers)
-    : options_(options), my_rank_(my_rank), secret_(secret), listener_(std::move(listener)), peers_(std::move(peers)) {}
+    : options_(options), my_rank_(my_rank), secret_(secret), listener_(std::move(listener)), peers_(std::move(peers)) {
+  if (options_.congestion == "system") options_.congestion.clear();
+  if (!options_.congestion.empty()) {
+    Socket probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    const Status s = probe.fd() < 0 ? ErrnoError("socket", errno) : SetCongestionControl(probe.fd(), options_.congestion);
+    if (!s.ok()) {
+      congestion_note_ = s.message() + "; the system's default is used";
+      options_.congestion.clear();
+    }
+  }
+}
 
 Status TcpTransport::AcceptOne(const Deadline& deadline, bool* accepted) {
   *accepted = false;
@@ -339,7 +349,11 @@ Status TcpTransport::Connect(int peer, const Deadline& deadline, std::unique_ptr
     TESSERA_RETURN_IF_ERROR(AcceptFrom(peer, deadline, &streams).Annotate(where));
   }
   linked_peers_.push_back(peer);
-  for (const Socket& s : streams) link_fds_.push_back(s.fd());
+  for (const Socket& s : streams) {
+    link_fds_.push_back(s.fd());
+    // Checked at construction; a refusal now only leaves this stream on the default.
+    if (!options_.congestion.empty()) SetCongestionControl(s.fd(), options_.congestion);
+  }
   *out = std::make_unique<TcpLink>(peer, std::move(streams), static_cast<size_t>(options_.chunk_bytes));
   return Status::Ok();
 }

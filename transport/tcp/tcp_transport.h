@@ -29,12 +29,20 @@ class TcpTransport : public Transport {
   struct Options {
     int64_t streams = 2;
     int64_t chunk_bytes = 262144;
+    // TCP congestion control of the link sockets (TESSERA_TCP_CONGESTION); "system"
+    // keeps the kernel's default.
+    std::string congestion = "cubic";
   };
 
   // `listener` was opened before the rendezvous (its address is in every RankInfo);
-  // `peers` holds every rank's listening address, indexed by rank.
+  // `peers` holds every rank's listening address, indexed by rank. Checks once that the
+  // kernel accepts options.congestion; if not, links keep the system's default and
+  // congestion_note() says why.
   TcpTransport(const Options& options, int my_rank, uint64_t secret, Socket listener,
                std::vector<SocketAddress> peers);
+
+  // Empty, or why the asked-for congestion control is not used.
+  const std::string& congestion_note() const { return congestion_note_; }
 
   const char* name() const override { return "tcp"; }
   bool CanConnect(int peer) const override { return peer != my_rank_; }
@@ -52,7 +60,8 @@ class TcpTransport : public Transport {
   // a failure notice becomes the returned RemoteError. Sets *accepted if one came.
   Status AcceptOne(const Deadline& deadline, bool* accepted);
 
-  const Options options_;
+  Options options_;
+  std::string congestion_note_;
   const int my_rank_;
   const uint64_t secret_;
   Socket listener_;
