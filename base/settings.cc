@@ -44,6 +44,9 @@ Status Validate(const Settings& s) {
   if (s.shm_slot_bytes < 256 || s.shm_slot_bytes % 64 != 0 || s.shm_slot_bytes > (1 << 26)) {
     return InvalidArgument("TESSERA_SHM_SLOT_BYTES must be a multiple of 64 in [256, 64 MiB]");
   }
+  if (s.cuda_ipc_slot_bytes < 4096 || s.cuda_ipc_slot_bytes % 256 != 0 || s.cuda_ipc_slot_bytes > (1 << 28)) {
+    return InvalidArgument("TESSERA_CUDA_IPC_SLOT_BYTES must be a multiple of 256 in [4096, 256 MiB]");
+  }
   if (s.shm_slots < 2 || s.shm_slots > 1024) {
     return InvalidArgument("TESSERA_SHM_SLOTS must be in [2, 1024]");
   }
@@ -80,10 +83,12 @@ Status Settings::FromEnvironment(Settings* out, const Lookup& lookup) {
 }
 
 Status Settings::TransportList(const std::string& text, std::vector<std::string>* out) {
-  static const char* const kKnown[] = {"shm", "ibverbs", "ucx", "tcp"};
+  // cuda_ipc last: it carries only device-resident calls, in a link table of its own,
+  // and auto allows it without listing it (auto is the host transports' order).
+  static const char* const kKnown[] = {"shm", "ibverbs", "ucx", "tcp", "cuda_ipc"};
   out->clear();
   if (text == "auto") {
-    out->assign(std::begin(kKnown), std::end(kKnown));
+    out->assign(std::begin(kKnown), std::end(kKnown) - 1);
     return Status::Ok();
   }
   size_t start = 0;
@@ -93,10 +98,14 @@ Status Settings::TransportList(const std::string& text, std::vector<std::string>
     const bool known = std::find(std::begin(kKnown), std::end(kKnown), name) != std::end(kKnown);
     if (!known || std::find(out->begin(), out->end(), name) != out->end()) {
       return InvalidArgument("TESSERA_TRANSPORT must be auto or a list of distinct names among shm, ibverbs, ucx, "
-                             "tcp (e.g. ucx or shm,tcp), not '" + text + "'");
+                             "tcp, cuda_ipc (e.g. ucx or shm,tcp), not '" + text + "'");
     }
     out->push_back(name);
     start = comma + 1;
+  }
+  if (out->size() == 1 && (*out)[0] == "cuda_ipc") {
+    return InvalidArgument("TESSERA_TRANSPORT=cuda_ipc: cuda_ipc carries only device buffers; name a host transport "
+                           "beside it (e.g. cuda_ipc,shm,tcp)");
   }
   return Status::Ok();
 }

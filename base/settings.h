@@ -26,7 +26,9 @@ namespace tessera {
     "Transports, in priority order, as a comma-separated list of shm, ibverbs, ucx and " \
     "tcp: each pair of ranks uses the first that both can use (e.g. ucx: UCX between " \
     "every pair; tcp: TCP, also on one host). auto is shm,ibverbs,ucx,tcp, where UCX " \
-    "is tried only on a host with an RDMA device that ibverbs could not open.")         \
+    "is tried only on a host with an RDMA device that ibverbs could not open. cuda_ipc " \
+    "carries the device-resident calls of the CUDA build (device buffers of ranks all " \
+    "on one host, docs/cuda.md); auto allows it, a list must name it beside a host one.") \
   X(std::string, socket_ifname, "TESSERA_SOCKET_IFNAME", "",                             \
     "Network interface whose IPv4 address ranks listen on and advertise. Empty: the "   \
     "first interface that is up and not loopback, else loopback.")                      \
@@ -44,6 +46,9 @@ namespace tessera {
     "Size of one slot of a shared-memory channel: the pipelining unit on one host.")     \
   X(int64_t, shm_slots, "TESSERA_SHM_SLOTS", 8,                                          \
     "Slots per shared-memory channel (one channel per ordered pair of local ranks).")    \
+  X(int64_t, cuda_ipc_slot_bytes, "TESSERA_CUDA_IPC_SLOT_BYTES", 1048576,                \
+    "Size of one of the 4 device-memory slots a rank keeps per local peer for cuda_ipc " \
+    "(the pipelining unit of device-resident calls); all ranks must agree.")            \
   X(int64_t, tcp_streams, "TESSERA_TCP_STREAMS", 2,                                      \
     "TCP connections per pair of ranks; large messages are striped across them.")        \
   X(int64_t, tcp_chunk_bytes, "TESSERA_TCP_CHUNK_BYTES", 262144,                         \
@@ -105,7 +110,8 @@ struct Settings {
   static Status FromEnvironment(Settings* out, const Lookup& lookup = nullptr);
 
   // TESSERA_TRANSPORT as a list of transport names in priority order ("auto" expanded
-  // to shm,ibverbs,ucx,tcp). InvalidArgument for an unknown or repeated name.
+  // to shm,ibverbs,ucx,tcp; cuda_ipc, for device-resident calls, only when named).
+  // InvalidArgument for an unknown or repeated name, or cuda_ipc alone.
   static Status TransportList(const std::string& text, std::vector<std::string>* out);
 };
 

@@ -21,7 +21,7 @@ Status ChainBroadcastOver(const CollectiveContext& ctx, const RingGroup& group, 
   const size_t bytes = args.count * args.elem_size;
   const int pos = (r - args.root + p) % p;  // place in the chain
   char* recv = static_cast<char*>(args.recv);
-  if (pos == 0 && args.send != args.recv && bytes > 0) std::memcpy(recv, args.send, bytes);
+  if (pos == 0) TESSERA_RETURN_IF_ERROR(LocalCopy(ctx, recv, args.send, bytes));
   if (p == 1) return Status::Ok();
   Transfer t[2];
   size_t n = 0;

@@ -22,8 +22,7 @@ Status ChainReduceOver(const CollectiveContext& ctx, const RingGroup& group, con
   const size_t bytes = args.count * args.elem_size;
   const int pos = (r - args.root - 1 + 2 * p) % p;  // place in the chain; the root is last
   if (p == 1) {
-    if (args.send != args.recv && bytes > 0) std::memcpy(args.recv, args.send, bytes);
-    return Status::Ok();
+    return LocalCopy(ctx, args.recv, args.send, bytes);
   }
   Link* prev = nullptr;
   Link* next = nullptr;
@@ -37,7 +36,8 @@ Status ChainReduceOver(const CollectiveContext& ctx, const RingGroup& group, con
     Transfer t = Transfer::RecvReduce(prev, args.recv, args.send, &args.reducer, bytes);
     return Exchange(&t, 1, ctx.exchange);
   }
-  std::vector<char> partial(bytes);
+  Scratch partial;
+  TESSERA_RETURN_IF_ERROR(partial.Allocate(ctx, bytes));
   Transfer t[2] = {Transfer::RecvReduce(prev, partial.data(), args.send, &args.reducer, bytes),
                    Transfer::SendAfter(next, partial.data(), bytes, 0)};
   return Exchange(t, 2, ctx.exchange);

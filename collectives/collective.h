@@ -5,6 +5,9 @@
 #define TESSERA_COLLECTIVES_COLLECTIVE_H_
 
 #include <cstddef>
+#include <cstring>
+#include <memory>
+#include <vector>
 
 #include "base/types.h"
 #include "transport/exchange.h"
@@ -14,6 +17,20 @@ namespace tessera {
 
 struct Grid;
 
+// Where an algorithm's own copies and temporary buffers live. Algorithms use host
+// memory (std::memcpy, std::vector) unless the context names a LocalMemory: a
+// device-resident call (comm/device_path.cc) does, so that every buffer an algorithm
+// touches is device memory and its copies run on the device. Use LocalCopy and Scratch
+// below rather than std::memcpy and std::vector in algorithms.
+class LocalMemory {
+ public:
+  virtual ~LocalMemory() = default;
+  // dst = src for `bytes` (the ranges do not overlap); complete when it returns.
+  virtual Status Copy(void* dst, const void* src, size_t bytes) = 0;
+  // `bytes` of temporary memory, freed when the last owner lets go of *out.
+  virtual Status Allocate(size_t bytes, std::shared_ptr<void>* out) = 0;
+};
+
 struct CollectiveContext {
   int rank = 0;
   int nranks = 1;
@@ -21,6 +38,36 @@ struct CollectiveContext {
   ExchangeOptions exchange;          // deadline of this call, spinning, abort flag
   const Grid* host_grid = nullptr;   // rows = hosts; null when hosts differ in rank count
   const Grid* torus_grid = nullptr;  // TESSERA_TORUS, else host_grid
+  LocalMemory* local_memory = nullptr;  // null: host memory
+};
+
+// dst = src through the context's LocalMemory (std::memcpy when it has none).
+inline Status LocalCopy(const CollectiveContext& ctx, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0 || dst == src) return Status::Ok();
+  if (ctx.local_memory != nullptr) return ctx.local_memory->Copy(dst, src, bytes);
+  std::memcpy(dst, src, bytes);
+  return Status::Ok();
+}
+
+// An algorithm's temporary buffer, in the context's memory (host memory when it has none).
+class Scratch {
+ public:
+  Status Allocate(const CollectiveContext& ctx, size_t bytes) {
+    if (ctx.local_memory == nullptr) {
+      host_.resize(bytes);
+      data_ = host_.data();
+      return Status::Ok();
+    }
+    TESSERA_RETURN_IF_ERROR(ctx.local_memory->Allocate(bytes, &device_));
+    data_ = static_cast<char*>(device_.get());
+    return Status::Ok();
+  }
+  char* data() const { return data_; }
+
+ private:
+  std::vector<char> host_;
+  std::shared_ptr<void> device_;
+  char* data_ = nullptr;
 };
 
 // The buffers of one collective. `count` is in elements, with the meaning nccl.h gives

@@ -17,7 +17,7 @@ Status DirectGather(const CollectiveContext& ctx, const CollectiveArgs& args) {
     return Exchange(&t, 1, ctx.exchange);
   }
   char* recv = static_cast<char*>(args.recv);
-  if (recv + r * block != args.send && block > 0) std::memcpy(recv + r * block, args.send, block);
+  TESSERA_RETURN_IF_ERROR(LocalCopy(ctx, recv + r * block, args.send, block));
   std::vector<Transfer> t;
   for (int q = 0; q < p; ++q) {
     if (q == r) continue;

@@ -17,7 +17,7 @@ Status DirectScatter(const CollectiveContext& ctx, const CollectiveArgs& args) {
     return Exchange(&t, 1, ctx.exchange);
   }
   const char* send = static_cast<const char*>(args.send);
-  if (send + r * block != args.recv && block > 0) std::memcpy(args.recv, send + r * block, block);
+  TESSERA_RETURN_IF_ERROR(LocalCopy(ctx, args.recv, send + r * block, block));
   std::vector<Transfer> t;
   for (int q = 0; q < p; ++q) {
     if (q == r) continue;

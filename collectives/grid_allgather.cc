@@ -28,7 +28,7 @@ Status GridAllGather(const CollectiveContext& ctx, const CollectiveArgs& args, c
   const int r = ctx.rank, X = grid.X, Y = grid.Y;
   const size_t block = args.count * args.elem_size;
   char* recv = static_cast<char*>(args.recv);
-  if (recv + r * block != args.send && block > 0) std::memcpy(recv + r * block, args.send, block);
+  TESSERA_RETURN_IF_ERROR(LocalCopy(ctx, recv + r * block, args.send, block));
   if (block == 0 || X * Y == 1) return Status::Ok();
   const int x = grid.x[r], y = grid.y[r];
   const std::vector<int>& row = grid.rows[y];

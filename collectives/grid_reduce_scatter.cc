@@ -43,7 +43,8 @@ Status GridReduceScatter(const CollectiveContext& ctx, const CollectiveArgs& arg
 
   // Phase 1: row ring. Slot s of scratch holds the super-block received at step s;
   // the last slot is this rank's column, reduced over the row.
-  std::vector<char> scratch(static_cast<size_t>(X - 1) * Y * block);
+  Scratch scratch;
+  TESSERA_RETURN_IF_ERROR(scratch.Allocate(ctx, static_cast<size_t>(X - 1) * Y * block));
   auto slot = [&](int s, int j) { return scratch.data() + (static_cast<size_t>(s) * Y + j) * block; };
   TESSERA_RETURN_IF_ERROR(ctx.links->Get(row[RingRight(x, X)], ctx.exchange.deadline, &right));
   TESSERA_RETURN_IF_ERROR(ctx.links->Get(row[RingLeft(x, X)], ctx.exchange.deadline, &left));

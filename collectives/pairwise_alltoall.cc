@@ -1,7 +1,6 @@
 // All-to-all by direct exchange: every rank posts its p - 1 sends and p - 1 receives at
 // once, ordered by distance (to r+1 and from r-1 first, ...) so that at any moment the
 // ranks work on disjoint pairs; the exchange engine progresses them all together.
-#include <cstring>
 #include <vector>
 
 #include "collectives/collectives.h"
@@ -13,7 +12,7 @@ Status PairwiseAlltoAll(const CollectiveContext& ctx, const CollectiveArgs& args
   const size_t block = args.count * args.elem_size;
   const char* send = static_cast<const char*>(args.send);
   char* recv = static_cast<char*>(args.recv);
-  if (block > 0) std::memcpy(recv + r * block, send + r * block, block);
+  TESSERA_RETURN_IF_ERROR(LocalCopy(ctx, recv + r * block, send + r * block, block));
   std::vector<Transfer> t;
   for (int d = 1; d < p; ++d) {
     const int to = (r + d) % p, from = (r - d + p) % p;

@@ -12,7 +12,6 @@
 // the buffer across hosts per phase, where the classic order (largest distance first)
 // sends 3/4. Non-power-of-two rank counts fold the first
 // 2*rem ranks in pairs before and unfold after, as recursive_doubling_allreduce.cc.
-#include <cstring>
 #include <vector>
 
 #include "collectives/grid.h"
@@ -28,8 +27,7 @@ Status RabenseifnerAllReduce(const CollectiveContext& ctx, const CollectiveArgs&
   char* recv = static_cast<char*>(args.recv);
   const size_t bytes = args.count * es;
   if (p == 1) {
-    if (send != recv) std::memcpy(recv, send, bytes);
-    return Status::Ok();
+    return LocalCopy(ctx, recv, send, bytes);
   }
   const RecursiveDoublingPlan plan = PlanRecursiveDoubling(r, p);
   Link* link = nullptr;

@@ -15,7 +15,6 @@
 // buffer), because a rank keeps sending its current buffer while it receives.
 #include "collectives/recursive_doubling_allreduce.h"
 
-#include <cstring>
 #include <vector>
 
 #include "collectives/recursive_doubling_pattern.h"
@@ -28,11 +27,11 @@ Status RecursiveDoublingAllReduce(const CollectiveContext& ctx, const Collective
   const char* send = static_cast<const char*>(args.send);
   char* recv = static_cast<char*>(args.recv);
   if (p == 1) {
-    if (send != recv) std::memcpy(recv, send, bytes);
-    return Status::Ok();
+    return LocalCopy(ctx, recv, send, bytes);
   }
   const RecursiveDoublingPlan plan = PlanRecursiveDoubling(r, p);
-  std::vector<char> scratch(bytes);
+  Scratch scratch;
+  TESSERA_RETURN_IF_ERROR(scratch.Allocate(ctx, bytes));
   const char* cur = send;
   auto other = [&](const char* c) { return c == recv ? scratch.data() : recv; };
   Link* link = nullptr;
@@ -56,7 +55,7 @@ Status RecursiveDoublingAllReduce(const CollectiveContext& ctx, const Collective
     TESSERA_RETURN_IF_ERROR(Exchange(t, 2, ctx.exchange));
     cur = next;
   }
-  if (cur != recv) std::memcpy(recv, cur, bytes);
+  TESSERA_RETURN_IF_ERROR(LocalCopy(ctx, recv, cur, bytes));
   if (plan.fold_partner >= 0) {
     TESSERA_RETURN_IF_ERROR(ctx.links->Get(plan.fold_partner, ctx.exchange.deadline, &link));
     Transfer t = Transfer::Send(link, recv, bytes);

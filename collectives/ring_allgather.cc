@@ -4,7 +4,6 @@
 // for p - 1 steps sends a block to its right neighbour and receives one from its left,
 // forwarding each received block as it arrives (sends gated on the previous receive).
 // Every rank sends and receives (p-1)/p of the result, the bandwidth lower bound.
-#include <cstring>
 #include <vector>
 
 #include "collectives/collectives.h"
@@ -16,7 +15,7 @@ Status RingAllGather(const CollectiveContext& ctx, const CollectiveArgs& args) {
   const int p = ctx.nranks, r = ctx.rank;
   const size_t block = args.count * args.elem_size;
   char* recv = static_cast<char*>(args.recv);
-  if (recv + r * block != args.send && block > 0) std::memcpy(recv + r * block, args.send, block);
+  TESSERA_RETURN_IF_ERROR(LocalCopy(ctx, recv + r * block, args.send, block));
   if (p == 1) return Status::Ok();
   Link* right = nullptr;
   Link* left = nullptr;

@@ -16,7 +16,6 @@
 // soon as it has reduced it, and no step waits for the previous one to drain.
 #include "collectives/ring_allreduce.h"
 
-#include <cstring>
 #include <vector>
 
 #include "collectives/ring_pattern.h"
@@ -27,8 +26,7 @@ Status RunRing(const CollectiveContext& ctx, const RingGroup& group, const char*
                size_t es, const Reducer* reducer, int phases) {
   const int p = static_cast<int>(group.ranks.size()), r = group.pos;
   if (p == 1 || count == 0) {
-    if (send != recv && count > 0) std::memcpy(recv, send, count * es);
-    return Status::Ok();
+    return LocalCopy(ctx, recv, send, count * es);
   }
   Link* right = nullptr;
   Link* left = nullptr;

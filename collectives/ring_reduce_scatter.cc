@@ -7,7 +7,6 @@
 // p - 1 steps the last reduction lands in the receive buffer. Partials of blocks that
 // are not this rank's live in a scratch buffer, one block per step, so a block being
 // forwarded is never overwritten by the next one arriving.
-#include <cstring>
 #include <vector>
 
 #include "collectives/collectives.h"
@@ -21,14 +20,14 @@ Status RingReduceScatter(const CollectiveContext& ctx, const CollectiveArgs& arg
   const char* send = static_cast<const char*>(args.send);
   auto blk = [&](int b) { return ((b % p) + p) % p; };
   if (p == 1) {
-    if (args.recv != args.send && block > 0) std::memcpy(args.recv, args.send, block);
-    return Status::Ok();
+    return LocalCopy(ctx, args.recv, args.send, block);
   }
   Link* right = nullptr;
   Link* left = nullptr;
   TESSERA_RETURN_IF_ERROR(ctx.links->Get(RingRight(r, p), ctx.exchange.deadline, &right));
   TESSERA_RETURN_IF_ERROR(ctx.links->Get(RingLeft(r, p), ctx.exchange.deadline, &left));
-  std::vector<char> scratch(static_cast<size_t>(p - 2) * block);
+  Scratch scratch;
+  TESSERA_RETURN_IF_ERROR(scratch.Allocate(ctx, static_cast<size_t>(p - 2) * block));
   std::vector<Transfer> t;
   const char* forward = send + blk(r - 1) * block;  // step 0 sends our own contribution
   for (int s = 0; s < p - 1; ++s) {

@@ -251,6 +251,7 @@ Status ValidateOperation(tesseraComm* comm, const Operation& op, tesseraStream_t
 tessera::DeviceBatch DeviceBatchOf(tesseraComm* comm, const char* fn, std::vector<Operation> ops,
                                    std::vector<tesseraStream_t> streams) {
   tessera::DeviceBatch b{std::move(ops), std::move(streams), comm->rank, comm->nranks, comm->worker.get(), nullptr};
+  b.comm = comm->impl.get();  // lets DevicePath run the batch device-resident
   b.run = [comm, fn](const Status& ready, const std::vector<Operation>& host_ops) {
     Status st = !ready.ok() ? ready : comm->impl ? comm->impl->RunGroup(host_ops)
                                                 : tessera::InvalidUsage("communicator creation failed");

@@ -15,6 +15,7 @@
 #include "collectives/ring_allreduce.h"
 #include "topology/host_identity.h"
 #include "topology/layout.h"
+#include "transport/cuda_ipc/cuda_ipc_transport.h"
 
 namespace tessera {
 
@@ -63,6 +64,8 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   TESSERA_RETURN_IF_ERROR(JoinRendezvous(id, rank, nranks, mine, settings.timeout_ms, &all));
   int local_ranks = 1;
   TESSERA_RETURN_IF_ERROR(setup.Finish(all, id.secret, deadline, &links_, &local_ranks));
+  local_ = setup.local_ranks();
+  allows_cuda_ipc_ = setup.allows_cuda_ipc();
   TESSERA_RETURN_IF_ERROR(InitShape(all));
   if (!settings.trace_dir.empty()) tracer_ = std::make_unique<Tracer>();
 
@@ -88,6 +91,7 @@ Status Communicator::InitShape(const std::vector<RankInfo>& all) {
   TESSERA_RETURN_IF_ERROR(Layout::FromHostIds(ids, &layout));
   shape_.p = nranks_;
   shape_.hosts = layout.num_hosts();
+  hosts_ = layout.num_hosts();
   Grid grid;
   if (GridFromHosts(layout.host_of_rank(), &grid).ok()) {
     host_grid_ = std::make_unique<Grid>(grid);
@@ -214,6 +218,7 @@ Status Communicator::Break(const Status& s) {
   }
   // Tell the peers, so they fail now with this root cause instead of timing out on us.
   links_->PublishFailure(s);
+  if (device_links_) device_links_->PublishFailure(s);
   return s;
 }
 
@@ -333,6 +338,10 @@ Status Communicator::RunGroup(const std::vector<Operation>& ops) {
     Status s = RunOne(op);
     if (!s.ok()) return s.code() == Code::kInvalidArgument ? s : Break(s);
   }
+  return RunPointToPointGroup(p2p, Context());
+}
+
+Status Communicator::RunPointToPointGroup(const std::vector<Operation>& p2p, const CollectiveContext& ctx) {
   if (p2p.empty()) return Status::Ok();
   // Sends to self must pair with receives from self: a local mistake, checked before
   // communicating, so it does not break the communicator.
@@ -345,7 +354,7 @@ Status Communicator::RunGroup(const std::vector<Operation>& ops) {
                         " receive(s) from self: a send to self needs its receive in the same group");
   }
   if (tracer_) tracer_->BeginOperation("send/recv#" + std::to_string(++op_count_));
-  Status s = RunPointToPoint(p2p, Context());
+  Status s = RunPointToPoint(p2p, ctx);
   return s.ok() ? s : Break(s.Annotate(p2p.size() == 1 ? OpName(p2p[0].kind) : "send/recv group"));
 }
 
@@ -534,9 +543,194 @@ Status Communicator::RunPointToPoint(const std::vector<Operation>& ops, const Co
       return InvalidUsage("send to self of " + std::to_string(sb) + " bytes matched with a receive of " +
                           std::to_string(rb));
     }
-    if (sb > 0 && self_recvs[i]->recv != self_sends[i]->send) std::memmove(self_recvs[i]->recv, self_sends[i]->send, sb);
+    if (sb == 0 || self_recvs[i]->recv == self_sends[i]->send) continue;
+    if (ctx.local_memory != nullptr) {
+      TESSERA_RETURN_IF_ERROR(LocalCopy(ctx, self_recvs[i]->recv, self_sends[i]->send, sb));
+    } else {
+      std::memmove(self_recvs[i]->recv, self_sends[i]->send, sb);
+    }
   }
   return Exchange(t.data(), t.size(), ctx.exchange);
+}
+
+// --- Device-resident calls ------------------------------------------------------------
+
+namespace {
+
+// An algorithm's local copies and temporary buffers on the device engine: copies run on
+// the communicator's device stream and are waited for (bounded) before returning.
+class EngineMemory : public LocalMemory {
+ public:
+  EngineMemory(DeviceEngine* engine, DeviceStream* stream, const ExchangeOptions& exchange)
+      : engine_(engine), stream_(stream), exchange_(exchange) {}
+  Status Copy(void* dst, const void* src, size_t bytes) override {
+    TESSERA_RETURN_IF_ERROR(stream_->Copy(dst, src, bytes).Annotate("device copy"));
+    return stream_->Drain(exchange_.deadline, exchange_.abort, "device copy of " + std::to_string(bytes) + " bytes");
+  }
+  Status Allocate(size_t bytes, std::shared_ptr<void>* out) override {
+    return engine_->Allocate(bytes, out).Annotate("device scratch of " + std::to_string(bytes) + " bytes");
+  }
+
+ private:
+  DeviceEngine* engine_;
+  DeviceStream* stream_;
+  const ExchangeOptions& exchange_;
+};
+
+}  // namespace
+
+bool Communicator::device_resident_possible() const {
+  return nranks_ > 1 && hosts_ == 1 && allows_cuda_ipc_ && static_cast<int>(local_.size()) == nranks_;
+}
+
+Status Communicator::EnableDeviceLinks(std::unique_ptr<DeviceEngine> engine) {
+  if (device_links_) return InvalidUsage("device links are already enabled");
+  if (!device_resident_possible()) {
+    return InvalidUsage("device-resident calls need more than one rank, all on one host, and TESSERA_TRANSPORT "
+                        "allowing cuda_ipc");
+  }
+  TESSERA_RETURN_IF_ERROR(sticky_error());
+  const Deadline deadline = Deadline::AfterMs(settings_.timeout_ms);
+  CudaIpcTransport::Options options;
+  options.slot_bytes = settings_.cuda_ipc_slot_bytes;
+  std::unique_ptr<CudaIpcTransport> transport;
+  std::unique_ptr<DeviceStream> stream;
+  TESSERA_RETURN_IF_ERROR(engine->CreateStream(&stream).Annotate("device stream"));
+  Status s = CudaIpcTransport::Create(options, engine.get(), rank_, local_, deadline, &transport);
+  if (!s.ok()) return Break(s.Annotate("rank " + std::to_string(rank_) + ": enabling device-resident calls"));
+  std::vector<std::unique_ptr<Transport>> transports;
+  transports.push_back(std::move(transport));
+  device_engine_ = std::move(engine);
+  device_stream_ = std::move(stream);
+  device_links_ = std::make_unique<LinkTable>(nranks_, std::move(transports));
+  // Every link now, in increasing peer order: a link's set-up waits for its peer's, and
+  // pairs taken in one global order cannot wait in a cycle (lazily, a ring would).
+  for (int peer = 0; peer < nranks_; ++peer) {
+    Link* link = nullptr;
+    if (peer == rank_) continue;
+    s = device_links_->Get(peer, deadline, &link);
+    if (!s.ok()) return Break(s.Annotate("rank " + std::to_string(rank_) + ": enabling device-resident calls"));
+  }
+  Log(log_level_, LogLevel::kInfo,
+      "rank " + std::to_string(rank_) + ": device-resident calls over cuda_ipc (" + device_engine_->name() +
+          " engine, 4 slots of " + std::to_string(settings_.cuda_ipc_slot_bytes) + " B per peer)");
+  return Status::Ok();
+}
+
+Status Communicator::RunGroupOnDevice(const std::vector<Operation>& ops) {
+  TESSERA_RETURN_IF_ERROR(sticky_error());
+  if (!device_links_) return InvalidUsage("a device-resident call before EnableDeviceLinks");
+  if (abort_.load()) return Break(RemoteError("the communicator was aborted"));
+  CollectiveContext ctx = Context();
+  ctx.links = device_links_.get();
+  ctx.exchange.notices = device_links_.get();
+  EngineMemory memory(device_engine_.get(), device_stream_.get(), ctx.exchange);
+  ctx.local_memory = &memory;
+  std::vector<Operation> p2p;
+  for (const Operation& op : ops) {
+    if (IsPointToPoint(op.kind)) {
+      p2p.push_back(op);
+      continue;
+    }
+    Status s = RunOneOnDevice(op, ctx);
+    if (!s.ok()) return s.code() == Code::kInvalidArgument ? s : Break(s);
+  }
+  return RunPointToPointGroup(p2p, ctx);
+}
+
+Status Communicator::RunOneOnDevice(const Operation& op, const CollectiveContext& ctx) {
+  if (tracer_) tracer_->BeginOperation(std::string(OpName(op.kind)) + "#" + std::to_string(++op_count_) + " (device)");
+  if (IsReduction(op.kind)) return RunReductionOnDevice(op, ctx).Annotate(std::string(OpName(op.kind)) + " (device)");
+  CollectiveArgs args;
+  args.send = op.send;
+  args.recv = op.recv;
+  args.count = op.count;
+  args.elem_size = SizeOf(op.type);
+  args.root = op.root;
+  if (op.count == 0) return Status::Ok();
+  const size_t block = op.count * args.elem_size;
+  Status s;
+  switch (op.kind) {
+    case OpKind::kBroadcast: s = ChainBroadcast(ctx, args); break;
+    case OpKind::kAllGather: {
+      // The same choice as on the host; the algorithms copy through ctx.local_memory.
+      const GatherScatterSelection choice =
+          SelectGatherScatter(GatherScatterOp::kAllGather, settings_.algo, model_, shape_, nranks_ * block);
+      s = RunGatherScatter(GatherScatterOp::kAllGather, choice, ctx, args, log_level_, tracer_.get(), op_count_);
+      break;
+    }
+    case OpKind::kAlltoAll: s = PairwiseAlltoAll(ctx, args); break;
+    case OpKind::kGather: s = DirectGather(ctx, args); break;
+    case OpKind::kScatter: s = DirectScatter(ctx, args); break;
+    default: return InvalidUsage(std::string(OpName(op.kind)) + " does not run device-resident");
+  }
+  return s.Annotate(std::string(OpName(op.kind)) + " (device)");
+}
+
+Status Communicator::RunReductionOnDevice(const Operation& op, const CollectiveContext& ctx) {
+  if (op.type == DataType::kFloat8e4m3 || op.type == DataType::kFloat8e5m2) {
+    return InvalidArgument(std::string("datatype ") + DataTypeName(op.type) + " is not supported by reductions");
+  }
+  const size_t es = SizeOf(op.type);
+  const size_t in_count = op.count * (op.kind == OpKind::kReduceScatter ? nranks_ : 1);
+  const bool writes_out = op.kind != OpKind::kReduce || rank_ == op.root;
+  const bool custom = op.op >= kNumRedOps;
+  const RedOp base = custom ? RedOp::kSum : static_cast<RedOp>(op.op);
+  const RedOp combine = base == RedOp::kAvg ? RedOp::kSum : base;
+  CollectiveArgs args;
+  args.count = op.count;
+  args.elem_size = es;
+  args.root = op.root;
+  args.send = op.send;
+  args.recv = op.recv;
+  // The link's kernel for (type, op); half types are combined in float32 at each step.
+  TESSERA_RETURN_IF_ERROR(IsHalf(op.type) ? GetHalfReducer(op.type, combine, &args.reducer)
+                                          : GetReducer(op.type, combine, &args.reducer));
+  args.reducer.typed = true;
+  args.reducer.type = op.type;
+  args.reducer.op = combine;
+  if (op.count == 0) return Status::Ok();
+  const std::string what = "rank " + std::to_string(rank_);
+
+  // PreMulSum: this rank's input scaled on the device into a temporary buffer.
+  std::shared_ptr<void> scaled;
+  if (custom) {
+    PreMulSumOp c;
+    {
+      std::lock_guard<std::mutex> lock(error_mu_);
+      c = custom_ops_.at(op.op);
+    }
+    const void* scalar = c.copied ? static_cast<const void*>(c.value) : c.scalar_ptr;
+    TESSERA_RETURN_IF_ERROR(ctx.local_memory->Allocate(in_count * es, &scaled));
+    TESSERA_RETURN_IF_ERROR(device_stream_->Scale(op.type, scalar, op.send, scaled.get(), in_count).Annotate("PreMulSum"));
+    TESSERA_RETURN_IF_ERROR(device_stream_->Drain(ctx.exchange.deadline, ctx.exchange.abort, what + ": PreMulSum scaling"));
+    args.send = scaled.get();
+  }
+
+  // The same algorithms and choices as on the host: every algorithm makes its copies and
+  // temporary buffers through ctx.local_memory, so they all run on device memory.
+  Status s;
+  if (op.kind == OpKind::kAllReduce) {
+    const Selection choice = ChooseAllReduce(op.count * es);
+    if (log_level_ >= LogLevel::kInfo) {
+      Log(log_level_, LogLevel::kInfo,
+          "rank " + std::to_string(rank_) + ": device allreduce of " + std::to_string(op.count * es) + " B: " +
+              choice.algo->name + " (" + choice.reason + ")");
+    }
+    s = choice.algo->run(ctx, args).Annotate(choice.algo->name);
+  } else if (op.kind == OpKind::kReduce) {
+    s = ChainReduce(ctx, args);
+  } else {
+    const GatherScatterSelection choice =
+        SelectGatherScatter(GatherScatterOp::kReduceScatter, settings_.algo, model_, shape_, in_count * es);
+    s = RunGatherScatter(GatherScatterOp::kReduceScatter, choice, ctx, args, log_level_, tracer_.get(), op_count_);
+  }
+  TESSERA_RETURN_IF_ERROR(s);
+  if (writes_out && base == RedOp::kAvg) {
+    TESSERA_RETURN_IF_ERROR(device_stream_->Divide(op.type, op.recv, op.count, nranks_).Annotate("avg"));
+    TESSERA_RETURN_IF_ERROR(device_stream_->Drain(ctx.exchange.deadline, ctx.exchange.abort, what + ": avg's division"));
+  }
+  return Status::Ok();
 }
 
 }  // namespace tessera

@@ -20,7 +20,9 @@
 #include "collectives/cost_model.h"
 #include "collectives/grid.h"
 #include "comm/operation.h"
+#include "transport/cuda_ipc/device_engine.h"
 #include "transport/link_table.h"
+#include "transport/shm/shm_transport.h"
 
 namespace tessera {
 
@@ -61,6 +63,26 @@ class Communicator {
   // communicator ordered by (key, rank); color < 0 gives none (*out stays null).
   Status Split(int color, int key, const Settings& settings, std::unique_ptr<Communicator>* out);
 
+  // --- Device-resident calls (docs/cuda.md) ---------------------------------------
+  // Whether calls may run device-resident here: more than one rank, all on one host,
+  // and TESSERA_TRANSPORT allows cuda_ipc. Fixed at creation.
+  bool device_resident_possible() const;
+  // Sets up the cuda_ipc links among the ranks with `engine`, which the communicator
+  // then owns. Collective: every rank must call it (comm/device_path.cc does on the
+  // first device-resident call); blocks until all have, bounded by the timeout.
+  // InvalidUsage when !device_resident_possible() or when already enabled.
+  Status EnableDeviceLinks(std::unique_ptr<DeviceEngine> engine);
+  // Null until EnableDeviceLinks.
+  DeviceEngine* device_engine() const { return device_engine_.get(); }
+  // Runs `ops` as RunGroup does, over the cuda_ipc links: every buffer must be device
+  // memory of device_engine() (comm/device_path.h: RunsOnDevice), and so is every
+  // temporary buffer and local copy. Reductions run as device kernels: float16 and
+  // bfloat16 travel as they are and are reduced in float32 at each step (as with
+  // TESSERA_HALF_WIRE=half), PreMulSum scales and avg divides on the device. Allreduce
+  // uses the ring, reduce the chain, reduce-scatter the ring's first phase, allgather
+  // the ring, broadcast the chain. Alltoall is not device-resident (InvalidUsage).
+  Status RunGroupOnDevice(const std::vector<Operation>& ops);
+
   // Thread-safe: the error that broke the communicator, or OK.
   Status sticky_error() const;
   // Thread-safe: makes a blocked or future collective fail promptly.
@@ -75,6 +97,10 @@ class Communicator {
   Status RunOne(const Operation& op);
   Status RunReduction(const Operation& op, const CollectiveContext& ctx);
   Status RunPointToPoint(const std::vector<Operation>& ops, const CollectiveContext& ctx);
+  Status RunOneOnDevice(const Operation& op, const CollectiveContext& ctx);
+  Status RunReductionOnDevice(const Operation& op, const CollectiveContext& ctx);
+  // Runs the point-to-point operations of a group after checking sends to self.
+  Status RunPointToPointGroup(const std::vector<Operation>& p2p, const CollectiveContext& ctx);
 
   struct PreMulSumOp {
     DataType type;
@@ -102,6 +128,14 @@ class Communicator {
   Status error_;
   std::map<int, PreMulSumOp> custom_ops_;  // by operator id (>= kNumRedOps)
   int next_op_ = kNumRedOps;
+  // Device-resident calls: this host's ranks, and once enabled the engine, its stream
+  // for local work, and the cuda_ipc links (declared after the engine: closed first).
+  std::vector<ShmTransport::LocalRank> local_;
+  bool allows_cuda_ipc_ = false;
+  int hosts_ = 1;
+  std::unique_ptr<DeviceEngine> device_engine_;
+  std::unique_ptr<DeviceStream> device_stream_;
+  std::unique_ptr<LinkTable> device_links_;
 };
 
 }  // namespace tessera

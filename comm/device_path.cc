@@ -7,6 +7,10 @@
 //   StageGroup: copies to pinned memory,  copy device PreMulSum scalars to their cells
 //     a GPU-side wait, copies back        run the host operations as one group (run)
 //   post the task, return                 Finish: every stream of the call continues
+//
+// A device-resident batch (ChooseDeviceResident) stages nothing but the ordering (no
+// copies), and its task runs Communicator::RunGroupOnDevice on the device buffers,
+// creating the CUDA engine and the cuda_ipc links on the first one.
 #include "comm/device_path.h"
 
 #include <string>
@@ -23,6 +27,7 @@
 #include "base/deadline.h"
 #include "base/settings.h"
 #include "cuda/availability.h"
+#include "cuda/cuda_device_engine.h"
 #include "cuda/device_buffers.h"
 #endif
 
@@ -44,6 +49,15 @@ OperationBytes BytesOf(const Operation& op, int rank, int nranks) {
     case OpKind::kRecv: return {0, n};
   }
   return {};
+}
+
+bool RunsOnDevice(const std::vector<Operation>& ops, int rank, int nranks, const DeviceEngine& engine) {
+  for (const Operation& op : ops) {
+    const OperationBytes bytes = BytesOf(op, rank, nranks);
+    if (bytes.send > 0 && !engine.IsDeviceMemory(op.send, bytes.send)) return false;
+    if (bytes.recv > 0 && !engine.IsDeviceMemory(op.recv, bytes.recv)) return false;
+  }
+  return true;
 }
 
 #ifndef TESSERA_WITH_CUDA
@@ -100,6 +114,36 @@ Status IsDeviceMemory(const void* p, size_t bytes, bool* staged, int* device) {
   *staged = cuda::IsStaged(kind);
   if (*staged && *device < 0) *device = dev;
   return Status::Ok();
+}
+
+// Whether a batch runs device-resident (device_path.h): the communicator allows it and
+// every operation's buffers are device memory of `device`. A batch that does not is
+// staged whole.
+bool ChooseDeviceResident(const DeviceBatch& batch, int device) {
+  if (batch.comm == nullptr || device < 0 || !batch.comm->device_resident_possible()) return false;
+  DeviceEngine* engine = batch.comm->device_engine();
+  if (engine != nullptr) return RunsOnDevice(batch.ops, batch.rank, batch.nranks, *engine);
+  for (const Operation& op : batch.ops) {  // before the first one: the same rule by hand
+    const OperationBytes bytes = BytesOf(op, batch.rank, batch.nranks);
+    for (const void* p : {static_cast<const void*>(bytes.send > 0 ? op.send : nullptr),
+                          static_cast<const void*>(bytes.recv > 0 ? op.recv : nullptr)}) {
+      if (p == nullptr) continue;
+      cuda::MemoryKind kind;
+      int dev = -1;
+      if (!cuda::ClassifyPointer(p, &kind, &dev).ok() || kind != cuda::MemoryKind::kDevice || dev != device) return false;
+    }
+  }
+  return true;
+}
+
+// The proxy's part of a device-resident batch: the links on first use, then the run.
+Status RunDeviceResident(Communicator* comm, int device, const std::vector<Operation>& ops) {
+  if (comm->device_engine() == nullptr) {
+    std::unique_ptr<cuda::CudaDeviceEngine> engine;
+    TESSERA_RETURN_IF_ERROR(cuda::CudaDeviceEngine::Create(device, &engine));
+    TESSERA_RETURN_IF_ERROR(comm->EnableDeviceLinks(std::move(engine)));
+  }
+  return comm->RunGroupOnDevice(ops);
 }
 
 }  // namespace
@@ -248,6 +292,16 @@ Status DevicePath::Submit(const DeviceBatch& batch, bool* taken) {
     proxy = st.proxy.get();
   }
 
+  // Device-resident: the streams get only the ordering (input event, GPU-side wait,
+  // done event); the collective runs on the device buffers themselves.
+  device = st.stager->device();
+  const bool resident = ChooseDeviceResident(batch, device);
+  if (resident) {
+    for (cuda::StagingRequest& req : reqs) {
+      req.send_bytes = 0;
+      req.recv_bytes = 0;
+    }
+  }
   std::vector<cuda::StagedOp> staged;
   Status s = st.stager->StageGroup(reqs, streams, &staged);
   if (!s.ok()) {
@@ -257,7 +311,7 @@ Status DevicePath::Submit(const DeviceBatch& batch, bool* taken) {
     return s;
   }
   std::vector<Operation> host_ops = batch.ops;
-  for (size_t k = 0; k < staged.size(); ++k) {
+  for (size_t k = 0; k < staged.size() && !resident; ++k) {
     host_ops[staged_index[k]].send = staged[k].host_send;
     host_ops[staged_index[k]].recv = staged[k].host_recv;
   }
@@ -274,7 +328,8 @@ Status DevicePath::Submit(const DeviceBatch& batch, bool* taken) {
 
   State* state = &st;
   auto run = batch.run;
-  auto task = [state, staged, host_ops, cells, custom_ops, run]() -> Status {
+  Communicator* comm = batch.comm;
+  auto task = [state, staged, host_ops, cells, custom_ops, run, resident, comm, device]() -> Status {
     const Deadline deadline = Deadline::AfterMs(state->timeout_ms);
     Status ready;
     for (const cuda::StagedOp& op : staged) {
@@ -286,7 +341,9 @@ Status DevicePath::Submit(const DeviceBatch& batch, bool* taken) {
     } else {
       state->Fail(ready);
     }
-    Status result = run(ready, host_ops);
+    // A device-resident run reports through `run` too (an empty group after it).
+    Status result = resident ? run(ready.ok() ? RunDeviceResident(comm, device, host_ops) : ready, {})
+                             : run(ready, host_ops);
     for (const cuda::StagedOp& op : staged) {
       const Status f = state->stager->Finish(op);
       if (!f.ok() && result.ok()) result = f;

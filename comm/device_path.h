@@ -9,6 +9,14 @@
 // inputs, runs the ordinary host collective and lets the stream continue. The caller's
 // thread never waits for the GPU. Everything else runs exactly as on the CPU build.
 //
+// Device-resident calls (CUDA build): a call whose buffers are all cudaMalloc'd memory of
+// the communicator's device, on a communicator whose ranks are all on one host and whose
+// TESSERA_TRANSPORT allows cuda_ipc, is not staged: the stream receives only the input
+// event and the GPU-side wait, and the proxy runs the collective on the device buffers
+// themselves over the cuda_ipc links (Communicator::RunGroupOnDevice; the first such call
+// sets the links up on every rank). Every rank must then pass device buffers, as NCCL
+// requires; a rank that stages while its peers do not times out naming the peer.
+//
 // Built without TESSERA_WITH_CUDA (the default library), nothing is ever staged and a
 // non-NULL stream is InvalidArgument, as before.
 //
@@ -25,6 +33,7 @@
 #include "base/status.h"
 #include "base/types.h"
 #include "comm/operation.h"
+#include "transport/cuda_ipc/device_engine.h"
 
 namespace tessera {
 
@@ -40,6 +49,10 @@ struct OperationBytes {
 };
 OperationBytes BytesOf(const Operation& op, int rank, int nranks);
 
+// Whether `ops` can run device-resident (Communicator::RunGroupOnDevice) on `rank`: every
+// buffer each one uses there (BytesOf) is device memory that `engine` can reach.
+bool RunsOnDevice(const std::vector<Operation>& ops, int rank, int nranks, const DeviceEngine& engine);
+
 // One communicator's calls as the C API hands them over: a single call, or its part of a
 // group (then they run as one group, as without staging).
 struct DeviceBatch {
@@ -54,6 +67,9 @@ struct DeviceBatch {
   // with staging buffers in place of device buffers) as one group; otherwise only
   // reports `ready` (the inputs never reached the host). Reports and returns the result.
   std::function<Status(const Status& ready, const std::vector<Operation>& host_ops)> run;
+  // The communicator the batch runs on, for device-resident runs (CUDA build); null:
+  // never device-resident, staged as before.
+  Communicator* comm = nullptr;
 };
 
 class DevicePath {

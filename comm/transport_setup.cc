@@ -74,7 +74,8 @@ Status TransportSetup::Prepare(const Settings& settings, int rank, int nranks, R
   std::string ip;
   TESSERA_RETURN_IF_ERROR(ChooseLocalAddress(settings.socket_ifname, &ip));
   TESSERA_RETURN_IF_ERROR(Listen(ip, 0, &listener_, &mine->listen).Annotate("peer listener"));
-  if (Wants(order_, "shm")) {
+  allows_cuda_ipc_ = automatic_ || Wants(order_, "cuda_ipc");
+  if (Wants(order_, "shm") || allows_cuda_ipc_) {  // cuda_ipc's control segments are named after it
     std::strncpy(mine->shm_name, ShmTransport::NewSegmentName().c_str(), sizeof(mine->shm_name) - 1);
   }
 
@@ -135,6 +136,7 @@ Status TransportSetup::Finish(const std::vector<RankInfo>& all, uint64_t secret,
     }
   }
   *local_ranks = static_cast<int>(local.size());
+  local_ = local;
 
   std::vector<std::unique_ptr<Transport>> transports;
   std::string tcp_note;

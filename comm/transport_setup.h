@@ -10,7 +10,9 @@
 //
 // Every pair of ranks must choose the same transport; that holds because the list is
 // an agreed setting (the rendezvous checks it) and each transport's CanConnect depends
-// only on what both ranks published. In "auto", ibverbs is used where a device opens,
+// only on what both ranks published. cuda_ipc is not among them: it carries only
+// device-resident calls, in a table of its own (Communicator::EnableDeviceLinks), from
+// the segment names published here. In "auto", ibverbs is used where a device opens,
 // UCX only on a host with an RDMA device that ibverbs could not open (elsewhere UCX
 // would only run over TCP, which tessera's own TCP does faster), and a transport that
 // cannot start (no device) is left out quietly; one named explicitly must start.
@@ -25,6 +27,7 @@
 #include "base/socket.h"
 #include "bootstrap/rendezvous.h"
 #include "transport/link_table.h"
+#include "transport/shm/shm_transport.h"
 
 namespace tessera {
 
@@ -49,6 +52,11 @@ class TransportSetup {
   const std::string& description() const { return description_; }
   // Whether UCX carries some pair (after Finish).
   bool uses_ucx() const { return uses_ucx_; }
+  // Whether TESSERA_TRANSPORT allows cuda_ipc (auto, or a list naming it).
+  bool allows_cuda_ipc() const { return allows_cuda_ipc_; }
+  // The ranks of this host in rank order, with their segment names (after Finish): what
+  // the cuda_ipc transport is created from (transport/cuda_ipc).
+  const std::vector<ShmTransport::LocalRank>& local_ranks() const { return local_; }
 
  private:
   Settings settings_;
@@ -62,6 +70,8 @@ class TransportSetup {
   std::shared_ptr<LinkTable*> table_for_ibverbs_;  // filled in Finish: ibverbs' set-up channel
   std::string description_;
   bool uses_ucx_ = false;
+  bool allows_cuda_ipc_ = false;
+  std::vector<ShmTransport::LocalRank> local_;
 };
 
 // TESSERA_TRANSPORT as the number the rendezvous compares (one digit per name, in order).

@@ -6,6 +6,7 @@ Reads Bazel's test logs (default: bazel-testlogs) and the build outputs beside t
   - what CUDA code was compiled: the "CUDA code compiled: ..." line of
     //cuda:cuda_compiled_test (cubins and PTX found in the kernels' object), and the
     CUDA build of the library (libtessera_cuda.so);
+  - what CUDA IPC code was compiled: the CUDA engine and //transport/cuda_ipc;
   - what ibverbs code was compiled: the objects of //transport/ibverbs;
   - what this host has: the answers the tests printed (no usable CUDA, no RDMA device,
     no CUDA driver for GPUDirect);
@@ -145,6 +146,14 @@ def main():
               "(comm/device_path.cc, cuda/device_buffers.cc, the kernels)" % os.path.getsize(library))
     else:
         print("CUDA library compiled: no libtessera_cuda.so in %s" % bin_dir)
+    names, size = objects_of(bin_dir, "cuda", ["cuda_device_engine"])
+    ipc_names, ipc_size = objects_of(bin_dir, "transport/cuda_ipc", ["cuda_ipc", "device_engine"])
+    if names:
+        print("CUDA IPC code compiled: cuda/cuda_device_engine (%d bytes) and transport/cuda_ipc: %s (%d bytes); "
+              "the links' protocol and the device-resident collectives run with the host engine in "
+              "//tests:cuda_ipc_test" % (size, ", ".join(ipc_names), ipc_size))
+    else:
+        print("CUDA IPC code compiled: no objects of //cuda:cuda_device_engine in %s" % bin_dir)
     names, size = objects_of(bin_dir, "transport/ibverbs", ["ibverbs", "gpu_direct", "protocol"])
     tested = sorted(t for t in per_target if t.startswith("//transport/ibverbs:"))
     if names:
@@ -162,8 +171,9 @@ def main():
         print("This host, %s: %s" % (what, answers[what] or "no such answer in the log of //%s:%s (the hardware is "
                                      "present, or the test did not run)" % (package, name)))
     if "no usable CUDA" in answers["GPU"]:
-        print("Compiled, never run here (no GPU): the device kernels, DeviceStager's CUDA side, CUDA IPC, and "
-              "libtessera_cuda.so's staged path for device buffers and streams")
+        print("Compiled, never run here (no GPU): the device kernels, DeviceStager's CUDA side, CUDA IPC, the CUDA "
+              "engine of the cuda_ipc links (cuda/cuda_device_engine.cc), and libtessera_cuda.so's staged and "
+              "device-resident paths for device buffers and streams")
     if "no RDMA device" in answers["RDMA"]:
         print("Compiled, never run here (no RDMA device): the ibverbs data path (devices, queue pairs, RDMA writes, "
               "completions) and GPUDirect registration")

@@ -22,13 +22,21 @@
 
 #include "base/deadline.h"
 #include "base/status.h"
+#include "base/types.h"
 
 namespace tessera {
 
 // dst[i] = a[i] op b[i] for `count` elements; dst may equal a or b exactly.
+// Host links call fn. A device link (transport/cuda_ipc) launches its own kernel for
+// (type, op) instead, so a Reducer handed to one must say what fn computes: typed set,
+// type the element type (float16/bfloat16: combined in float32 and rounded at each
+// step, as TESSERA_HALF_WIRE=half does) and op one of sum, prod, max, min.
 struct Reducer {
   void (*fn)(void* dst, const void* a, const void* b, size_t count) = nullptr;
   size_t elem_size = 1;
+  bool typed = false;                  // type and op below are set
+  DataType type = DataType::kUint8;
+  RedOp op = RedOp::kSum;
 };
 
 // A wake-up word in shared memory, one per rank: peers ring it when they publish data

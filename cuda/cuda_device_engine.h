@@ -1,0 +1,43 @@
+// CudaDeviceEngine: the DeviceEngine (transport/cuda_ipc/device_engine.h) of the CUDA
+// build, for device-resident collectives over the cuda_ipc transport.
+//  - Export: cudaMalloc'd slots, described by the 96-byte CUDA IPC record of
+//    cuda/ipc_handles.h; Map: cudaIpcOpenMemHandle of a peer's record.
+//  - Streams: non-blocking CUDA streams; Copy is cudaMemcpyAsync (cudaMemcpyDefault, so
+//    a peer's mapped memory is reached directly), Reduce/Scale/Divide are the kernels of
+//    cuda/reduce_kernels.h; Record/Done are pooled CUDA events and cudaEventQuery.
+//  - IsDeviceMemory: cudaMalloc'd memory of the engine's device (not managed memory).
+// Every call runs with the engine's device current (cuda::DeviceGuard) and never
+// changes the caller's. Compiled in every build; never run here (no GPU): the host
+// engine (host_device_engine.h) runs the same protocol in the tests.
+#ifndef TESSERA_CUDA_CUDA_DEVICE_ENGINE_H_
+#define TESSERA_CUDA_CUDA_DEVICE_ENGINE_H_
+
+#include <memory>
+
+#include "transport/cuda_ipc/device_engine.h"
+
+namespace tessera {
+namespace cuda {
+
+class CudaDeviceEngine : public DeviceEngine {
+ public:
+  // An engine for `device`. kCudaError without usable CUDA (cuda/availability.h).
+  static Status Create(int device, std::unique_ptr<CudaDeviceEngine>* out);
+
+  const char* name() const override { return "cuda"; }
+  int device() const { return device_; }
+  Status Export(size_t bytes, std::unique_ptr<ExportedMemory>* out) override;
+  Status Map(const std::string& record, int peer_pid, std::unique_ptr<MappedMemory>* out) override;
+  Status Allocate(size_t bytes, std::shared_ptr<void>* out) override;
+  Status CreateStream(std::unique_ptr<DeviceStream>* out) override;
+  bool IsDeviceMemory(const void* p, size_t bytes) const override;
+
+ private:
+  explicit CudaDeviceEngine(int device) : device_(device) {}
+  const int device_;
+};
+
+}  // namespace cuda
+}  // namespace tessera
+
+#endif  // TESSERA_CUDA_CUDA_DEVICE_ENGINE_H_
