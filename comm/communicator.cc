@@ -202,6 +202,7 @@ CollectiveContext Communicator::Context() const {
   ctx.exchange.tracer = tracer_.get();
   ctx.host_grid = host_grid_.get();
   ctx.torus_grid = torus_grid_.get();
+  ctx.local_memory = host_memory_.get();
   return ctx;
 }
 
@@ -443,7 +444,7 @@ Status Communicator::RunReduction(const Operation& op, const CollectiveContext& 
 
   // The input in the working type, scaled for PreMulSum (half types in float32, then
   // rounded back when they travel as they are).
-  std::vector<char> in_buf, out_buf;
+  Scratch in_buf, out_buf;  // from the communicator's pool: no zero-fill per call
   args.send = op.send;
   args.recv = op.recv;
   if (widen || custom) {
@@ -452,7 +453,7 @@ Status Communicator::RunReduction(const Operation& op, const CollectiveContext& 
     std::vector<float> wide_tmp;
     float* wide = nullptr;
     if (widen) {
-      in_buf.resize(in_count * es);
+      TESSERA_RETURN_IF_ERROR(in_buf.Allocate(ctx, in_count * es));
       wide = reinterpret_cast<float*>(in_buf.data());
     } else if (half) {
       wide_tmp.resize(in_count);
@@ -472,17 +473,17 @@ Status Communicator::RunReduction(const Operation& op, const CollectiveContext& 
         const float half_scalar = op.type == DataType::kFloat16 ? HalfToFloat(bits) : Bfloat16ToFloat(bits);
         ScaleArray(DataType::kFloat32, &half_scalar, wide, wide, in_count);
       } else {
-        in_buf.resize(in_count * es);
+        TESSERA_RETURN_IF_ERROR(in_buf.Allocate(ctx, in_count * es));
         ScaleArray(work, scalar, op.send, in_buf.data(), in_count);
       }
     }
     if (half_wire) {
-      in_buf.resize(in_count * es);
+      TESSERA_RETURN_IF_ERROR(in_buf.Allocate(ctx, in_count * es));
       NarrowHalf(op.type, wide, in_buf.data(), in_count);
     }
     args.send = in_buf.data();
     if (widen) {
-      out_buf.resize(writes_out ? op.count * es : 0);
+      if (writes_out) TESSERA_RETURN_IF_ERROR(out_buf.Allocate(ctx, op.count * es));
       args.recv = writes_out ? out_buf.data() : nullptr;
     }
   }

@@ -19,6 +19,7 @@
 #include "collectives/collective.h"
 #include "collectives/cost_model.h"
 #include "collectives/grid.h"
+#include "collectives/host_memory_pool.h"
 #include "comm/operation.h"
 #include "transport/cuda_ipc/device_engine.h"
 #include "transport/link_table.h"
@@ -118,6 +119,9 @@ class Communicator {
   CostModel model_;
   std::unique_ptr<Grid> host_grid_, torus_grid_;
   std::unique_ptr<Tracer> tracer_;  // TESSERA_TRACE_DIR only
+  // Algorithms' scratch on the host path, reused across calls (collectives run one at a
+  // time per communicator).
+  std::unique_ptr<HostMemoryPool> host_memory_ = std::make_unique<HostMemoryPool>();
   uint64_t op_count_ = 0;
   int rank_ = 0;
   int nranks_ = 1;
