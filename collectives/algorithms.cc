@@ -11,7 +11,7 @@ namespace tessera {
 const std::vector<AllReduceAlgorithmInfo>& AllReduceAlgorithms() {
   static const auto* table = new std::vector<AllReduceAlgorithmInfo>{
       {AllReduceAlgorithm::kRing, "ring",
-       "reduce-scatter then allgather around a ring: bandwidth-optimal, 2(p-1) steps", &RingAllReduce},
+       "reduce-scatter then allgather around a ring: bandwidth-optimal, 2(p-1) steps", &RingAllReduce, true},
       {AllReduceAlgorithm::kRecursiveDoubling, "recursive_doubling",
        "lg p rounds of whole-buffer exchanges with rank^2^k: latency-optimal for small buffers",
        &RecursiveDoublingAllReduce},
@@ -20,13 +20,13 @@ const std::vector<AllReduceAlgorithmInfo>& AllReduceAlgorithms() {
        &RabenseifnerAllReduce},
       {AllReduceAlgorithm::kTorus, "torus",
        "2D torus (Mikami et al.): row reduce-scatter, column allreduce on the shard, row allgather",
-       &TorusAllReduce},
+       &TorusAllReduce, true},
       {AllReduceAlgorithm::kHierarchical, "hierarchical",
        "intra-host reduce-scatter, inter-host allreduce per local rank, intra-host allgather",
-       &HierarchicalAllReduce},
+       &HierarchicalAllReduce, true},
       {AllReduceAlgorithm::kHierarchicalLeader, "hierarchical_leader",
        "reduce to each host's leader, allreduce among leaders, broadcast inside each host",
-       &HierarchicalLeaderAllReduce},
+       &HierarchicalLeaderAllReduce, true},
   };
   return *table;
 }
@@ -42,7 +42,7 @@ Status CheckAlgorithmName(const std::string& name) {
 }
 
 Selection SelectAllReduce(const std::string& forced, const CostModel& model, const Shape& shape, size_t bytes) {
-  Selection best;
+  Selection best, best_pipelined;
   std::string predictions;
   for (const auto& a : AllReduceAlgorithms()) {
     const double t = PredictAllReduce(a.id, model, shape, bytes);
@@ -58,8 +58,19 @@ Selection SelectAllReduce(const std::string& forced, const CostModel& model, con
       best.algo = &a;
       best.predicted_s = t;
     }
+    if (a.pipelined && (best_pipelined.algo == nullptr || t < best_pipelined.predicted_s)) {
+      best_pipelined.algo = &a;
+      best_pipelined.predicted_s = t;
+    }
   }
-  best.reason = (forced == "auto" ? "" : "TESSERA_ALGO=" + forced + " does not apply here; ") + "predicted: " + predictions;
+  std::string note;
+  if (best.algo != nullptr && !best.algo->pipelined && best_pipelined.algo != nullptr &&
+      best_pipelined.predicted_s <= best.predicted_s * (1 + kPipelinedPreference)) {
+    note = "; " + std::string(best_pipelined.algo->name) + " is pipelined and within 5% of " + best.algo->name;
+    best = best_pipelined;
+  }
+  best.reason = (forced == "auto" ? "" : "TESSERA_ALGO=" + forced + " does not apply here; ") + "predicted: " +
+                predictions + note;
   return best;
 }
 

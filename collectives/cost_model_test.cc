@@ -51,6 +51,24 @@ TEST(CostModel, LargeMessagesAcrossHostsAvoidTheFlatRing) {
   }
 }
 
+TEST(CostModel, PipelinedScheduleWinsANearTie) {
+  // 4x2: Rabenseifner and the torus move the same bytes across hosts; with links fast
+  // enough that latency barely matters they are predicted within a few percent, and the
+  // pipelined torus is chosen. Far apart, the model's best stands.
+  CostModel m;
+  const Shape s = HostsOf(4, 2);
+  const size_t big = 64 << 20;
+  const double rab = PredictAllReduce(AllReduceAlgorithm::kRabenseifner, m, s, big);
+  const double torus = PredictAllReduce(AllReduceAlgorithm::kTorus, m, s, big);
+  const Selection pick = SelectAllReduce("auto", m, s, big);
+  EXPECT_TRUE(pick.algo->pipelined) << pick.algo->name << " rab " << rab << " torus " << torus;
+  ASSERT_LT(rab, torus);  // the round-based schedule is the model's best by a hair
+  ASSERT_LT(torus, rab * (1 + kPipelinedPreference));
+  EXPECT_EQ(std::string(pick.algo->name), "torus");
+  EXPECT_NE(pick.reason.find("torus is pipelined and within 5% of rabenseifner"), std::string::npos) << pick.reason;
+  EXPECT_EQ(Choice(HostsOf(1, 8), 8), "recursive_doubling");  // not a tie: 3 steps against 14
+}
+
 TEST(CostModel, RingVolumeMatchesTheLowerBound) {
   // With alpha = gamma = 0 the ring takes exactly 2(p-1)/p * n * beta.
   CostModel m;
