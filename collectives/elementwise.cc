@@ -1,17 +1,22 @@
-// Element-wise helpers around the reductions: float16/bfloat16 <-> float32, PreMulSum's
-// scaling and avg's division.
+// Element-wise helpers around the reductions: float16/bfloat16 <-> float32, the half
+// reducers (TESSERA_HALF_WIRE=half), PreMulSum's scaling and avg's division.
 //
-// Every array function has two implementations that give identical bits:
+// Every array function has three implementations that give identical bits:
 // - portable: branch-free C++ on GCC vector extensions (16-byte vectors, SSE2), for any
 //   x86-64;
 // - avx2: compiled for AVX2 through per-function target attributes (no -march for the
 //   build): float16 through F16C's conversions (vcvtph2ps, vcvtps2ph with round to nearest
 //   even), bfloat16 through AVX2 integer intrinsics, scaling and division through the
-//   portable code on 32-byte vectors.
-// The best one the CPU supports is chosen once per process. A tail shorter than a vector
-// goes through vector code on a zero-padded copy. The scalar functions (HalfToFloat...)
-// compute the same bits one value at a time; elementwise_test checks all of them against
-// each other and against references computed in float64.
+//   portable code on 32-byte vectors;
+// - avx512: the conversions and the half reducers on 64-byte vectors (AVX-512 F and BW);
+//   scaling and division are the AVX2 code.
+// The half reducers run in one pass (widen, combine, round; nothing stored in between);
+// their max and min compare the 16-bit values as integers.
+// PreferredElementwiseIsa picks one once per process (docs/kernels.md has the
+// measurements). A tail shorter than a vector goes through vector code on a zero-padded
+// copy, or for the half reducers through the scalar code. The scalar functions
+// (HalfToFloat...) compute the same bits one value at a time; elementwise_test checks all
+// of them against each other and against references computed in float64.
 #include "collectives/elementwise.h"
 
 #include <immintrin.h>
@@ -26,12 +31,16 @@
 // Helpers here return vectors by value. Each is always inlined, so no vector crosses a
 // call ABI and GCC's warning about the AVX vector ABI does not apply.
 #pragma GCC diagnostic ignored "-Wpsabi"
+// GCC 12's AVX-512 intrinsics (avx512fintrin.h) start from an "undefined" vector and warn
+// that it may be used uninitialized (GCC bug 105593); it never is.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace tessera {
 namespace {
 
 #define TESSERA_ALWAYS_INLINE inline __attribute__((always_inline))
 #define TESSERA_TARGET_AVX2 __attribute__((target("avx2,f16c")))
+#define TESSERA_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,f16c")))
 
 uint32_t Bits(float f) {
   uint32_t u;
@@ -410,50 +419,140 @@ TESSERA_TARGET_AVX2 void Avx2::NarrowFloat16(const float* in, void* out_v, size_
   }
 }
 
-// bfloat16 -> float32: each value becomes the upper half of a 32-bit lane. Sixteen
-// values per iteration: one load, one permute (unpack works within 128-bit lanes, so the
-// middle quarters swap first), and an unpack with zeros for each half.
+// bfloat16 -> float32: each value becomes the upper half of a 32-bit lane. vpmovzxwd
+// zero-extends eight values into eight lanes straight from memory (one shuffle each), and
+// a shift moves them to the top. 32 values per iteration keep four loads in flight.
 TESSERA_TARGET_AVX2 void Avx2::WidenBfloat16(const void* in_v, float* out, size_t count) {
-  const uint16_t* in = static_cast<const uint16_t*>(in_v);
-  const __m256i zero = _mm256_setzero_si256();
+  const __m128i* in = static_cast<const __m128i*>(in_v);
   size_t i = 0;
-  for (; i + 16 <= count; i += 16) {
-    const __m256i x = _mm256_permute4x64_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i)), 0xd8);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_unpacklo_epi16(zero, x));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i + 8), _mm256_unpackhi_epi16(zero, x));
+  for (; i + 32 <= count; i += 32, in += 4) {
+    const __m256i r0 = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(in)), 16);
+    const __m256i r1 = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(in + 1)), 16);
+    const __m256i r2 = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(in + 2)), 16);
+    const __m256i r3 = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(in + 3)), 16);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), r0);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i + 8), r1);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i + 16), r2);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i + 24), r3);
   }
-  if (i < count) WidenBfloat16Body<kBytes>(in + i, out + i, count - i);
+  if (i < count) WidenBfloat16Body<kBytes>(in, out + i, count - i);
 }
 
-// Eight float32 bit patterns -> eight bfloat16 in the low halves of the 32-bit lanes,
-// rounded to nearest even (overflow reaches infinity). Not for NaN: the increment could
-// carry a NaN into infinity or the sign bit.
-TESSERA_TARGET_AVX2 TESSERA_ALWAYS_INLINE __m256i RoundToBfloat16(__m256i u) {
+// Eight float32 bit patterns rounded to bfloat16 precision, to nearest even: the bfloat16
+// is the upper half of each result (the lower half is garbage). Overflow reaches
+// infinity. Not for NaN: the increment could carry a NaN into infinity or the sign bit.
+TESSERA_TARGET_AVX2 TESSERA_ALWAYS_INLINE __m256i RoundToBfloat16High(__m256i u) {
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-  return _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+  return _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
 }
 
-// Sixteen values per iteration. NaNs are rare, so one test per 16 sends a group that has
-// any to the portable code (same bits), and the common path skips the NaN masks.
+// Sixteen rounded values (r0 then r1, bfloat16 in the upper halves) packed in order.
+// packus works within 128-bit lanes, giving [r0 lo, r1 lo, r0 hi, r1 hi]; the permute puts
+// the four quarters back in order. Shifted values are < 2^16, so nothing saturates.
+TESSERA_TARGET_AVX2 TESSERA_ALWAYS_INLINE __m256i PackBfloat16High(__m256i r0, __m256i r1) {
+  return _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_srli_epi32(r0, 16), _mm256_srli_epi32(r1, 16)), 0xd8);
+}
+
+// 32 values per iteration. NaNs are rare, so one test per 32 sends a group that has any
+// to the portable code (same bits), and the common path skips the NaN masks.
 TESSERA_TARGET_AVX2 void Avx2::NarrowBfloat16(const float* in, void* out_v, size_t count) {
   uint16_t* out = static_cast<uint16_t*>(out_v);
   size_t i = 0;
-  for (; i + 16 <= count; i += 16) {
+  for (; i + 32 <= count; i += 32) {
     const __m256 x0 = _mm256_loadu_ps(in + i);
     const __m256 x1 = _mm256_loadu_ps(in + i + 8);
-    const __m256 nan = _mm256_or_ps(_mm256_cmp_ps(x0, x0, _CMP_UNORD_Q), _mm256_cmp_ps(x1, x1, _CMP_UNORD_Q));
-    if (!_mm256_testz_ps(nan, nan)) {
-      NarrowBfloat16Body<kBytes>(in + i, out + i, 16);
+    const __m256 x2 = _mm256_loadu_ps(in + i + 16);
+    const __m256 x3 = _mm256_loadu_ps(in + i + 24);
+    const __m256 nan01 = _mm256_or_ps(_mm256_cmp_ps(x0, x0, _CMP_UNORD_Q), _mm256_cmp_ps(x1, x1, _CMP_UNORD_Q));
+    const __m256 nan23 = _mm256_or_ps(_mm256_cmp_ps(x2, x2, _CMP_UNORD_Q), _mm256_cmp_ps(x3, x3, _CMP_UNORD_Q));
+    const __m256 nan = _mm256_or_ps(nan01, nan23);
+    if (_mm256_movemask_ps(nan) != 0) {
+      NarrowBfloat16Body<kBytes>(in + i, out + i, 32);
       continue;
     }
-    const __m256i r0 = RoundToBfloat16(_mm256_castps_si256(x0));
-    const __m256i r1 = RoundToBfloat16(_mm256_castps_si256(x1));
-    // packus works within 128-bit lanes: [r0 lo, r1 lo, r0 hi, r1 hi]; the permute puts
-    // the four quarters back in order. Values are < 2^16, so nothing saturates.
-    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r0, r1), 0xd8);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), packed);
+    const __m256i p0 = PackBfloat16High(RoundToBfloat16High(_mm256_castps_si256(x0)),
+                                        RoundToBfloat16High(_mm256_castps_si256(x1)));
+    const __m256i p1 = PackBfloat16High(RoundToBfloat16High(_mm256_castps_si256(x2)),
+                                        RoundToBfloat16High(_mm256_castps_si256(x3)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), p0);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i + 16), p1);
   }
   if (i < count) NarrowBfloat16Body<kBytes>(in + i, out + i, count - i);
+}
+
+// AVX-512 (F, BW): the same conversions on 64-byte vectors, 32 values per iteration; a
+// tail goes to the AVX2 code. Scaling and division are the AVX2 ones. Widening beyond
+// the L2 cache runs the AVX2 loop: measured, the 64-byte loop is up to 15% slower there
+// (docs/kernels.md), while in cache it is faster.
+constexpr size_t kAvx512WidenMaxValues = (1 << 20) / 4;  // 1 MiB of float32 output
+
+struct Avx512 : Avx2 {
+  TESSERA_TARGET_AVX512 static void WidenFloat16(const void* in, float* out, size_t count);
+  TESSERA_TARGET_AVX512 static void NarrowFloat16(const float* in, void* out, size_t count);
+  TESSERA_TARGET_AVX512 static void WidenBfloat16(const void* in, float* out, size_t count);
+  TESSERA_TARGET_AVX512 static void NarrowBfloat16(const float* in, void* out, size_t count);
+};
+
+TESSERA_TARGET_AVX512 void Avx512::WidenFloat16(const void* in_v, float* out, size_t count) {
+  if (count > kAvx512WidenMaxValues) return Avx2::WidenFloat16(in_v, out, count);
+  const __m256i* in = static_cast<const __m256i*>(in_v);
+  size_t i = 0;
+  for (; i + 32 <= count; i += 32, in += 2) {
+    const __m512 r0 = _mm512_cvtph_ps(_mm256_loadu_si256(in));
+    const __m512 r1 = _mm512_cvtph_ps(_mm256_loadu_si256(in + 1));
+    _mm512_storeu_ps(out + i, r0);
+    _mm512_storeu_ps(out + i + 16, r1);
+  }
+  if (i < count) Avx2::WidenFloat16(in, out + i, count - i);
+}
+
+TESSERA_TARGET_AVX512 void Avx512::NarrowFloat16(const float* in, void* out_v, size_t count) {
+  __m256i* out = static_cast<__m256i*>(out_v);
+  size_t i = 0;
+  for (; i + 32 <= count; i += 32, out += 2) {
+    const __m256i h0 = _mm512_cvtps_ph(_mm512_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
+    const __m256i h1 = _mm512_cvtps_ph(_mm512_loadu_ps(in + i + 16), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_si256(out, h0);
+    _mm256_storeu_si256(out + 1, h1);
+  }
+  if (i < count) Avx2::NarrowFloat16(in + i, out, count - i);
+}
+
+TESSERA_TARGET_AVX512 void Avx512::WidenBfloat16(const void* in_v, float* out, size_t count) {
+  if (count > kAvx512WidenMaxValues) return Avx2::WidenBfloat16(in_v, out, count);
+  const __m256i* in = static_cast<const __m256i*>(in_v);
+  size_t i = 0;
+  for (; i + 32 <= count; i += 32, in += 2) {
+    const __m512i r0 = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(in)), 16);
+    const __m512i r1 = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(in + 1)), 16);
+    _mm512_storeu_si512(out + i, r0);
+    _mm512_storeu_si512(out + i + 16, r1);
+  }
+  if (i < count) Avx2::WidenBfloat16(in, out + i, count - i);
+}
+
+// As RoundToBfloat16High, on sixteen lanes.
+TESSERA_TARGET_AVX512 TESSERA_ALWAYS_INLINE __m512i RoundToBfloat16High512(__m512i u) {
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  return _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+}
+
+TESSERA_TARGET_AVX512 void Avx512::NarrowBfloat16(const float* in, void* out_v, size_t count) {
+  uint16_t* out = static_cast<uint16_t*>(out_v);
+  const __m512i order = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);  // undoes packus's interleave
+  size_t i = 0;
+  for (; i + 32 <= count; i += 32) {
+    const __m512 x0 = _mm512_loadu_ps(in + i);
+    const __m512 x1 = _mm512_loadu_ps(in + i + 16);
+    if ((_mm512_cmp_ps_mask(x0, x0, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(x1, x1, _CMP_UNORD_Q)) != 0) {
+      NarrowBfloat16Body<Avx2::kBytes>(in + i, out + i, 32);
+      continue;
+    }
+    const __m512i r0 = _mm512_srli_epi32(RoundToBfloat16High512(_mm512_castps_si512(x0)), 16);
+    const __m512i r1 = _mm512_srli_epi32(RoundToBfloat16High512(_mm512_castps_si512(x1)), 16);
+    _mm512_storeu_si512(out + i, _mm512_permutexvar_epi64(order, _mm512_packus_epi32(r0, r1)));
+  }
+  if (i < count) Avx2::NarrowBfloat16(in + i, out + i, count - i);
 }
 
 template <typename Impl>
@@ -519,11 +618,25 @@ void DivideIn(DataType type, void* data, size_t count, int divisor) {
 
 ElementwiseIsa DetectIsa() {
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return ElementwiseIsa::kAvx2F16c;
-  return ElementwiseIsa::kPortable;
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) return ElementwiseIsa::kPortable;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+    return ElementwiseIsa::kAvx512;
+  }
+  return ElementwiseIsa::kAvx2F16c;
 }
 
-bool UseAvx2(ElementwiseIsa isa) { return isa == ElementwiseIsa::kAvx2F16c && SupportedElementwiseIsa() == isa; }
+// Calls fn(Impl{}) with the implementation struct for `isa`, or the portable one where
+// this CPU does not support `isa`.
+template <typename Fn>
+void WithImpl(ElementwiseIsa isa, const Fn& fn) {
+  if (static_cast<int>(isa) > static_cast<int>(SupportedElementwiseIsa())) isa = ElementwiseIsa::kPortable;
+  switch (isa) {
+    case ElementwiseIsa::kAvx512: return fn(Avx512{});
+    case ElementwiseIsa::kAvx2F16c: return fn(Avx2{});
+    case ElementwiseIsa::kPortable: break;
+  }
+  fn(Portable{});
+}
 
 }  // namespace
 
@@ -536,7 +649,12 @@ float Bfloat16ToFloat(uint16_t b) { return FromBits(static_cast<uint32_t>(b) << 
 uint16_t FloatToBfloat16(float f) { return static_cast<uint16_t>(FloatBitsToBfloat16Bits(Bits(f))); }
 
 const char* ElementwiseIsaName(ElementwiseIsa isa) {
-  return isa == ElementwiseIsa::kAvx2F16c ? "avx2+f16c" : "portable";
+  switch (isa) {
+    case ElementwiseIsa::kAvx512: return "avx512";
+    case ElementwiseIsa::kAvx2F16c: return "avx2+f16c";
+    case ElementwiseIsa::kPortable: break;
+  }
+  return "portable";
 }
 
 ElementwiseIsa SupportedElementwiseIsa() {
@@ -544,49 +662,84 @@ ElementwiseIsa SupportedElementwiseIsa() {
   return isa;
 }
 
+// The widest: measured on the same buffers, AVX-512 is faster than AVX2 in cache (up to
+// twice for the half reducers and bfloat16 narrowing) and as fast beyond it, except
+// widening, which hands large arrays to the AVX2 loop itself (docs/kernels.md).
+ElementwiseIsa PreferredElementwiseIsa() { return SupportedElementwiseIsa(); }
+
 void WidenHalfWith(ElementwiseIsa isa, DataType type, const void* in, float* out, size_t count) {
-  UseAvx2(isa) ? WidenHalfIn<Avx2>(type, in, out, count) : WidenHalfIn<Portable>(type, in, out, count);
+  WithImpl(isa, [&](auto impl) { WidenHalfIn<decltype(impl)>(type, in, out, count); });
 }
 
 void NarrowHalfWith(ElementwiseIsa isa, DataType type, const float* in, void* out, size_t count) {
-  UseAvx2(isa) ? NarrowHalfIn<Avx2>(type, in, out, count) : NarrowHalfIn<Portable>(type, in, out, count);
+  WithImpl(isa, [&](auto impl) { NarrowHalfIn<decltype(impl)>(type, in, out, count); });
 }
 
 void ScaleArrayWith(ElementwiseIsa isa, DataType type, const void* scalar, const void* src, void* dst, size_t count) {
-  UseAvx2(isa) ? ScaleIn<Avx2>(type, scalar, src, dst, count) : ScaleIn<Portable>(type, scalar, src, dst, count);
+  WithImpl(isa, [&](auto impl) { ScaleIn<decltype(impl)>(type, scalar, src, dst, count); });
 }
 
 void DivideArrayWith(ElementwiseIsa isa, DataType type, void* data, size_t count, int divisor) {
-  UseAvx2(isa) ? DivideIn<Avx2>(type, data, count, divisor) : DivideIn<Portable>(type, data, count, divisor);
+  WithImpl(isa, [&](auto impl) { DivideIn<decltype(impl)>(type, data, count, divisor); });
 }
 
 void WidenHalf(DataType type, const void* in, float* out, size_t count) {
-  WidenHalfWith(SupportedElementwiseIsa(), type, in, out, count);
+  WidenHalfWith(PreferredElementwiseIsa(), type, in, out, count);
 }
 
 void NarrowHalf(DataType type, const float* in, void* out, size_t count) {
-  NarrowHalfWith(SupportedElementwiseIsa(), type, in, out, count);
+  NarrowHalfWith(PreferredElementwiseIsa(), type, in, out, count);
 }
 
 void ScaleArray(DataType type, const void* scalar, const void* src, void* dst, size_t count) {
-  ScaleArrayWith(SupportedElementwiseIsa(), type, scalar, src, dst, count);
+  ScaleArrayWith(PreferredElementwiseIsa(), type, scalar, src, dst, count);
 }
 
 void DivideArray(DataType type, void* data, size_t count, int divisor) {
-  DivideArrayWith(SupportedElementwiseIsa(), type, data, count, divisor);
+  DivideArrayWith(PreferredElementwiseIsa(), type, data, count, divisor);
 }
 
 namespace {
 
 using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t count);
 
-// dst = narrow(widen(a) op widen(b)), a block at a time in float32 on the stack; dst
-// may equal a or b (each block is read before it is written).
+// ---- Half reducers: dst = narrow(widen(a) op widen(b)), op in float32 with the float32
+// reducers' rules (max/min return the NaN operand, a when both are; b when equal). dst
+// may equal a or b: every group is read before it is written.
+
+template <RedOp kOp>
+TESSERA_ALWAYS_INLINE float ApplyOne(float a, float b) {
+  if constexpr (kOp == RedOp::kSum) return a + b;
+  if constexpr (kOp == RedOp::kProd) return a * b;
+  if constexpr (kOp == RedOp::kMax) return (a > b || a != a) ? a : b;
+  return (a < b || a != a) ? a : b;
+}
+
+// One value at a time: the reference the vector loops fall back to for tails and for
+// groups that hold a NaN.
 template <DataType kType, RedOp kOp>
-void HalfReduce(void* dst, const void* a, const void* b, size_t count) {
+void HalfReduceScalar(void* dst, const void* a, const void* b, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    uint16_t x, y;
+    std::memcpy(&x, static_cast<const char*>(a) + 2 * i, 2);
+    std::memcpy(&y, static_cast<const char*>(b) + 2 * i, 2);
+    uint16_t r;
+    if constexpr (kType == DataType::kFloat16) {
+      r = FloatToHalf(ApplyOne<kOp>(HalfToFloat(x), HalfToFloat(y)));
+    } else {
+      r = FloatToBfloat16(ApplyOne<kOp>(Bfloat16ToFloat(x), Bfloat16ToFloat(y)));
+    }
+    std::memcpy(static_cast<char*>(dst) + 2 * i, &r, 2);
+  }
+}
+
+// The portable implementation: a block at a time widened into float32 on the stack,
+// reduced by the baseline float32 kernel and narrowed.
+template <DataType kType, RedOp kOp>
+void HalfReducePortable(void* dst, const void* a, const void* b, size_t count) {
   static const Reducer f32 = [] {
     Reducer r;
-    GetReducer(DataType::kFloat32, kOp, &r);
+    GetReducerForIsa(DataType::kFloat32, kOp, KernelIsa::kBaseline, &r);
     return r;
   }();
   constexpr size_t kBlock = 1024;
@@ -594,20 +747,229 @@ void HalfReduce(void* dst, const void* a, const void* b, size_t count) {
   alignas(64) float fb[kBlock];
   for (size_t i = 0; i < count; i += kBlock) {
     const size_t n = std::min(kBlock, count - i);
-    WidenHalf(kType, static_cast<const uint16_t*>(a) + i, fa, n);
-    WidenHalf(kType, static_cast<const uint16_t*>(b) + i, fb, n);
+    WidenHalfIn<Portable>(kType, static_cast<const uint16_t*>(a) + i, fa, n);
+    WidenHalfIn<Portable>(kType, static_cast<const uint16_t*>(b) + i, fb, n);
     f32.fn(fa, fa, fb, n);
-    NarrowHalf(kType, fa, static_cast<uint16_t*>(dst) + i, n);
+    NarrowHalfIn<Portable>(kType, fa, static_cast<uint16_t*>(dst) + i, n);
   }
 }
 
-template <DataType kType>
-ReduceFn HalfReducerFor(RedOp op) {
+// The AVX2 implementation: one pass, 32 values per iteration, nothing stored in between.
+// Sums and products widen, compute in float32 and round; max and min compare the 16-bit
+// values as integers (HalfMaxMinAvx2).
+template <RedOp kOp>
+TESSERA_TARGET_AVX2 TESSERA_ALWAYS_INLINE __m256 SumOrProd(__m256 a, __m256 b) {
+  return kOp == RedOp::kSum ? _mm256_add_ps(a, b) : _mm256_mul_ps(a, b);
+}
+
+// float16 through F16C. vcvtps2ph narrows a NaN exactly as FloatToHalf does, so no group
+// needs the scalar code.
+template <RedOp kOp>
+TESSERA_TARGET_AVX2 void HalfReduceFloat16Avx2(void* dst_v, const void* a_v, const void* b_v, size_t count) {
+  const __m128i* a = static_cast<const __m128i*>(a_v);
+  const __m128i* b = static_cast<const __m128i*>(b_v);
+  __m128i* dst = static_cast<__m128i*>(dst_v);
+  size_t i = 0;
+  for (; i + 32 <= count; i += 32, a += 4, b += 4, dst += 4) {
+    const __m256 a0 = _mm256_cvtph_ps(_mm_loadu_si128(a)), b0 = _mm256_cvtph_ps(_mm_loadu_si128(b));
+    const __m256 a1 = _mm256_cvtph_ps(_mm_loadu_si128(a + 1)), b1 = _mm256_cvtph_ps(_mm_loadu_si128(b + 1));
+    const __m256 a2 = _mm256_cvtph_ps(_mm_loadu_si128(a + 2)), b2 = _mm256_cvtph_ps(_mm_loadu_si128(b + 2));
+    const __m256 a3 = _mm256_cvtph_ps(_mm_loadu_si128(a + 3)), b3 = _mm256_cvtph_ps(_mm_loadu_si128(b + 3));
+    const __m128i r0 = _mm256_cvtps_ph(SumOrProd<kOp>(a0, b0), _MM_FROUND_TO_NEAREST_INT);
+    const __m128i r1 = _mm256_cvtps_ph(SumOrProd<kOp>(a1, b1), _MM_FROUND_TO_NEAREST_INT);
+    const __m128i r2 = _mm256_cvtps_ph(SumOrProd<kOp>(a2, b2), _MM_FROUND_TO_NEAREST_INT);
+    const __m128i r3 = _mm256_cvtps_ph(SumOrProd<kOp>(a3, b3), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(dst, r0);
+    _mm_storeu_si128(dst + 1, r1);
+    _mm_storeu_si128(dst + 2, r2);
+    _mm_storeu_si128(dst + 3, r3);
+  }
+  HalfReduceScalar<DataType::kFloat16, kOp>(dst, a, b, count - i);
+}
+
+// bfloat16 without a shuffle. A 32-bit lane holds two values, the even one in its low
+// half and the odd one in its high half. Widening is a shift (even) or a mask (odd), the
+// op runs on the even and the odd values separately, and each rounded result goes back
+// into the half it came from. No value leaves its lane. A NaN result (from a NaN input,
+// inf - inf or 0 * inf) sends the group to the scalar code: the integer rounding is not
+// for NaN.
+template <RedOp kOp>
+TESSERA_TARGET_AVX2 TESSERA_ALWAYS_INLINE void Bfloat16PairsAvx2(__m256i x, __m256i y, __m256i* out, __m256* nan) {
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  const __m256 xe = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16)), ye = _mm256_castsi256_ps(_mm256_slli_epi32(y, 16));
+  const __m256 xo = _mm256_castsi256_ps(_mm256_and_si256(x, high)), yo = _mm256_castsi256_ps(_mm256_and_si256(y, high));
+  const __m256 re = SumOrProd<kOp>(xe, ye), ro = SumOrProd<kOp>(xo, yo);
+  *nan = _mm256_or_ps(*nan, _mm256_or_ps(_mm256_cmp_ps(re, re, _CMP_UNORD_Q), _mm256_cmp_ps(ro, ro, _CMP_UNORD_Q)));
+  const __m256i even = _mm256_srli_epi32(RoundToBfloat16High(_mm256_castps_si256(re)), 16);
+  const __m256i odd = _mm256_and_si256(RoundToBfloat16High(_mm256_castps_si256(ro)), high);
+  *out = _mm256_or_si256(even, odd);
+}
+
+template <RedOp kOp>
+TESSERA_TARGET_AVX2 void HalfReduceBfloat16Avx2(void* dst_v, const void* a_v, const void* b_v, size_t count) {
+  const __m256i* a = static_cast<const __m256i*>(a_v);
+  const __m256i* b = static_cast<const __m256i*>(b_v);
+  __m256i* dst = static_cast<__m256i*>(dst_v);
+  size_t i = 0;
+  for (; i + 32 <= count; i += 32, a += 2, b += 2, dst += 2) {
+    __m256 nan = _mm256_setzero_ps();
+    __m256i r0, r1;
+    Bfloat16PairsAvx2<kOp>(_mm256_loadu_si256(a), _mm256_loadu_si256(b), &r0, &nan);
+    Bfloat16PairsAvx2<kOp>(_mm256_loadu_si256(a + 1), _mm256_loadu_si256(b + 1), &r1, &nan);
+    if (_mm256_movemask_ps(nan) != 0) {
+      HalfReduceScalar<DataType::kBfloat16, kOp>(dst, a, b, 32);
+      continue;
+    }
+    _mm256_storeu_si256(dst, r0);
+    _mm256_storeu_si256(dst + 1, r1);
+  }
+  HalfReduceScalar<DataType::kBfloat16, kOp>(dst, a, b, count - i);
+}
+
+// Max and min need no arithmetic: the result is one of the inputs, and narrowing a
+// widened value gives back its bits. So they compare the 16-bit values as integers, for
+// both types: sign and magnitude become a two's complement key (vpsignw negates the
+// magnitude where the value is negative; -0 and +0 both become 0, equal as floats are),
+// and the larger (max) or smaller (min) key picks its value, b when the keys are equal.
+// kNanAbove is the magnitude above which a value is NaN; groups with a NaN go to the
+// scalar code.
+template <DataType kType, RedOp kOp>
+TESSERA_TARGET_AVX2 void HalfMaxMinAvx2(void* dst_v, const void* a_v, const void* b_v, size_t count) {
+  constexpr int16_t kNanAbove = kType == DataType::kFloat16 ? 0x7c00 : 0x7f80;
+  const __m256i magnitude_bits = _mm256_set1_epi16(0x7fff);
+  const __m256i nan_above = _mm256_set1_epi16(kNanAbove);
+  const __m256i* a = static_cast<const __m256i*>(a_v);
+  const __m256i* b = static_cast<const __m256i*>(b_v);
+  __m256i* dst = static_cast<__m256i*>(dst_v);
+  size_t i = 0;
+  for (; i + 32 <= count; i += 32, a += 2, b += 2, dst += 2) {
+    const __m256i x0 = _mm256_loadu_si256(a), x1 = _mm256_loadu_si256(a + 1);
+    const __m256i y0 = _mm256_loadu_si256(b), y1 = _mm256_loadu_si256(b + 1);
+    const __m256i mx0 = _mm256_and_si256(x0, magnitude_bits), mx1 = _mm256_and_si256(x1, magnitude_bits);
+    const __m256i my0 = _mm256_and_si256(y0, magnitude_bits), my1 = _mm256_and_si256(y1, magnitude_bits);
+    const __m256i nan = _mm256_or_si256(
+        _mm256_or_si256(_mm256_cmpgt_epi16(mx0, nan_above), _mm256_cmpgt_epi16(mx1, nan_above)),
+        _mm256_or_si256(_mm256_cmpgt_epi16(my0, nan_above), _mm256_cmpgt_epi16(my1, nan_above)));
+    if (_mm256_movemask_epi8(nan) != 0) {
+      HalfReduceScalar<kType, kOp>(dst, a, b, 32);
+      continue;
+    }
+    const __m256i kx0 = _mm256_sign_epi16(mx0, x0), kx1 = _mm256_sign_epi16(mx1, x1);
+    const __m256i ky0 = _mm256_sign_epi16(my0, y0), ky1 = _mm256_sign_epi16(my1, y1);
+    const __m256i pick_x0 = kOp == RedOp::kMax ? _mm256_cmpgt_epi16(kx0, ky0) : _mm256_cmpgt_epi16(ky0, kx0);
+    const __m256i pick_x1 = kOp == RedOp::kMax ? _mm256_cmpgt_epi16(kx1, ky1) : _mm256_cmpgt_epi16(ky1, kx1);
+    _mm256_storeu_si256(dst, _mm256_blendv_epi8(y0, x0, pick_x0));
+    _mm256_storeu_si256(dst + 1, _mm256_blendv_epi8(y1, x1, pick_x1));
+  }
+  HalfReduceScalar<kType, kOp>(dst, a, b, count - i);
+}
+
+// HalfMaxMinAvx2 on 64-byte vectors. AVX-512 has no vpsignw, so the key is the magnitude
+// subtracted from zero under the mask of sign bits.
+template <DataType kType, RedOp kOp>
+TESSERA_TARGET_AVX512 void HalfMaxMinAvx512(void* dst_v, const void* a_v, const void* b_v, size_t count) {
+  constexpr int16_t kNanAbove = kType == DataType::kFloat16 ? 0x7c00 : 0x7f80;
+  const __m512i magnitude_bits = _mm512_set1_epi16(0x7fff);
+  const __m512i nan_above = _mm512_set1_epi16(kNanAbove);
+  const __m512i zero = _mm512_setzero_si512();
+  const char* a = static_cast<const char*>(a_v);
+  const char* b = static_cast<const char*>(b_v);
+  char* dst = static_cast<char*>(dst_v);
+  size_t i = 0;
+  for (; i + 32 <= count; i += 32, a += 64, b += 64, dst += 64) {
+    const __m512i x = _mm512_loadu_si512(a), y = _mm512_loadu_si512(b);
+    const __m512i mx = _mm512_and_si512(x, magnitude_bits), my = _mm512_and_si512(y, magnitude_bits);
+    if ((_mm512_cmpgt_epi16_mask(mx, nan_above) | _mm512_cmpgt_epi16_mask(my, nan_above)) != 0) {
+      HalfReduceScalar<kType, kOp>(dst, a, b, 32);
+      continue;
+    }
+    const __m512i kx = _mm512_mask_sub_epi16(mx, _mm512_movepi16_mask(x), zero, mx);
+    const __m512i ky = _mm512_mask_sub_epi16(my, _mm512_movepi16_mask(y), zero, my);
+    const __mmask32 pick_x = kOp == RedOp::kMax ? _mm512_cmpgt_epi16_mask(kx, ky) : _mm512_cmpgt_epi16_mask(ky, kx);
+    _mm512_storeu_si512(dst, _mm512_mask_blend_epi16(pick_x, y, x));
+  }
+  if (i < count) HalfMaxMinAvx2<kType, kOp>(dst, a, b, count - i);
+}
+
+// The AVX-512 loops for sums and products: the same shapes on 64-byte vectors, 32 values
+// per iteration; a tail goes to the AVX2 loop.
+template <RedOp kOp>
+TESSERA_TARGET_AVX512 TESSERA_ALWAYS_INLINE __m512 SumOrProd512(__m512 a, __m512 b) {
+  return kOp == RedOp::kSum ? _mm512_add_ps(a, b) : _mm512_mul_ps(a, b);
+}
+
+template <RedOp kOp>
+TESSERA_TARGET_AVX512 void HalfReduceFloat16Avx512(void* dst_v, const void* a_v, const void* b_v, size_t count) {
+  const __m256i* a = static_cast<const __m256i*>(a_v);
+  const __m256i* b = static_cast<const __m256i*>(b_v);
+  __m256i* dst = static_cast<__m256i*>(dst_v);
+  size_t i = 0;
+  for (; i + 32 <= count; i += 32, a += 2, b += 2, dst += 2) {
+    const __m512 a0 = _mm512_cvtph_ps(_mm256_loadu_si256(a)), b0 = _mm512_cvtph_ps(_mm256_loadu_si256(b));
+    const __m512 a1 = _mm512_cvtph_ps(_mm256_loadu_si256(a + 1)), b1 = _mm512_cvtph_ps(_mm256_loadu_si256(b + 1));
+    const __m256i r0 = _mm512_cvtps_ph(SumOrProd512<kOp>(a0, b0), _MM_FROUND_TO_NEAREST_INT);
+    const __m256i r1 = _mm512_cvtps_ph(SumOrProd512<kOp>(a1, b1), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_si256(dst, r0);
+    _mm256_storeu_si256(dst + 1, r1);
+  }
+  if (i < count) HalfReduceFloat16Avx2<kOp>(dst, a, b, count - i);
+}
+
+template <RedOp kOp>
+TESSERA_TARGET_AVX512 void HalfReduceBfloat16Avx512(void* dst_v, const void* a_v, const void* b_v, size_t count) {
+  const char* a = static_cast<const char*>(a_v);
+  const char* b = static_cast<const char*>(b_v);
+  char* dst = static_cast<char*>(dst_v);
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  size_t i = 0;
+  for (; i + 32 <= count; i += 32, a += 64, b += 64, dst += 64) {
+    const __m512i x = _mm512_loadu_si512(a), y = _mm512_loadu_si512(b);
+    const __m512 xe = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+    const __m512 ye = _mm512_castsi512_ps(_mm512_slli_epi32(y, 16));
+    const __m512 xo = _mm512_castsi512_ps(_mm512_and_si512(x, high));
+    const __m512 yo = _mm512_castsi512_ps(_mm512_and_si512(y, high));
+    const __m512 re = SumOrProd512<kOp>(xe, ye), ro = SumOrProd512<kOp>(xo, yo);
+    if ((_mm512_cmp_ps_mask(re, re, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(ro, ro, _CMP_UNORD_Q)) != 0) {
+      HalfReduceScalar<DataType::kBfloat16, kOp>(dst, a, b, 32);
+      continue;
+    }
+    const __m512i even = _mm512_srli_epi32(RoundToBfloat16High512(_mm512_castps_si512(re)), 16);
+    const __m512i odd = RoundToBfloat16High512(_mm512_castps_si512(ro));
+    _mm512_storeu_si512(dst, _mm512_ternarylogic_epi32(even, odd, high, 0xf8));  // even | (odd & high)
+  }
+  if (i < count) HalfReduceBfloat16Avx2<kOp>(dst, a, b, count - i);
+}
+
+template <RedOp kOp>
+ReduceFn HalfReducerFn(ElementwiseIsa isa, DataType type) {
+  const bool f16 = type == DataType::kFloat16;
+  if (static_cast<int>(isa) > static_cast<int>(SupportedElementwiseIsa())) isa = ElementwiseIsa::kPortable;
+  if constexpr (kOp == RedOp::kMax || kOp == RedOp::kMin) {
+    switch (isa) {
+      case ElementwiseIsa::kAvx512:
+        return f16 ? &HalfMaxMinAvx512<DataType::kFloat16, kOp> : &HalfMaxMinAvx512<DataType::kBfloat16, kOp>;
+      case ElementwiseIsa::kAvx2F16c:
+        return f16 ? &HalfMaxMinAvx2<DataType::kFloat16, kOp> : &HalfMaxMinAvx2<DataType::kBfloat16, kOp>;
+      case ElementwiseIsa::kPortable: break;
+    }
+    return f16 ? &HalfReducePortable<DataType::kFloat16, kOp> : &HalfReducePortable<DataType::kBfloat16, kOp>;
+  } else {
+    switch (isa) {
+      case ElementwiseIsa::kAvx512: return f16 ? &HalfReduceFloat16Avx512<kOp> : &HalfReduceBfloat16Avx512<kOp>;
+      case ElementwiseIsa::kAvx2F16c: return f16 ? &HalfReduceFloat16Avx2<kOp> : &HalfReduceBfloat16Avx2<kOp>;
+      case ElementwiseIsa::kPortable: break;
+    }
+    return f16 ? &HalfReducePortable<DataType::kFloat16, kOp> : &HalfReducePortable<DataType::kBfloat16, kOp>;
+  }
+}
+
+ReduceFn HalfReducerFor(ElementwiseIsa isa, DataType type, RedOp op) {
+  if (!IsHalf(type)) return nullptr;
   switch (op) {
-    case RedOp::kSum: return &HalfReduce<kType, RedOp::kSum>;
-    case RedOp::kProd: return &HalfReduce<kType, RedOp::kProd>;
-    case RedOp::kMax: return &HalfReduce<kType, RedOp::kMax>;
-    case RedOp::kMin: return &HalfReduce<kType, RedOp::kMin>;
+    case RedOp::kSum: return HalfReducerFn<RedOp::kSum>(isa, type);
+    case RedOp::kProd: return HalfReducerFn<RedOp::kProd>(isa, type);
+    case RedOp::kMax: return HalfReducerFn<RedOp::kMax>(isa, type);
+    case RedOp::kMin: return HalfReducerFn<RedOp::kMin>(isa, type);
     case RedOp::kAvg: break;
   }
   return nullptr;
@@ -615,10 +977,8 @@ ReduceFn HalfReducerFor(RedOp op) {
 
 }  // namespace
 
-Status GetHalfReducer(DataType type, RedOp op, Reducer* out) {
-  const ReduceFn fn = type == DataType::kFloat16    ? HalfReducerFor<DataType::kFloat16>(op)
-                      : type == DataType::kBfloat16 ? HalfReducerFor<DataType::kBfloat16>(op)
-                                                    : nullptr;
+Status GetHalfReducerWith(ElementwiseIsa isa, DataType type, RedOp op, Reducer* out) {
+  const ReduceFn fn = HalfReducerFor(isa, type, op);
   if (fn == nullptr) {
     return InvalidArgument(std::string("no half-precision reducer for ") + DataTypeName(type) + " with op " +
                            std::to_string(static_cast<int>(op)));
@@ -626,6 +986,10 @@ Status GetHalfReducer(DataType type, RedOp op, Reducer* out) {
   out->fn = fn;
   out->elem_size = 2;
   return Status::Ok();
+}
+
+Status GetHalfReducer(DataType type, RedOp op, Reducer* out) {
+  return GetHalfReducerWith(PreferredElementwiseIsa(), type, op, out);
 }
 
 }  // namespace tessera

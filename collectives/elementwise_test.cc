@@ -1,7 +1,8 @@
 // The element-wise helpers: half conversions against references computed in float64
 // (every float16 and bfloat16 bit pattern, every rounding tie, sweeps of float32), the
 // vector implementations against the scalar functions on odd lengths and misaligned
-// buffers, and the scaling and division against plain scalar loops for every type.
+// buffers, the half reducers against a scalar reference (every bit pattern, NaN, ties,
+// overflow, in place), and the scaling and division against plain scalar loops.
 #include "collectives/elementwise.h"
 
 #include <gtest/gtest.h>
@@ -33,8 +34,8 @@ float FromBits(uint32_t u) {
 
 // Every implementation this CPU runs.
 std::vector<ElementwiseIsa> Implementations() {
-  std::vector<ElementwiseIsa> all = {ElementwiseIsa::kPortable};
-  if (SupportedElementwiseIsa() == ElementwiseIsa::kAvx2F16c) all.push_back(ElementwiseIsa::kAvx2F16c);
+  std::vector<ElementwiseIsa> all;
+  for (int i = 0; i <= static_cast<int>(SupportedElementwiseIsa()); ++i) all.push_back(static_cast<ElementwiseIsa>(i));
   return all;
 }
 
@@ -273,6 +274,176 @@ TEST(HalfArrays, VectorPathsMatchScalarOnOddLengthsAndMisalignedBuffers) {
       }
     }
   }
+}
+
+// ---- Half reducers against a scalar reference: widen both values, combine in float32
+// with the reducers' rules, narrow with the scalar functions tested above.
+
+float WidenOne(DataType type, uint16_t h) { return type == DataType::kFloat16 ? HalfToFloat(h) : Bfloat16ToFloat(h); }
+
+uint16_t NarrowOne(DataType type, float f) {
+  return type == DataType::kFloat16 ? FloatToHalf(f) : FloatToBfloat16(f);
+}
+
+uint16_t ReferenceHalfOp(DataType type, RedOp op, uint16_t x, uint16_t y) {
+  const float a = WidenOne(type, x), b = WidenOne(type, y);
+  switch (op) {
+    case RedOp::kSum: return NarrowOne(type, a + b);
+    case RedOp::kProd: return NarrowOne(type, a * b);
+    case RedOp::kMax: return NarrowOne(type, (a > b || a != a) ? a : b);  // the NaN operand, a first
+    default: return NarrowOne(type, (a < b || a != a) ? a : b);
+  }
+}
+
+bool IsHalfNan(DataType type, uint16_t h) {
+  return type == DataType::kFloat16 ? (h & 0x7fff) > 0x7c00 : (h & 0x7fff) > 0x7f80;
+}
+
+// Which NaN a sum or product of two NaNs returns is the hardware's choice; max and min
+// (and everything else) must match bit for bit.
+void ExpectSameHalf(DataType type, RedOp op, uint16_t got, uint16_t want, const std::string& where) {
+  if ((op == RedOp::kSum || op == RedOp::kProd) && IsHalfNan(type, want)) {
+    ASSERT_TRUE(IsHalfNan(type, got)) << where << ": want a NaN, got 0x" << std::hex << got;
+  } else {
+    ASSERT_EQ(got, want) << where << std::hex << ": got 0x" << got << ", want 0x" << want;
+  }
+}
+
+constexpr RedOp kHalfOps[] = {RedOp::kSum, RedOp::kProd, RedOp::kMax, RedOp::kMin};
+
+// Every bit pattern of `a` against three partners: random patterns (NaN, infinity and
+// subnormals included, so some groups take the NaN path), random patterns without NaN
+// (so max and min stay on the vector path), and `a` itself shifted by one (neighbours:
+// many rounding ties and, for sums of large values, overflow to infinity).
+TEST(HalfReducers, EveryBitPatternMatchesScalarReference) {
+  std::mt19937 rng(2024);
+  for (DataType type : {DataType::kFloat16, DataType::kBfloat16}) {
+    std::vector<uint16_t> a(65536), random(65536), no_nan(65536), next(65536);
+    for (uint32_t i = 0; i < 65536; ++i) {
+      a[i] = static_cast<uint16_t>(i);
+      random[i] = static_cast<uint16_t>(rng());
+      do {
+        no_nan[i] = static_cast<uint16_t>(rng());
+      } while (IsHalfNan(type, no_nan[i]));
+      next[i] = static_cast<uint16_t>(i + 1);
+    }
+    for (ElementwiseIsa isa : Implementations()) {
+      for (RedOp op : kHalfOps) {
+        Reducer r;
+        ASSERT_TRUE(GetHalfReducerWith(isa, type, op, &r).ok());
+        ASSERT_EQ(r.elem_size, 2u);
+        for (const std::vector<uint16_t>* b : {&random, &no_nan, &next}) {
+          std::vector<uint16_t> dst(65536);
+          r.fn(dst.data(), a.data(), b->data(), a.size());
+          for (uint32_t i = 0; i < 65536; ++i) {
+            ExpectSameHalf(type, op, dst[i], ReferenceHalfOp(type, op, a[i], (*b)[i]),
+                           std::string(ElementwiseIsaName(isa)) + " " + DataTypeName(type) + " " + RedOpName(op) +
+                               " a 0x" + std::to_string(a[i]) + " b " + std::to_string((*b)[i]));
+          }
+        }
+      }
+    }
+  }
+}
+
+// Hand-picked cases: ties to even, overflow, subnormals, signed zeros and NaN placement,
+// each at every position of a 32-value group.
+TEST(HalfReducers, TiesOverflowSubnormalsZerosAndNan) {
+  struct Case {
+    DataType type;
+    RedOp op;
+    uint16_t x, y, want;
+  };
+  const Case cases[] = {
+      {DataType::kBfloat16, RedOp::kSum, 0x3f80, 0x3b80, 0x3f80},  // 1 + 2^-8: tie, stays even
+      {DataType::kBfloat16, RedOp::kSum, 0x3f81, 0x3b80, 0x3f82},  // (1 + 2^-7) + 2^-8: tie, up to even
+      {DataType::kBfloat16, RedOp::kSum, 0x7f7f, 0x7f7f, 0x7f80},  // max + max: infinity
+      {DataType::kBfloat16, RedOp::kProd, 0x0001, 0x3f00, 0x0000},  // smallest subnormal / 2: tie to 0
+      {DataType::kBfloat16, RedOp::kSum, 0x0001, 0x0001, 0x0002},  // subnormals add exactly
+      {DataType::kBfloat16, RedOp::kMax, 0x0000, 0x8000, 0x8000},  // +0 vs -0: b
+      {DataType::kBfloat16, RedOp::kMin, 0x8000, 0x0000, 0x0000},  // -0 vs +0: b
+      {DataType::kBfloat16, RedOp::kMax, 0x7f81, 0x3f80, 0x7fc1},  // NaN in a: a, quiet
+      {DataType::kBfloat16, RedOp::kMin, 0x3f80, 0xff81, 0xffc1},  // NaN in b: b, quiet
+      {DataType::kBfloat16, RedOp::kSum, 0x7f80, 0xff80, 0xffc0},  // inf - inf: the default NaN
+      {DataType::kFloat16, RedOp::kSum, 0x3c00, 0x1000, 0x3c00},   // 1 + 2^-11: tie, stays even
+      {DataType::kFloat16, RedOp::kSum, 0x7bff, 0x7bff, 0x7c00},   // 65504 + 65504: infinity
+      {DataType::kFloat16, RedOp::kSum, 0x0001, 0x0001, 0x0002},   // subnormals
+      {DataType::kFloat16, RedOp::kMax, 0x0000, 0x8000, 0x8000},   // +0 vs -0: b
+      {DataType::kFloat16, RedOp::kMax, 0x7c01, 0x3c00, 0x7e01},   // NaN in a: a, quiet
+      {DataType::kFloat16, RedOp::kMin, 0x3c00, 0xfc01, 0xfe01},   // NaN in b: b, quiet
+      {DataType::kFloat16, RedOp::kMax, 0x7c01, 0x7c02, 0x7e01},   // both NaN: a
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(ReferenceHalfOp(c.type, c.op, c.x, c.y), c.want) << "reference " << DataTypeName(c.type) << " "
+                                                                << RedOpName(c.op) << " " << c.x << " " << c.y;
+    for (ElementwiseIsa isa : Implementations()) {
+      Reducer r;
+      ASSERT_TRUE(GetHalfReducerWith(isa, c.type, c.op, &r).ok());
+      for (size_t at = 0; at < 32; ++at) {
+        std::vector<uint16_t> a(64, 0x3f80), b(64, 0x3f80), dst(64);
+        if (c.type == DataType::kFloat16) a.assign(64, 0x3c00), b.assign(64, 0x3c00);
+        a[at] = c.x;
+        b[at] = c.y;
+        r.fn(dst.data(), a.data(), b.data(), a.size());
+        const std::string where = std::string(ElementwiseIsaName(isa)) + " " + DataTypeName(c.type) + " " +
+                                  RedOpName(c.op) + " at " + std::to_string(at);
+        ExpectSameHalf(c.type, c.op, dst[at], c.want, where);
+        ExpectSameHalf(c.type, c.op, dst[at + 32], ReferenceHalfOp(c.type, c.op, a[at + 32], b[at + 32]), where);
+      }
+    }
+  }
+}
+
+// Odd lengths, misaligned buffers, in place (dst == a, dst == b), nothing written past the
+// end.
+TEST(HalfReducers, OddLengthsMisalignedAndInPlace) {
+  std::mt19937 rng(7);
+  for (ElementwiseIsa isa : Implementations()) {
+    for (DataType type : {DataType::kFloat16, DataType::kBfloat16}) {
+      for (RedOp op : kHalfOps) {
+        Reducer r;
+        ASSERT_TRUE(GetHalfReducerWith(isa, type, op, &r).ok());
+        for (size_t n : kLengths) {
+          for (size_t offset : {0, 1, 2, 3}) {
+            const std::string where = std::string(ElementwiseIsaName(isa)) + " " + DataTypeName(type) + " " +
+                                      RedOpName(op) + " n " + std::to_string(n) + " offset " + std::to_string(offset);
+            std::vector<uint16_t> x(n), y(n);
+            for (size_t i = 0; i < n; ++i) {
+              x[i] = static_cast<uint16_t>(rng());
+              y[i] = static_cast<uint16_t>(rng());
+            }
+            std::vector<unsigned char> a(2 * n + 8), b(2 * n + 8), dst(2 * n + 8, kGuard);
+            if (n > 0) {
+              std::memcpy(a.data() + offset, x.data(), 2 * n);
+              std::memcpy(b.data() + offset, y.data(), 2 * n);
+            }
+            r.fn(dst.data() + offset, a.data() + offset, b.data() + offset, n);
+            std::vector<unsigned char> in_a = a, in_b = b;
+            r.fn(in_a.data() + offset, in_a.data() + offset, b.data() + offset, n);
+            r.fn(in_b.data() + offset, a.data() + offset, in_b.data() + offset, n);
+            for (size_t i = 0; i < n; ++i) {
+              const uint16_t want = ReferenceHalfOp(type, op, x[i], y[i]);
+              uint16_t got, got_a, got_b;
+              std::memcpy(&got, dst.data() + offset + 2 * i, 2);
+              std::memcpy(&got_a, in_a.data() + offset + 2 * i, 2);
+              std::memcpy(&got_b, in_b.data() + offset + 2 * i, 2);
+              ExpectSameHalf(type, op, got, want, where + " i " + std::to_string(i));
+              ExpectSameHalf(type, op, got_a, want, where + " in place (a) i " + std::to_string(i));
+              ExpectSameHalf(type, op, got_b, want, where + " in place (b) i " + std::to_string(i));
+            }
+            for (size_t i = offset + 2 * n; i < dst.size(); ++i) ASSERT_EQ(dst[i], kGuard) << where << " past the end";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(HalfReducers, RefusesOtherTypesAndAvg) {
+  Reducer r;
+  EXPECT_FALSE(GetHalfReducer(DataType::kFloat32, RedOp::kSum, &r).ok());
+  EXPECT_FALSE(GetHalfReducer(DataType::kFloat16, RedOp::kAvg, &r).ok());
+  EXPECT_TRUE(GetHalfReducer(DataType::kBfloat16, RedOp::kMin, &r).ok());
 }
 
 // ---- Scale and divide against plain scalar loops, every type.

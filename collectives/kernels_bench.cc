@@ -1,6 +1,6 @@
 // Google Benchmark of the element-wise kernels beside memcpy: every reduction (type x op),
-// the half-precision conversions, PreMulSum's scaling, avg's division, and a fused
-// widen-and-reduce, on buffers of 4 KiB, 256 KiB, 8 MiB and 64 MiB.
+// the half-precision conversions and reducers, PreMulSum's scaling, avg's division, and a
+// fused widen-and-reduce, on buffers of 4 KiB, 256 KiB, 8 MiB and 64 MiB.
 //
 // What the figures mean (docs/kernels.md):
 // - A kernel's rate is the bytes it must move per second: every input byte read once plus
@@ -200,8 +200,10 @@ void NarrowScalarLoop(DataType type, const float* in, uint16_t* out, size_t coun
 // float16/bfloat16 <-> float32. Sizes are the float32 side's bytes.
 void RegisterConversions() {
   for (DataType type : {DataType::kFloat16, DataType::kBfloat16}) {
-    std::vector<std::pair<std::string, int>> impls = {{"scalar-loop", -1}, {"portable", 0}};
-    if (SupportedElementwiseIsa() == ElementwiseIsa::kAvx2F16c) impls.push_back({"avx2+f16c", 1});
+    std::vector<std::pair<std::string, int>> impls = {{"scalar-loop", -1}};
+    for (int i = 0; i <= static_cast<int>(SupportedElementwiseIsa()); ++i) {
+      impls.push_back({ElementwiseIsaName(static_cast<ElementwiseIsa>(i)), i});
+    }
     for (const auto& impl : impls) {
       for (size_t bytes : kSizes) {
         const size_t count = bytes / 4;
@@ -232,6 +234,52 @@ void RegisterConversions() {
                      }
                    });
                  });
+      }
+    }
+  }
+}
+
+// The half-precision reducers (TESSERA_HALF_WIRE=half): dst = round(float(a) op
+// float(b)) on float16/bfloat16 arrays, as GetHalfReducer returns them, every type and
+// op. Sizes are the output's bytes; a, b and dst are all half arrays (3n moved).
+void FillHalfPair(DataType type, size_t count) {
+  uint16_t* a = reinterpret_cast<uint16_t*>(Pool().a);
+  uint16_t* b = reinterpret_cast<uint16_t*>(Pool().b);
+  for (size_t i = 0; i < count; ++i) {
+    const float x = 1.0f + static_cast<float>(i % 97) / 128.0f;
+    const float y = 1.5f - static_cast<float>(i % 89) / 256.0f;
+    a[i] = type == DataType::kFloat16 ? FloatToHalf(x) : FloatToBfloat16(x);
+    b[i] = type == DataType::kFloat16 ? FloatToHalf(y) : FloatToBfloat16(y);
+  }
+}
+
+void RegisterHalfReducer(const std::string& name, DataType type, RedOp op, ElementwiseIsa isa) {
+  for (size_t bytes : kSizes) {
+    Register(name + "/" + SizeName(bytes), [type, op, isa, bytes](benchmark::State& state) {
+      Reducer r;
+      if (!GetHalfReducerWith(isa, type, op, &r).ok()) return state.SkipWithError("no half reducer");
+      FillHalfPair(type, bytes / 2);
+      MeasureBesideMemcpy(state, bytes, 3 * bytes, [&] { r.fn(Pool().dst, Pool().a, Pool().b, bytes / 2); });
+    });
+  }
+}
+
+// Every type and op as GetHalfReducer returns them, then sum and max (the shapes without
+// and with the NaN test) on each implementation this CPU runs.
+void RegisterHalfReducers() {
+  for (DataType type : {DataType::kFloat16, DataType::kBfloat16}) {
+    for (RedOp op : kReduceOps) {
+      RegisterHalfReducer(std::string("half_reduce/") + DataTypeName(type) + " " + RedOpName(op), type, op,
+                          PreferredElementwiseIsa());
+    }
+  }
+  for (DataType type : {DataType::kFloat16, DataType::kBfloat16}) {
+    for (RedOp op : {RedOp::kSum, RedOp::kMax}) {
+      for (int i = 0; i <= static_cast<int>(SupportedElementwiseIsa()); ++i) {
+        const ElementwiseIsa isa = static_cast<ElementwiseIsa>(i);
+        RegisterHalfReducer(std::string("half_reduce_isa/") + DataTypeName(type) + " " + RedOpName(op) + " " +
+                                ElementwiseIsaName(isa),
+                            type, op, isa);
       }
     }
   }
@@ -291,7 +339,7 @@ __attribute__((target("avx2,f16c"))) void FusedSumNarrow(const float* a, const f
 }
 
 void RegisterFused() {
-  if (SupportedElementwiseIsa() != ElementwiseIsa::kAvx2F16c) return;
+  if (SupportedElementwiseIsa() < ElementwiseIsa::kAvx2F16c) return;
   static std::vector<float> scratch(kMaxBytes / 4);
   for (size_t bytes : kSizes) {
     const size_t count = bytes / 4;
@@ -416,13 +464,15 @@ int main(int argc, char** argv) {
   int n = static_cast<int>(args.size());
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
-  std::printf("kernels: reduce %s (supported %s), elementwise %s\n",
+  std::printf("kernels: reduce %s (supported %s), elementwise %s (supported %s)\n",
               tessera::KernelIsaName(tessera::PreferredKernelIsa()),
               tessera::KernelIsaName(tessera::SupportedKernelIsa()),
+              tessera::ElementwiseIsaName(tessera::PreferredElementwiseIsa()),
               tessera::ElementwiseIsaName(tessera::SupportedElementwiseIsa()));
   tessera::RegisterReductions();
   tessera::RegisterReductionIsas();
   tessera::RegisterConversions();
+  tessera::RegisterHalfReducers();
   tessera::RegisterScaleAndDivide();
   tessera::RegisterFused();
   tessera::MarkdownCollector reporter;
