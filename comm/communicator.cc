@@ -123,7 +123,7 @@ Status Communicator::InitShape(const std::vector<RankInfo>& all) {
 }
 
 // Measures alpha and beta of the intra-host rows and the inter-host columns of the host
-// grid with ring allreduces of one element per rank and of 1 MiB (the best of three),
+// grid with ring allreduces of one element per rank and of 1 MiB (the best of five),
 // then takes the maximum of every parameter over all ranks, so that every rank's model,
 // and so every choice of algorithm, is the same. All rows (or all columns) are measured
 // at once, so the figures include what the real schedules meet: links shared by a
@@ -145,7 +145,7 @@ Status Communicator::ProbeAndAgree() {
     const size_t sizes[2] = {4 * static_cast<size_t>(q), big};
     for (int k = 0; k < 2; ++k) {
       t[k] = 1e30;
-      for (int rep = 0; rep < 3; ++rep) {
+      for (int rep = 0; rep < 5; ++rep) {
         const int64_t start = NowMicros();
         TESSERA_RETURN_IF_ERROR(RunRing(ctx, group, buf.data(), buf.data(), sizes[k] / 4, 4, &sum,
                                         kRingReduceScatter | kRingAllGather));
@@ -154,7 +154,12 @@ Status Communicator::ProbeAndAgree() {
     }
     const double steps = 2.0 * (q - 1);
     cost->alpha = std::max(1e-7, t[0] / steps);
-    cost->beta = std::max(1e-12, (t[1] - t[0]) / (steps / q * static_cast<double>(big)));
+    // beta comes from a difference of two timings, so a slow small ring (8 ranks on 2
+    // cores stall now and then) once made it near zero and the model chose recursive
+    // doubling for 512 KiB-8 MiB. At least half of the large ring's time is taken as
+    // transfer: true by far on any link where 1 MiB takes longer than a few steps.
+    const double transfer = std::max(t[1] - t[0], t[1] / 2);
+    cost->beta = std::max(1e-12, transfer / (steps / q * static_cast<double>(big)));
     return Status::Ok();
   };
   // On one host the defaults hold well and a probe mostly measures scheduling noise, so
