@@ -420,6 +420,31 @@ Status Communicator::RunOne(const Operation& op) {
   return s.Annotate(OpName(op.kind));
 }
 
+namespace {
+
+// What the operator and the type decide, on the host path and the device path alike.
+struct ReductionTerms {
+  size_t in_count = 0;          // input elements (nranks blocks for reduce-scatter)
+  bool writes_out = false;      // false on a reduce's non-root ranks
+  bool custom = false;          // a PreMulSum operator
+  RedOp base = RedOp::kSum;     // the operator asked for (sum for PreMulSum)
+  RedOp combine = RedOp::kSum;  // how two elements combine (sum for avg)
+};
+
+Status TermsOf(const Operation& op, int rank, int nranks, ReductionTerms* t) {
+  if (op.type == DataType::kFloat8e4m3 || op.type == DataType::kFloat8e5m2) {
+    return InvalidArgument(std::string("datatype ") + DataTypeName(op.type) + " is not supported by reductions");
+  }
+  t->in_count = op.count * (op.kind == OpKind::kReduceScatter ? nranks : 1);
+  t->writes_out = op.kind != OpKind::kReduce || rank == op.root;
+  t->custom = op.op >= kNumRedOps;
+  t->base = t->custom ? RedOp::kSum : static_cast<RedOp>(op.op);
+  t->combine = t->base == RedOp::kAvg ? RedOp::kSum : t->base;
+  return Status::Ok();
+}
+
+}  // namespace
+
 // Reductions: the operator and the type decide what happens around the algorithm.
 // float16/bfloat16 are widened to float32, reduced in float32 and rounded once at the
 // end, or, with TESSERA_HALF_WIRE=half, reduced in their own type (each step in float32,
@@ -429,16 +454,11 @@ Status Communicator::RunReduction(const Operation& op, const CollectiveContext& 
   const bool half = IsHalf(op.type);
   const bool half_wire = half && settings_.half_wire == "half";
   const bool widen = half && !half_wire;
-  if (op.type == DataType::kFloat8e4m3 || op.type == DataType::kFloat8e5m2) {
-    return InvalidArgument(std::string("datatype ") + DataTypeName(op.type) + " is not supported by reductions");
-  }
+  ReductionTerms terms;
+  TESSERA_RETURN_IF_ERROR(TermsOf(op, rank_, nranks_, &terms));
+  const auto [in_count, writes_out, custom, base, combine] = terms;
   const DataType work = widen ? DataType::kFloat32 : op.type;
   const size_t es = SizeOf(work);
-  const size_t in_count = op.count * (op.kind == OpKind::kReduceScatter ? nranks_ : 1);
-  const bool writes_out = op.kind != OpKind::kReduce || rank_ == op.root;
-  const bool custom = op.op >= kNumRedOps;
-  const RedOp base = custom ? RedOp::kSum : static_cast<RedOp>(op.op);
-  const RedOp combine = base == RedOp::kAvg ? RedOp::kSum : base;
   CollectiveArgs args;
   args.count = op.count;
   args.elem_size = es;
@@ -674,15 +694,10 @@ Status Communicator::RunOneOnDevice(const Operation& op, const CollectiveContext
 }
 
 Status Communicator::RunReductionOnDevice(const Operation& op, const CollectiveContext& ctx) {
-  if (op.type == DataType::kFloat8e4m3 || op.type == DataType::kFloat8e5m2) {
-    return InvalidArgument(std::string("datatype ") + DataTypeName(op.type) + " is not supported by reductions");
-  }
+  ReductionTerms terms;
+  TESSERA_RETURN_IF_ERROR(TermsOf(op, rank_, nranks_, &terms));
+  const auto [in_count, writes_out, custom, base, combine] = terms;
   const size_t es = SizeOf(op.type);
-  const size_t in_count = op.count * (op.kind == OpKind::kReduceScatter ? nranks_ : 1);
-  const bool writes_out = op.kind != OpKind::kReduce || rank_ == op.root;
-  const bool custom = op.op >= kNumRedOps;
-  const RedOp base = custom ? RedOp::kSum : static_cast<RedOp>(op.op);
-  const RedOp combine = base == RedOp::kAvg ? RedOp::kSum : base;
   CollectiveArgs args;
   args.count = op.count;
   args.elem_size = es;
