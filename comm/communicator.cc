@@ -335,16 +335,20 @@ Status Communicator::Split(int color, int key, const Settings& settings, std::un
 Status Communicator::RunGroup(const std::vector<Operation>& ops) {
   TESSERA_RETURN_IF_ERROR(sticky_error());
   if (abort_.load()) return Break(RemoteError("the communicator was aborted"));
+  return RunGroupIn(ops, nullptr);
+}
+
+Status Communicator::RunGroupIn(const std::vector<Operation>& ops, const CollectiveContext* device) {
   std::vector<Operation> p2p;
   for (const Operation& op : ops) {
     if (IsPointToPoint(op.kind)) {
       p2p.push_back(op);
       continue;
     }
-    Status s = RunOne(op);
+    Status s = RunOne(op, device ? *device : Context(), device != nullptr);
     if (!s.ok()) return s.code() == Code::kInvalidArgument ? s : Break(s);
   }
-  return RunPointToPointGroup(p2p, Context());
+  return RunPointToPointGroup(p2p, device ? *device : Context());
 }
 
 Status Communicator::RunPointToPointGroup(const std::vector<Operation>& p2p, const CollectiveContext& ctx) {
@@ -392,10 +396,12 @@ Status RunGatherScatter(GatherScatterOp op, const GatherScatterSelection& choice
 
 }  // namespace
 
-Status Communicator::RunOne(const Operation& op) {
-  const CollectiveContext ctx = Context();
-  if (tracer_) tracer_->BeginOperation(std::string(OpName(op.kind)) + "#" + std::to_string(++op_count_));
-  if (IsReduction(op.kind)) return RunReduction(op, ctx);
+Status Communicator::RunOne(const Operation& op, const CollectiveContext& ctx, bool on_device) {
+  const std::string suffix = on_device ? " (device)" : "";
+  if (tracer_) tracer_->BeginOperation(std::string(OpName(op.kind)) + "#" + std::to_string(++op_count_) + suffix);
+  if (IsReduction(op.kind)) {
+    return on_device ? RunReductionOnDevice(op, ctx).Annotate(OpName(op.kind) + suffix) : RunReduction(op, ctx);
+  }
   CollectiveArgs args;
   args.send = op.send;
   args.recv = op.recv;
@@ -417,7 +423,7 @@ Status Communicator::RunOne(const Operation& op) {
     case OpKind::kScatter: s = DirectScatter(ctx, args); break;
     default: return InternalError(std::string("RunOne: unexpected ") + OpName(op.kind));
   }
-  return s.Annotate(OpName(op.kind));
+  return s.Annotate(OpName(op.kind) + suffix);
 }
 
 namespace {
@@ -652,45 +658,7 @@ Status Communicator::RunGroupOnDevice(const std::vector<Operation>& ops) {
   ctx.exchange.notices = device_links_.get();
   EngineMemory memory(device_engine_.get(), device_stream_.get(), ctx.exchange);
   ctx.local_memory = &memory;
-  std::vector<Operation> p2p;
-  for (const Operation& op : ops) {
-    if (IsPointToPoint(op.kind)) {
-      p2p.push_back(op);
-      continue;
-    }
-    Status s = RunOneOnDevice(op, ctx);
-    if (!s.ok()) return s.code() == Code::kInvalidArgument ? s : Break(s);
-  }
-  return RunPointToPointGroup(p2p, ctx);
-}
-
-Status Communicator::RunOneOnDevice(const Operation& op, const CollectiveContext& ctx) {
-  if (tracer_) tracer_->BeginOperation(std::string(OpName(op.kind)) + "#" + std::to_string(++op_count_) + " (device)");
-  if (IsReduction(op.kind)) return RunReductionOnDevice(op, ctx).Annotate(std::string(OpName(op.kind)) + " (device)");
-  CollectiveArgs args;
-  args.send = op.send;
-  args.recv = op.recv;
-  args.count = op.count;
-  args.elem_size = SizeOf(op.type);
-  args.root = op.root;
-  if (op.count == 0) return Status::Ok();
-  const size_t block = op.count * args.elem_size;
-  Status s;
-  switch (op.kind) {
-    case OpKind::kBroadcast: s = ChainBroadcast(ctx, args); break;
-    case OpKind::kAllGather: {
-      // The same choice as on the host; the algorithms copy through ctx.local_memory.
-      const GatherScatterSelection choice =
-          SelectGatherScatter(GatherScatterOp::kAllGather, settings_.algo, model_, shape_, nranks_ * block);
-      s = RunGatherScatter(GatherScatterOp::kAllGather, choice, ctx, args, log_level_, tracer_.get(), op_count_);
-      break;
-    }
-    case OpKind::kAlltoAll: s = PairwiseAlltoAll(ctx, args); break;
-    case OpKind::kGather: s = DirectGather(ctx, args); break;
-    case OpKind::kScatter: s = DirectScatter(ctx, args); break;
-    default: return InvalidUsage(std::string(OpName(op.kind)) + " does not run device-resident");
-  }
-  return s.Annotate(std::string(OpName(op.kind)) + " (device)");
+  return RunGroupIn(ops, &ctx);
 }
 
 Status Communicator::RunReductionOnDevice(const Operation& op, const CollectiveContext& ctx) {

@@ -95,10 +95,13 @@ class Communicator {
   CollectiveContext Context() const;
   Status InitShape(const std::vector<RankInfo>& all);
   Status ProbeAndAgree();
-  Status RunOne(const Operation& op);
+  // The group's collectives one by one, then its sends and receives in one exchange.
+  // `device` is the device-resident context for the whole group; null on the host path,
+  // where each operation gets a fresh Context() (its own deadline).
+  Status RunGroupIn(const std::vector<Operation>& ops, const CollectiveContext* device);
+  Status RunOne(const Operation& op, const CollectiveContext& ctx, bool on_device);
   Status RunReduction(const Operation& op, const CollectiveContext& ctx);
   Status RunPointToPoint(const std::vector<Operation>& ops, const CollectiveContext& ctx);
-  Status RunOneOnDevice(const Operation& op, const CollectiveContext& ctx);
   Status RunReductionOnDevice(const Operation& op, const CollectiveContext& ctx);
   // Runs the point-to-point operations of a group after checking sends to self.
   Status RunPointToPointGroup(const std::vector<Operation>& p2p, const CollectiveContext& ctx);

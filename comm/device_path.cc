@@ -51,13 +51,23 @@ OperationBytes BytesOf(const Operation& op, int rank, int nranks) {
   return {};
 }
 
-bool RunsOnDevice(const std::vector<Operation>& ops, int rank, int nranks, const DeviceEngine& engine) {
+namespace {
+
+// Whether is_device(buffer, bytes) holds for every buffer the operations use on `rank`.
+template <typename IsDevice>
+bool EveryBufferIs(const std::vector<Operation>& ops, int rank, int nranks, IsDevice is_device) {
   for (const Operation& op : ops) {
     const OperationBytes bytes = BytesOf(op, rank, nranks);
-    if (bytes.send > 0 && !engine.IsDeviceMemory(op.send, bytes.send)) return false;
-    if (bytes.recv > 0 && !engine.IsDeviceMemory(op.recv, bytes.recv)) return false;
+    if (bytes.send > 0 && !is_device(op.send, bytes.send)) return false;
+    if (bytes.recv > 0 && !is_device(op.recv, bytes.recv)) return false;
   }
   return true;
+}
+
+}  // namespace
+
+bool RunsOnDevice(const std::vector<Operation>& ops, int rank, int nranks, const DeviceEngine& engine) {
+  return EveryBufferIs(ops, rank, nranks, [&](const void* p, size_t n) { return engine.IsDeviceMemory(p, n); });
 }
 
 #ifndef TESSERA_WITH_CUDA
@@ -123,17 +133,13 @@ bool ChooseDeviceResident(const DeviceBatch& batch, int device) {
   if (batch.comm == nullptr || device < 0 || !batch.comm->device_resident_possible()) return false;
   DeviceEngine* engine = batch.comm->device_engine();
   if (engine != nullptr) return RunsOnDevice(batch.ops, batch.rank, batch.nranks, *engine);
-  for (const Operation& op : batch.ops) {  // before the first one: the same rule by hand
-    const OperationBytes bytes = BytesOf(op, batch.rank, batch.nranks);
-    for (const void* p : {static_cast<const void*>(bytes.send > 0 ? op.send : nullptr),
-                          static_cast<const void*>(bytes.recv > 0 ? op.recv : nullptr)}) {
-      if (p == nullptr) continue;
-      cuda::MemoryKind kind;
-      int dev = -1;
-      if (!cuda::ClassifyPointer(p, &kind, &dev).ok() || kind != cuda::MemoryKind::kDevice || dev != device) return false;
-    }
-  }
-  return true;
+  // Before the first device-resident call there is no engine yet: the same rule, asking
+  // CUDA directly.
+  return EveryBufferIs(batch.ops, batch.rank, batch.nranks, [device](const void* p, size_t) {
+    cuda::MemoryKind kind;
+    int dev = -1;
+    return cuda::ClassifyPointer(p, &kind, &dev).ok() && kind == cuda::MemoryKind::kDevice && dev == device;
+  });
 }
 
 // The proxy's part of a device-resident batch: the links on first use, then the run.
