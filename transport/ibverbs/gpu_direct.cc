@@ -17,6 +17,13 @@ bool IsNoCudaDriver(const Status& status) {
   return status.code() == Code::kSystemError && status.message().rfind(kNoCudaDriver, 0) == 0;
 }
 
+bool PeerMemoryModuleLoaded(const std::string& sys_root) {
+  for (const char* path : {"/module/nvidia_peermem", "/module/nv_peer_mem", "/kernel/mm/memory_peers/nv_mem/version"}) {
+    if (::access((sys_root + path).c_str(), F_OK) == 0) return true;
+  }
+  return false;
+}
+
 const char* DeviceRegistrationPathName(DeviceRegistrationPath path) {
   return path == DeviceRegistrationPath::kDmaBuf ? "dma-buf" : "peer memory";
 }
@@ -34,6 +41,10 @@ struct CudaDriver::Functions {
   decltype(&::cuMemGetAddressRange) mem_get_address_range = nullptr;
   // Optional: absent from drivers older than CUDA 11.7 (then only peer memory works).
   decltype(&::cuMemGetHandleForAddressRange) mem_get_handle_for_address_range = nullptr;
+  // For CanRegisterDeviceMemory.
+  decltype(&::cuDeviceGetCount) device_get_count = nullptr;
+  decltype(&::cuDeviceGet) device_get = nullptr;
+  decltype(&::cuDeviceGetAttribute) device_get_attribute = nullptr;
 };
 
 namespace {
@@ -71,6 +82,9 @@ Status CudaDriver::Load(const std::string& library, std::unique_ptr<CudaDriver>*
   if (!Resolve(handle, "cuPointerGetAttribute", &fn.pointer_get_attribute)) missing = "cuPointerGetAttribute";
   if (!Resolve(handle, "cuMemGetAddressRange_v2", &fn.mem_get_address_range)) missing = "cuMemGetAddressRange_v2";
   Resolve(handle, "cuMemGetHandleForAddressRange", &fn.mem_get_handle_for_address_range);
+  if (!Resolve(handle, "cuDeviceGetCount", &fn.device_get_count)) missing = "cuDeviceGetCount";
+  if (!Resolve(handle, "cuDeviceGet", &fn.device_get)) missing = "cuDeviceGet";
+  if (!Resolve(handle, "cuDeviceGetAttribute", &fn.device_get_attribute)) missing = "cuDeviceGetAttribute";
   if (missing != nullptr) {
     return SystemError(std::string(kNoCudaDriver) + ": " + library + " has no " + missing +
                        " (not a CUDA driver library?)");
@@ -104,6 +118,22 @@ Status CudaDriver::AllocationRange(const void* ptr, uintptr_t* base, size_t* siz
   *base = static_cast<uintptr_t>(b);
   *size = s;
   return Status::Ok();
+}
+
+Status CudaDriver::CanRegisterDeviceMemory() const {
+  int count = 0;
+  CUresult r = fn_->device_get_count(&count);
+  if (r != CUDA_SUCCESS) return Status(Code::kCudaError, "cuDeviceGetCount: " + CudaErrorText(*fn_, r));
+  if (count == 0) return SystemError("the CUDA driver sees no GPU");
+  CUdevice device = 0;
+  int dma_buf = 0;
+  r = fn_->device_get(&device, 0);
+  if (r == CUDA_SUCCESS && fn_->mem_get_handle_for_address_range != nullptr) {
+    r = fn_->device_get_attribute(&dma_buf, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, device);
+    if (r != CUDA_SUCCESS) dma_buf = 0;
+  }
+  if (dma_buf != 0 || PeerMemoryModuleLoaded("/sys")) return Status::Ok();
+  return SystemError("GPU 0 does not support dma-buf and the nvidia-peermem module is not loaded");
 }
 
 Status CudaDriver::ExportDmaBuf(const void* ptr, size_t len, int* fd, size_t* offset) const {
@@ -186,6 +216,8 @@ Status CudaDriver::AllocationRange(const void* ptr, uintptr_t* base, size_t* siz
   (void)ptr, (void)base, (void)size;
   return NotCompiled();
 }
+
+Status CudaDriver::CanRegisterDeviceMemory() const { return NotCompiled(); }
 
 Status CudaDriver::ExportDmaBuf(const void* ptr, size_t len, int* fd, size_t* offset) const {
   (void)ptr, (void)len, (void)fd, (void)offset;

@@ -62,6 +62,12 @@ class CudaDriver {
   // cannot export it (old driver, proprietary kernel module).
   Status ExportDmaBuf(const void* ptr, size_t len, int* fd, size_t* offset) const;
 
+  // Whether this host can register device memory with a NIC at all, asked before any
+  // memory exists (the rank summary carries the answer): OK when the driver sees a GPU
+  // and either GPU 0 supports dma-buf (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED) or the
+  // peer-memory module is loaded (PeerMemoryModuleLoaded). Otherwise the reason.
+  Status CanRegisterDeviceMemory() const;
+
   struct Functions;  // defined in the .cc
 
  private:
@@ -69,6 +75,10 @@ class CudaDriver {
   void* library_ = nullptr;
   std::unique_ptr<Functions> fn_;
 };
+
+// Whether the kernel module that lets the RDMA stack pin GPU pages (nvidia-peermem, or
+// the older nv_peer_mem) is loaded, read from /sys under `sys_root` ("/sys").
+bool PeerMemoryModuleLoaded(const std::string& sys_root);
 
 enum class DeviceRegistrationPath { kDmaBuf, kPeerMemory };
 const char* DeviceRegistrationPathName(DeviceRegistrationPath path);  // "dma-buf", "peer memory"

@@ -4,6 +4,10 @@
 #include "transport/ibverbs/gpu_direct.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
 
 #include "gtest/gtest.h"
 
@@ -58,6 +62,26 @@ TEST_F(GpuDirectTest, NamesRegistrationPaths) {
   EXPECT_STREQ(DeviceRegistrationPathName(DeviceRegistrationPath::kPeerMemory), "peer memory");
   EXPECT_FALSE(IsNoCudaDriver(Status::Ok()));
   EXPECT_FALSE(IsNoCudaDriver(Status(Code::kCudaError, "no CUDA driver")));
+}
+
+// The peer-memory module is found by its /sys entries, under any of its names.
+TEST(PeerMemoryModuleTest, FoundByItsSysEntries) {
+  char root_template[] = "/tmp/tessera_sys_XXXXXX";
+  ASSERT_NE(mkdtemp(root_template), nullptr);
+  const std::string root = root_template;
+  EXPECT_FALSE(PeerMemoryModuleLoaded(root));
+  ASSERT_EQ(mkdir((root + "/module").c_str(), 0700), 0);
+  ASSERT_EQ(mkdir((root + "/module/nvidia").c_str(), 0700), 0);  // the GPU driver alone is not enough
+  EXPECT_FALSE(PeerMemoryModuleLoaded(root));
+  ASSERT_EQ(mkdir((root + "/module/nvidia_peermem").c_str(), 0700), 0);
+  EXPECT_TRUE(PeerMemoryModuleLoaded(root));
+  rmdir((root + "/module/nvidia_peermem").c_str());
+  ASSERT_EQ(mkdir((root + "/module/nv_peer_mem").c_str(), 0700), 0);
+  EXPECT_TRUE(PeerMemoryModuleLoaded(root));
+  rmdir((root + "/module/nv_peer_mem").c_str());
+  rmdir((root + "/module/nvidia").c_str());
+  rmdir((root + "/module").c_str());
+  rmdir(root.c_str());
 }
 
 }  // namespace

@@ -8,6 +8,7 @@ namespace {
 
 constexpr uint32_t kSummaryMagic = 0x52495354;  // "TSIR" read as little-endian
 constexpr uint16_t kSummaryVersion = 1;
+constexpr uint8_t kSummaryGpuDirect = 1;  // flags: GPUDirect RDMA possible
 
 // Little-endian writer and reader over a fixed-size byte string.
 class Writer {
@@ -78,7 +79,7 @@ std::string SerializeRankSummary(const RankSummary& summary) {
   w.U32(kSummaryMagic);
   w.U16(kSummaryVersion);
   w.U8(static_cast<uint8_t>(summary.link_layer));
-  w.U8(0);
+  w.U8(summary.gpu_direct ? kSummaryGpuDirect : 0);
   w.U64(summary.subnet_prefix);
   return w.Take();
 }
@@ -98,10 +99,14 @@ Status ParseRankSummary(const std::string& bytes, RankSummary* out) {
   const uint8_t layer = r.U8();
   if (!ValidLinkLayer(layer))
     return InvalidArgument("malformed ibverbs rank summary: link layer " + std::to_string(layer));
-  r.Skip(1);
+  const uint8_t flags = r.U8();
+  if ((flags & ~kSummaryGpuDirect) != 0) {
+    return InvalidArgument("malformed ibverbs rank summary: unknown flags " + std::to_string(flags));
+  }
   RankSummary s;
   s.link_layer = static_cast<LinkLayer>(layer);
   s.subnet_prefix = r.U64();
+  s.gpu_direct = (flags & kSummaryGpuDirect) != 0;
   *out = s;
   return Status::Ok();
 }
@@ -133,7 +138,8 @@ std::string SerializeConnectionInfo(const ConnectionInfo& info) {
   w.U32(info.ring_rkey);
   w.U32(info.slots);
   w.U32(info.slot_bytes);
-  // 12 reserved bytes stay zero.
+  w.U64(info.notice_addr);
+  w.U32(info.notice_rkey);
   return w.Take();
 }
 
@@ -170,6 +176,8 @@ Status ParseConnectionInfo(const std::string& bytes, ConnectionInfo* out) {
   info.ring_rkey = r.U32();
   info.slots = r.U32();
   info.slot_bytes = r.U32();
+  info.notice_addr = r.U64();
+  info.notice_rkey = r.U32();
 
   if (!ValidLinkLayer(layer)) return InvalidArgument(Bad("link layer " + std::to_string(layer)));
   info.link_layer = static_cast<LinkLayer>(layer);
@@ -193,6 +201,7 @@ Status ParseConnectionInfo(const std::string& bytes, ConnectionInfo* out) {
     return InvalidArgument(Bad("slot size " + std::to_string(info.slot_bytes)));
   }
   if (info.ring_addr == 0) return InvalidArgument(Bad("null ring address"));
+  if (info.notice_addr == 0) return InvalidArgument(Bad("null notice address"));
   *out = info;
   return Status::Ok();
 }

@@ -37,6 +37,9 @@ using Gid = std::array<uint8_t, 16>;
 struct RankSummary {
   LinkLayer link_layer = LinkLayer::kInfiniBand;
   uint64_t subnet_prefix = 0;  // InfiniBand only; 0 on Ethernet
+  // The rank can register CUDA device memory with its NIC (GPUDirect RDMA: a CUDA
+  // driver, and dma-buf support or the nvidia-peermem module). Bit 0 of the flags byte.
+  bool gpu_direct = false;
 };
 
 constexpr size_t kRankSummaryBytes = 16;
@@ -60,28 +63,32 @@ struct ConnectionInfo {
   uint32_t qp_num = 0;     // 24 bits
   uint32_t psn = 0;        // initial packet sequence number, 24 bits
   Gid gid{};               // the sender's GID (needed on Ethernet and across IB subnets)
-  uint64_t ring_addr = 0;  // the sender's receive ring: slots, then the notice area
+  uint64_t ring_addr = 0;  // the sender's receive ring of slots (host or, with GPUDirect, device memory)
   uint32_t ring_rkey = 0;
   uint32_t slots = 0;       // number of slots in the ring
   uint32_t slot_bytes = 0;  // bytes per slot
+  uint64_t notice_addr = 0;  // the sender's notice area (kNoticeBytes of host memory)
+  uint32_t notice_rkey = 0;
 };
 
-// The wire struct: 4 magic + 2 version + 2 length + fields + reserved, 80 bytes.
+// The wire struct: 4 magic + 2 version + 2 length + fields, 80 bytes. Version 2 named
+// the notice area apart from the ring (which may be device memory), in what version 1
+// kept as 12 reserved bytes.
 constexpr uint32_t kConnectionMagic = 0x42495354;  // "TSIB" read as little-endian
-constexpr uint16_t kConnectionVersion = 1;
+constexpr uint16_t kConnectionVersion = 2;
 constexpr size_t kConnectionInfoBytes = 80;
 
 // Limits of the ring geometry that the immediate can describe.
 constexpr uint32_t kMaxSlots = 128;           // 7 bits of slot index; slots are a power of two
 constexpr uint32_t kMaxSlotBytes = 4u << 20;  // 22 bits of (length - 1)
 constexpr uint32_t kMinSlotBytes = 4096;      // one page; also a multiple of 64
-// Bytes after the slots, where a failing peer writes its failure notice.
+// The notice area, where a failing peer writes its failure notice.
 constexpr uint32_t kNoticeBytes = 1024;
 
 std::string SerializeConnectionInfo(const ConnectionInfo& info);
 // Validates size, magic, version, length field and every field's range (24-bit QP
 // number and PSN, MTU enum, link layer, ring geometry, a LID on InfiniBand, a GID on
-// Ethernet, a ring address and key). InvalidArgument naming the first problem.
+// Ethernet, a ring address and a notice address). InvalidArgument naming the first problem.
 Status ParseConnectionInfo(const std::string& bytes, ConnectionInfo* out);
 
 // --- Immediate data -----------------------------------------------------------------

@@ -24,6 +24,8 @@ ConnectionInfo SampleInfo() {
   i.ring_rkey = 0xDEADBEEF;
   i.slots = 16;
   i.slot_bytes = 1 << 20;
+  i.notice_addr = 0x0000561200001000ull;
+  i.notice_rkey = 0x0BADCAFE;
   return i;
 }
 
@@ -32,6 +34,7 @@ constexpr size_t kVersionOffset = 4;
 constexpr size_t kLengthOffset = 6;
 constexpr size_t kQpNumOffset = 24;
 constexpr size_t kSlotsOffset = 60;
+constexpr size_t kNoticeAddrOffset = 68;
 
 void PutU32(std::string* s, size_t at, uint32_t v) {
   for (int k = 0; k < 4; ++k) (*s)[at + k] = static_cast<char>(v >> (8 * k));
@@ -57,6 +60,8 @@ TEST(ConnectionInfoTest, RoundTripsEveryField) {
   EXPECT_EQ(out.ring_rkey, in.ring_rkey);
   EXPECT_EQ(out.slots, in.slots);
   EXPECT_EQ(out.slot_bytes, in.slot_bytes);
+  EXPECT_EQ(out.notice_addr, in.notice_addr);
+  EXPECT_EQ(out.notice_rkey, in.notice_rkey);
 }
 
 TEST(ConnectionInfoTest, IsLittleEndianWithMagicVersionAndLength) {
@@ -66,19 +71,25 @@ TEST(ConnectionInfoTest, IsLittleEndianWithMagicVersionAndLength) {
   EXPECT_EQ(static_cast<uint8_t>(bytes[kLengthOffset]), kConnectionInfoBytes);
   EXPECT_EQ(static_cast<uint8_t>(bytes[kQpNumOffset]), 0xEF);  // low byte first
   EXPECT_EQ(static_cast<uint8_t>(bytes[kQpNumOffset + 2]), 0xAB);
+  // Version 2: the notice area's address and key fill what version 1 kept reserved,
+  // up to the last byte.
+  EXPECT_EQ(static_cast<uint8_t>(bytes[kNoticeAddrOffset]), 0x00);
+  EXPECT_EQ(static_cast<uint8_t>(bytes[kNoticeAddrOffset + 1]), 0x10);
+  EXPECT_EQ(static_cast<uint8_t>(bytes[kConnectionInfoBytes - 1]), 0x0B);
 }
 
 TEST(ConnectionInfoTest, RejectsOtherVersionsNamingBoth) {
   std::string bytes = SerializeConnectionInfo(SampleInfo());
-  bytes[kVersionOffset] = 2;
+  bytes[kVersionOffset] = 1;  // the version before the notice area had its own address
   ConnectionInfo out;
   Status s = ParseConnectionInfo(bytes, &out);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_NE(s.message().find("version 2"), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("speaks version 1"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("version 1"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("speaks version 2"), std::string::npos) << s.message();
+  bytes[kVersionOffset] = 3;
   // A newer version is refused even when it is longer.
   bytes.append(16, '\0');
-  EXPECT_NE(ParseConnectionInfo(bytes, &out).message().find("version 2"), std::string::npos);
+  EXPECT_NE(ParseConnectionInfo(bytes, &out).message().find("version 3"), std::string::npos);
 }
 
 TEST(ConnectionInfoTest, RejectsWrongLengths) {
@@ -121,6 +132,7 @@ TEST(ConnectionInfoTest, RejectsFieldsOutOfRange) {
       {"slot size", [](ConnectionInfo* i) { i->slot_bytes = (4u << 20) + 64; }},
       {"slot size", [](ConnectionInfo* i) { i->slot_bytes = 4096 + 32; }},
       {"null ring", [](ConnectionInfo* i) { i->ring_addr = 0; }},
+      {"null notice", [](ConnectionInfo* i) { i->notice_addr = 0; }},
       {"without a GID", [](ConnectionInfo* i) { i->gid = Gid{}; }},
       {"without a LID", [](ConnectionInfo* i) { i->link_layer = LinkLayer::kInfiniBand; }},
   };
@@ -173,6 +185,16 @@ TEST(RankSummaryTest, RoundTripsAndChecksCompatibility) {
   EXPECT_FALSE(SummariesCompatible(ib, other_subnet));
   EXPECT_FALSE(SummariesCompatible(ib, roce));
   EXPECT_TRUE(SummariesCompatible(roce, roce2));
+  EXPECT_FALSE(out.gpu_direct);
+
+  // The GPUDirect flag travels in the byte after the link layer, and compatibility does
+  // not depend on it (a pair without GPUDirect still connects for host memory).
+  RankSummary gdr{LinkLayer::kEthernet, 0, true};
+  const std::string gdr_bytes = SerializeRankSummary(gdr);
+  EXPECT_EQ(static_cast<uint8_t>(gdr_bytes[7]), 1);
+  ASSERT_TRUE(ParseRankSummary(gdr_bytes, &out).ok());
+  EXPECT_TRUE(out.gpu_direct);
+  EXPECT_TRUE(SummariesCompatible(gdr, roce));
 }
 
 TEST(RankSummaryTest, RejectsBadInput) {
@@ -189,6 +211,9 @@ TEST(RankSummaryTest, RejectsBadInput) {
   std::string layer = good;
   layer[6] = 0;
   EXPECT_NE(ParseRankSummary(layer, &out).message().find("link layer"), std::string::npos);
+  std::string flags = good;
+  flags[7] = 6;  // flags this build does not know
+  EXPECT_NE(ParseRankSummary(flags, &out).message().find("unknown flags 6"), std::string::npos);
 }
 
 TEST(ImmediateTest, DataRoundTripsAtTheLimits) {
