@@ -16,6 +16,7 @@
 #include "topology/host_identity.h"
 #include "topology/layout.h"
 #include "transport/cuda_ipc/cuda_ipc_transport.h"
+#include "transport/ibverbs/ibverbs_transport.h"
 
 namespace tessera {
 
@@ -66,6 +67,7 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   TESSERA_RETURN_IF_ERROR(setup.Finish(all, id.secret, deadline, &links_, &local_ranks));
   local_ = setup.local_ranks();
   allows_cuda_ipc_ = setup.allows_cuda_ipc();
+  ibverbs_ = setup.ibverbs();
   TESSERA_RETURN_IF_ERROR(InitShape(all));
   if (!settings.trace_dir.empty()) tracer_ = std::make_unique<Tracer>();
 
@@ -612,26 +614,43 @@ class EngineMemory : public LocalMemory {
 }  // namespace
 
 bool Communicator::device_resident_possible() const {
-  return nranks_ > 1 && hosts_ == 1 && allows_cuda_ipc_ && static_cast<int>(local_.size()) == nranks_;
+  if (nranks_ < 2) return false;
+  if (hosts_ == 1) return allows_cuda_ipc_ && static_cast<int>(local_.size()) == nranks_;
+  // Across hosts: GPUDirect RDMA between hosts, cuda_ipc inside those with several ranks.
+  // Both terms are the same on every rank (summaries all ranks saw, agreed settings).
+  return ibverbs_ != nullptr && ibverbs_->gpu_direct_everywhere() && (allows_cuda_ipc_ || hosts_ == nranks_);
 }
 
 Status Communicator::EnableDeviceLinks(std::unique_ptr<DeviceEngine> engine) {
   if (device_links_) return InvalidUsage("device links are already enabled");
   if (!device_resident_possible()) {
-    return InvalidUsage("device-resident calls need more than one rank, all on one host, and TESSERA_TRANSPORT "
-                        "allowing cuda_ipc");
+    return InvalidUsage("device-resident calls need more than one rank and either all ranks on one host with "
+                        "TESSERA_TRANSPORT allowing cuda_ipc, or GPUDirect RDMA (ibverbs) on every rank");
   }
   TESSERA_RETURN_IF_ERROR(sticky_error());
+  const std::string where = "rank " + std::to_string(rank_) + ": enabling device-resident calls";
   const Deadline deadline = Deadline::AfterMs(settings_.timeout_ms);
-  CudaIpcTransport::Options options;
-  options.slot_bytes = settings_.cuda_ipc_slot_bytes;
-  std::unique_ptr<CudaIpcTransport> transport;
   std::unique_ptr<DeviceStream> stream;
   TESSERA_RETURN_IF_ERROR(engine->CreateStream(&stream).Annotate("device stream"));
-  Status s = CudaIpcTransport::Create(options, engine.get(), rank_, local_, deadline, &transport);
-  if (!s.ok()) return Break(s.Annotate("rank " + std::to_string(rank_) + ": enabling device-resident calls"));
   std::vector<std::unique_ptr<Transport>> transports;
-  transports.push_back(std::move(transport));
+  std::string described;
+  if (local_.size() > 1) {  // the ranks of this host: CUDA IPC
+    CudaIpcTransport::Options options;
+    options.slot_bytes = settings_.cuda_ipc_slot_bytes;
+    std::unique_ptr<CudaIpcTransport> cuda_ipc;
+    Status s = CudaIpcTransport::Create(options, engine.get(), rank_, local_, deadline, &cuda_ipc);
+    if (!s.ok()) return Break(s.Annotate(where));
+    transports.push_back(std::move(cuda_ipc));
+    described = "cuda_ipc (4 slots of " + std::to_string(settings_.cuda_ipc_slot_bytes) + " B per peer)";
+  }
+  if (hosts_ > 1) {  // the other hosts: GPUDirect RDMA
+    std::unique_ptr<IbverbsTransport> gpu_direct;
+    Status s = ibverbs_->CreateDeviceTransport(engine.get(), &gpu_direct);
+    if (!s.ok()) return Break(s.Annotate(where));
+    transports.push_back(std::move(gpu_direct));
+    described += std::string(described.empty() ? "" : " and ") + "ibverbs with GPUDirect RDMA (" +
+                 ibverbs_->Describe() + ")";
+  }
   device_engine_ = std::move(engine);
   device_stream_ = std::move(stream);
   device_links_ = std::make_unique<LinkTable>(nranks_, std::move(transports));
@@ -640,12 +659,12 @@ Status Communicator::EnableDeviceLinks(std::unique_ptr<DeviceEngine> engine) {
   for (int peer = 0; peer < nranks_; ++peer) {
     Link* link = nullptr;
     if (peer == rank_) continue;
-    s = device_links_->Get(peer, deadline, &link);
-    if (!s.ok()) return Break(s.Annotate("rank " + std::to_string(rank_) + ": enabling device-resident calls"));
+    Status s = device_links_->Get(peer, deadline, &link);
+    if (!s.ok()) return Break(s.Annotate(where));
   }
   Log(log_level_, LogLevel::kInfo,
-      "rank " + std::to_string(rank_) + ": device-resident calls over cuda_ipc (" + device_engine_->name() +
-          " engine, 4 slots of " + std::to_string(settings_.cuda_ipc_slot_bytes) + " B per peer)");
+      "rank " + std::to_string(rank_) + ": device-resident calls over " + described + ", " + device_engine_->name() +
+          " engine");
   return Status::Ok();
 }
 

@@ -27,6 +27,8 @@
 
 namespace tessera {
 
+class IbverbsTransport;
+
 class Communicator {
  public:
   // Joins the rendezvous of `id` as `rank` of `nranks` and sets up transports.
@@ -65,17 +67,20 @@ class Communicator {
   Status Split(int color, int key, const Settings& settings, std::unique_ptr<Communicator>* out);
 
   // --- Device-resident calls (docs/cuda.md) ---------------------------------------
-  // Whether calls may run device-resident here: more than one rank, all on one host,
-  // and TESSERA_TRANSPORT allows cuda_ipc. Fixed at creation.
+  // Whether calls may run device-resident here. Fixed at creation, the same on every
+  // rank. More than one rank, and either
+  // - all on one host, with TESSERA_TRANSPORT allowing cuda_ipc; or
+  // - on several hosts, every rank with GPUDirect RDMA over ibverbs (its summary says
+  //   so), and TESSERA_TRANSPORT allowing cuda_ipc where a host has several ranks.
   bool device_resident_possible() const;
-  // Sets up the cuda_ipc links among the ranks with `engine`, which the communicator
-  // then owns. Collective: every rank must call it (comm/device_path.cc does on the
+  // Sets up the device links with `engine`, which the communicator then owns: cuda_ipc
+  // among the ranks of this host, ibverbs with GPUDirect RDMA to the other hosts. Collective: every rank must call it (comm/device_path.cc does on the
   // first device-resident call); blocks until all have, bounded by the timeout.
   // InvalidUsage when !device_resident_possible() or when already enabled.
   Status EnableDeviceLinks(std::unique_ptr<DeviceEngine> engine);
   // Null until EnableDeviceLinks.
   DeviceEngine* device_engine() const { return device_engine_.get(); }
-  // Runs `ops` as RunGroup does, over the cuda_ipc links: every buffer must be device
+  // Runs `ops` as RunGroup does, over the device links: every buffer must be device
   // memory of device_engine() (comm/device_path.h: RunsOnDevice), and so is every
   // temporary buffer and local copy. Reductions run as device kernels: float16 and
   // bfloat16 travel as they are and are reduced in float32 at each step (as with
@@ -140,6 +145,7 @@ class Communicator {
   std::vector<ShmTransport::LocalRank> local_;
   bool allows_cuda_ipc_ = false;
   int hosts_ = 1;
+  IbverbsTransport* ibverbs_ = nullptr;  // in links_, if ibverbs carries some pair
   std::unique_ptr<DeviceEngine> device_engine_;
   std::unique_ptr<DeviceStream> device_stream_;
   std::unique_ptr<LinkTable> device_links_;

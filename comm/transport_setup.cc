@@ -152,6 +152,7 @@ Status TransportSetup::Finish(const std::vector<RankInfo>& all, uint64_t secret,
         summaries.emplace_back(info.ib_summary, std::min<size_t>(info.ib_summary_len, sizeof(info.ib_summary)));
       }
       TESSERA_RETURN_IF_ERROR(ibverbs_->SetPeerSummaries(summaries));
+      ibverbs_in_table_ = ibverbs_.get();
       transports.push_back(std::move(ibverbs_));
     } else if (name == "ucx" && ucx_) {
       std::vector<std::string> addresses;

@@ -57,6 +57,9 @@ class TransportSetup {
   // The ranks of this host in rank order, with their segment names (after Finish): what
   // the cuda_ipc transport is created from (transport/cuda_ipc).
   const std::vector<ShmTransport::LocalRank>& local_ranks() const { return local_; }
+  // The ibverbs transport in the table (after Finish; owned by the table), or null: what
+  // device-resident calls across hosts derive their GPUDirect transport from.
+  IbverbsTransport* ibverbs() const { return ibverbs_in_table_; }
 
  private:
   Settings settings_;
@@ -67,6 +70,7 @@ class TransportSetup {
   Socket listener_;
   std::unique_ptr<UcxTransport> ucx_;
   std::unique_ptr<IbverbsTransport> ibverbs_;
+  IbverbsTransport* ibverbs_in_table_ = nullptr;
   std::shared_ptr<LinkTable*> table_for_ibverbs_;  // filled in Finish: ibverbs' set-up channel
   std::string description_;
   bool uses_ucx_ = false;

@@ -189,6 +189,24 @@ Status CudaDeviceEngine::Map(const std::string& record, int peer_pid, std::uniqu
   return Status::Ok();
 }
 
+Status CudaDeviceEngine::FlushRemoteWrites() {
+  DeviceGuard guard(device_);
+  TESSERA_RETURN_IF_ERROR(guard.status());
+  if (flush_ < 0) {
+    int ordering = 0, options = 0;
+    TESSERA_RETURN_IF_ERROR(CudaCall(cudaDeviceGetAttribute(&ordering, cudaDevAttrGPUDirectRDMAWritesOrdering, device_),
+                                     "cudaDeviceGetAttribute (GPUDirect RDMA write ordering)"));
+    TESSERA_RETURN_IF_ERROR(CudaCall(cudaDeviceGetAttribute(&options, cudaDevAttrGPUDirectRDMAFlushWritesOptions, device_),
+                                     "cudaDeviceGetAttribute (GPUDirect RDMA flush options)"));
+    // A device that orders remote writes for its own context needs no flush.
+    flush_ = ordering < cudaGPUDirectRDMAWritesOrderingOwner && (options & cudaFlushGPUDirectRDMAWritesOptionHost) ? 1 : 0;
+  }
+  if (flush_ == 0) return Status::Ok();
+  return CudaCall(cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
+                                                    cudaFlushGPUDirectRDMAWritesToOwner),
+                  "cudaDeviceFlushGPUDirectRDMAWrites");
+}
+
 Status CudaDeviceEngine::Allocate(size_t bytes, std::shared_ptr<void>* out) {
   DeviceGuard guard(device_);
   TESSERA_RETURN_IF_ERROR(guard.status());

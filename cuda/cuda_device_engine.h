@@ -31,10 +31,14 @@ class CudaDeviceEngine : public DeviceEngine {
   Status Allocate(size_t bytes, std::shared_ptr<void>* out) override;
   Status CreateStream(std::unique_ptr<DeviceStream>* out) override;
   bool IsDeviceMemory(const void* p, size_t bytes) const override;
+  // cudaDeviceFlushGPUDirectRDMAWrites (to the owner), unless the device orders remote
+  // writes itself (cudaDevAttrGPUDirectRDMAWritesOrdering) or cannot flush them.
+  Status FlushRemoteWrites() override;
 
  private:
   explicit CudaDeviceEngine(int device) : device_(device) {}
   const int device_;
+  int flush_ = -1;  // -1: not asked yet; 0: nothing to do; 1: flush
 };
 
 }  // namespace cuda

@@ -475,6 +475,44 @@ TEST(DevicePathRule, RunsOnDeviceOnlyWithTheEnginesMemory) {
   EXPECT_FALSE(tessera::RunsOnDevice({alltoall}, 0, 2, engine));
 }
 
+// Across hosts, device-resident calls need GPUDirect RDMA on every rank. This machine
+// has no RDMA device (so no rank publishes the GPUDirect bit): on 2 emulated hosts x 2
+// ranks every rank must say "not possible", refuse device links cleanly, and keep a
+// healthy communicator for the host path, which is where such calls are staged.
+TEST(DevicePathRule, SeveralHostsWithoutGpuDirectStayOnTheHostPath) {
+  RankOptions options = Options();
+  options.ranks_per_host = 2;
+  auto results = RunRanksRaw(4, [](const RankContext& ctx) -> std::string {
+    tessera::Settings settings;
+    tessera::Status s = tessera::Settings::FromEnvironment(&settings);
+    tessera::UniqueIdData id;
+    if (s.ok()) s = tessera::DecodeUniqueId(ctx.ids[0].internal, &id);
+    std::unique_ptr<Communicator> comm;
+    if (s.ok()) s = Communicator::Create(settings, id, ctx.nranks, ctx.rank, &comm);
+    if (!s.ok()) return "creating the communicator: " + s.ToString();
+    RankChecks checks;
+    checks.Expect(!comm->device_resident_possible(), "device_resident_possible() on 2 hosts without GPUDirect");
+    s = comm->EnableDeviceLinks(std::make_unique<HostDeviceEngine>(HostDeviceEngine::Options{}));
+    checks.Expect(s.code() == tessera::Code::kInvalidUsage, "EnableDeviceLinks answered " + s.ToString());
+    checks.ExpectContains(s.message(), "GPUDirect RDMA", "the refusal names what is missing");
+    checks.Expect(comm->device_engine() == nullptr, "an engine was kept after the refusal");
+    std::vector<float> data(1031, static_cast<float>(ctx.rank + 1));
+    Operation op;
+    op.kind = OpKind::kAllReduce;
+    op.send = data.data();
+    op.recv = data.data();
+    op.count = data.size();
+    op.type = DataType::kFloat32;
+    op.op = 0;
+    s = comm->Run(op);
+    checks.Expect(s.ok(), "host allreduce after the refusal: " + s.ToString());
+    checks.Expect(data[0] == 10.0f && data.back() == 10.0f, "host allreduce sum " + std::to_string(data[0]));
+    return checks.str();
+  }, options);
+  ASSERT_EQ(results.size(), 4u);
+  for (const RankResult& r : results) EXPECT_TRUE(r.ok()) << r.Describe();
+}
+
 // --- The link protocol alone -------------------------------------------------------------
 
 struct Pids {

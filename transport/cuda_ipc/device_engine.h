@@ -89,6 +89,12 @@ class DeviceEngine {
   // Whether every byte of [p, p + bytes) is device memory this engine's kernels can
   // reach (its own, or a peer's mapped). Used to choose the device-resident path.
   virtual bool IsDeviceMemory(const void* p, size_t bytes) const = 0;
+  // Makes data that a NIC wrote into this engine's memory (GPUDirect RDMA) visible to
+  // work enqueued after this call returns. Called by the ibverbs GPUDirect link before
+  // it launches kernels on pieces that arrived. The CUDA engine calls
+  // cudaDeviceFlushGPUDirectRDMAWrites where the device needs it; memory the CPU wrote
+  // needs nothing (the host engine).
+  virtual Status FlushRemoteWrites() { return Status::Ok(); }
 };
 
 }  // namespace tessera

@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -114,17 +116,7 @@ Status IbverbsLink::Init() {
   if (cq_ == nullptr) return ErrnoError("ibv_create_cq", errno);
   TESSERA_RETURN_IF_ERROR(CreateRcQueuePair(pd, cq_, send_depth_, recv_depth_, &qp_));
 
-  ring_bytes_ = static_cast<size_t>(config_.slots) * config_.slot_bytes + kNoticeBytes;
-  ring_ = AllocatePages(ring_bytes_);
-  staging_ = AllocatePages(ring_bytes_);
-  if (ring_ == nullptr || staging_ == nullptr) {
-    return SystemError("cannot allocate 2 x " + std::to_string(ring_bytes_) + " bytes of ring memory");
-  }
-  const std::string limit_hint = " (is the locked-memory limit, ulimit -l, large enough?)";
-  ring_mr_ = ibv_reg_mr(pd, ring_, ring_bytes_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-  if (ring_mr_ == nullptr) return ErrnoError("ibv_reg_mr of the receive ring" + limit_hint, errno);
-  staging_mr_ = ibv_reg_mr(pd, staging_, ring_bytes_, IBV_ACCESS_LOCAL_WRITE);
-  if (staging_mr_ == nullptr) return ErrnoError("ibv_reg_mr of the staging ring" + limit_hint, errno);
+  TESSERA_RETURN_IF_ERROR(on_device() ? InitDeviceMemory() : InitHostMemory());
 
   LocalPort local{shared_->device->port(), shared_->device->gid_index(), shared_->device->gid()};
   ibv_qp_attr attr;
@@ -138,21 +130,91 @@ Status IbverbsLink::Init() {
   return Status::Ok();
 }
 
+// Host mode: ring and staging in page-aligned host memory, each followed by its notice
+// area under the same registration.
+Status IbverbsLink::InitHostMemory() {
+  ibv_pd* pd = shared_->device->pd();
+  const size_t slots_bytes = static_cast<size_t>(config_.slots) * config_.slot_bytes;
+  ring_bytes_ = slots_bytes + kNoticeBytes;
+  ring_ = AllocatePages(ring_bytes_);
+  staging_ = AllocatePages(ring_bytes_);
+  if (ring_ == nullptr || staging_ == nullptr) {
+    return SystemError("cannot allocate 2 x " + std::to_string(ring_bytes_) + " bytes of ring memory");
+  }
+  const std::string limit_hint = " (is the locked-memory limit, ulimit -l, large enough?)";
+  ring_mr_ = ibv_reg_mr(pd, ring_, ring_bytes_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  if (ring_mr_ == nullptr) return ErrnoError("ibv_reg_mr of the receive ring" + limit_hint, errno);
+  staging_mr_ = ibv_reg_mr(pd, staging_, ring_bytes_, IBV_ACCESS_LOCAL_WRITE);
+  if (staging_mr_ == nullptr) return ErrnoError("ibv_reg_mr of the staging ring" + limit_hint, errno);
+  notice_in_ = ring_ + slots_bytes;
+  notice_out_ = staging_ + slots_bytes;
+  notice_in_rkey_ = ring_mr_->rkey;
+  notice_out_lkey_ = staging_mr_->lkey;
+  return Status::Ok();
+}
+
+// GPUDirect mode: ring and staging in device memory registered through GPUDirect RDMA,
+// the notice areas in host memory of their own.
+Status IbverbsLink::InitDeviceMemory() {
+  if (shared_->cuda == nullptr) {
+    return InvalidUsage("an ibverbs link on device memory needs GPUDirect RDMA, and this rank has no CUDA driver");
+  }
+  ibv_pd* pd = shared_->device->pd();
+  DeviceEngine* engine = config_.engine;
+  ring_bytes_ = static_cast<size_t>(config_.slots) * config_.slot_bytes;
+  TESSERA_RETURN_IF_ERROR(engine->Allocate(ring_bytes_, &device_ring_).Annotate("device memory for the receive ring"));
+  TESSERA_RETURN_IF_ERROR(engine->Allocate(ring_bytes_, &device_staging_).Annotate("device memory for staging"));
+  ring_ = static_cast<char*>(device_ring_.get());
+  staging_ = static_cast<char*>(device_staging_.get());
+  DeviceRegistrationPath path = DeviceRegistrationPath::kDmaBuf;
+  TESSERA_RETURN_IF_ERROR(RegisterDeviceMemory(pd, *shared_->cuda, ring_, ring_bytes_,
+                                               IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &ring_mr_, &path)
+                              .Annotate("registering the device receive ring"));
+  TESSERA_RETURN_IF_ERROR(
+      RegisterDeviceMemory(pd, *shared_->cuda, staging_, ring_bytes_, IBV_ACCESS_LOCAL_WRITE, &staging_mr_, &path)
+          .Annotate("registering the device staging ring"));
+  registration_path_ = DeviceRegistrationPathName(path);
+  notice_host_ = AllocatePages(2 * kNoticeBytes);
+  if (notice_host_ == nullptr) return SystemError("cannot allocate the notice areas");
+  notice_mr_ = ibv_reg_mr(pd, notice_host_, 2 * kNoticeBytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  if (notice_mr_ == nullptr) return ErrnoError("ibv_reg_mr of the notice areas", errno);
+  notice_in_ = notice_host_;
+  notice_out_ = notice_host_ + kNoticeBytes;
+  notice_in_rkey_ = notice_mr_->rkey;
+  notice_out_lkey_ = notice_mr_->lkey;
+  TESSERA_RETURN_IF_ERROR(engine->CreateStream(&send_stream_).Annotate("device stream for sends"));
+  TESSERA_RETURN_IF_ERROR(engine->CreateStream(&recv_stream_).Annotate("device stream for receives"));
+  busy_fd_ = eventfd(1, EFD_CLOEXEC);  // never read: stays readable
+  if (busy_fd_ < 0) return ErrnoError("eventfd", errno);
+  return Status::Ok();
+}
+
 IbverbsLink::~IbverbsLink() {
   auto& links = shared_->links;
   links.erase(std::remove(links.begin(), links.end(), this), links.end());
   ReleaseSendRegion();
+  // GPUDirect mode: copies and kernels still in flight (after a failure) read the ring
+  // and staging; let them finish, within a bound, before that memory goes.
+  const Deadline deadline = Deadline::AfterMs(2000);
+  if (send_stream_) (void)send_stream_->Drain(deadline, nullptr, "closing an ibverbs gpudirect link");
+  if (recv_stream_) (void)recv_stream_->Drain(deadline, nullptr, "closing an ibverbs gpudirect link");
   if (qp_ != nullptr) ibv_destroy_qp(qp_);
   if (ring_mr_ != nullptr) ibv_dereg_mr(ring_mr_);
   if (staging_mr_ != nullptr) ibv_dereg_mr(staging_mr_);
+  if (notice_mr_ != nullptr) ibv_dereg_mr(notice_mr_);
   if (cq_ != nullptr) {
     if (channel_ != nullptr) DrainChannel();
     if (unacked_events_ > 0) ibv_ack_cq_events(cq_, unacked_events_);
     ibv_destroy_cq(cq_);
   }
   if (channel_ != nullptr) ibv_destroy_comp_channel(channel_);
-  std::free(ring_);
-  std::free(staging_);
+  if (busy_fd_ >= 0) close(busy_fd_);
+  if (!on_device()) {
+    std::free(ring_);
+    std::free(staging_);
+  }
+  std::free(notice_host_);
+  // device_ring_ and device_staging_ are released after this, once deregistered.
 }
 
 ConnectionInfo IbverbsLink::LocalInfo() const {
@@ -172,6 +234,8 @@ ConnectionInfo IbverbsLink::LocalInfo() const {
   info.ring_rkey = ring_mr_->rkey;
   info.slots = config_.slots;
   info.slot_bytes = config_.slot_bytes;
+  info.notice_addr = reinterpret_cast<uint64_t>(notice_in_);
+  info.notice_rkey = notice_in_rkey_;
   return info;
 }
 
@@ -226,7 +290,7 @@ Status IbverbsLink::PostWrite(uint64_t wr_kind, uint32_t imm, uint64_t local_add
   } else {
     wr.opcode = with_imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
     wr.wr.rdma.remote_addr = remote_addr;
-    wr.wr.rdma.rkey = remote_.ring_rkey;
+    wr.wr.rdma.rkey = wr_kind == kWrNotice ? remote_.notice_rkey : remote_.ring_rkey;
   }
   if (with_imm) wr.imm_data = htonl(imm);
   ibv_send_wr* bad = nullptr;
@@ -250,12 +314,10 @@ Status IbverbsLink::ReturnCredits() {
 bool IbverbsLink::PostNotice(const Status& failure) {
   if (!connected_ || !error_.ok() || notice_state_ != NoticeState::kNone) return false;
   const std::string text = failure.message().substr(0, kNoticeBytes);
-  char* area = staging_ + static_cast<size_t>(config_.slots) * config_.slot_bytes;
-  std::memcpy(area, text.data(), text.size());
-  const uint64_t remote_area = remote_.ring_addr + static_cast<uint64_t>(config_.slots) * config_.slot_bytes;
+  std::memcpy(notice_out_, text.data(), text.size());
   Status s = PostWrite(kWrNotice, EncodeNoticeImm(static_cast<uint32_t>(failure.code()), text.size()),
-                       reinterpret_cast<uint64_t>(area), staging_mr_->lkey, static_cast<uint32_t>(text.size()),
-                       remote_area, true);
+                       reinterpret_cast<uint64_t>(notice_out_), notice_out_lkey_, static_cast<uint32_t>(text.size()),
+                       remote_.notice_addr, true);
   if (!s.ok()) return false;
   notice_state_ = NoticeState::kPosted;
   return true;
@@ -341,8 +403,7 @@ Status IbverbsLink::HandleArrival(const ibv_wc& wc) {
       return window_.Return(window_.ExpandSequence(imm.first_sequence_low), imm.count)
           .Annotate("ibverbs protocol error from " + Who());
     case ImmKind::kNotice: {
-      const char* area = ring_ + static_cast<size_t>(config_.slots) * config_.slot_bytes;
-      const std::string text(area, imm.text_length);
+      const std::string text(notice_in_, std::min<uint32_t>(imm.text_length, kNoticeBytes));
       const Code code = imm.code >= 1 && imm.code <= static_cast<uint32_t>(Code::kTimeout) ? static_cast<Code>(imm.code)
                                                                                            : Code::kRemoteError;
       shared_->notices.push_back(Status(code, Who() + " failed: " + text));
@@ -364,12 +425,22 @@ void IbverbsLink::BeginSend(const void* data, size_t len) {
   send_data_ = static_cast<const char*>(data);
   send_len_ = len;
   send_posted_ = 0;
+  send_taken_ = 0;
   message_last_write_ = data_writes_posted_;
   // Zero copy when the buffer is registered: explicitly, or on the fly if allowed (a
   // failed registration just means copying through the staging ring).
   send_error_ = Status::Ok();
   send_region_ = shared_->cache->PinIfCached(data, len);
   if (send_region_ != nullptr) return;
+  if (on_device()) {
+    // Copied through the device staging slots by the engine, which reaches only device
+    // memory. Buffers are not registered on the fly here: a device address seen once
+    // may be freed and handed out again before the cache could know.
+    if (len > 0 && !config_.engine->IsDeviceMemory(data, len)) {
+      send_error_ = InvalidUsage("the ibverbs gpudirect link to " + Who() + " sends device memory only");
+    }
+    return;
+  }
   const bool device = shared_->cuda != nullptr && shared_->cuda->IsDeviceMemory(data);
   if (config_.register_user_buffers || device) {
     Status s = shared_->cache->Pin(data, len, &send_region_);
@@ -387,11 +458,45 @@ void IbverbsLink::BeginRecv(void* dst, size_t len, const void* acc, const Reduce
   recv_reducer_ = reducer;
   recv_len_ = len;
   recv_moved_ = 0;
-  // Pieces are copied out of the ring by the CPU, which cannot write device memory.
+  recv_ready_ = 0;
   recv_error_ = Status::Ok();
+  if (on_device()) {
+    // The engine's kernels move pieces out of the device ring: device memory only, and a
+    // reducer that names its type and operator (the kernel to launch).
+    if (len > 0 && (!config_.engine->IsDeviceMemory(dst, len) ||
+                    (acc != nullptr && acc != dst && !config_.engine->IsDeviceMemory(acc, len)))) {
+      recv_error_ = InvalidUsage("the ibverbs gpudirect link from " + Who() + " receives into device memory only");
+    } else if (reducer != nullptr && !reducer->typed) {
+      recv_error_ = InvalidUsage("the ibverbs gpudirect link from " + Who() + " needs a typed reducer");
+    }
+    return;
+  }
+  // Pieces are copied out of the ring by the CPU, which cannot write device memory.
   if (shared_->cuda != nullptr && shared_->cuda->IsDeviceMemory(dst)) {
     recv_error_ = InvalidUsage("the ibverbs link receives into host memory only; a device buffer needs staging");
   }
+}
+
+Status IbverbsLink::PostStagedPieces(bool* progressed) {
+  const size_t slot_bytes = config_.slot_bytes;
+  while (!send_staged_.empty()) {
+    const StagedPiece piece = send_staged_.front();
+    bool copied = false;
+    Status s = send_stream_->Done(piece.ticket, &copied);
+    if (!s.ok()) return Fail(s.Annotate("staging a piece for " + Who() + " in device memory"));
+    if (!copied || send_wrs_outstanding_ + kReservedSendWrs >= send_depth_) break;
+    const uint64_t local = reinterpret_cast<uint64_t>(staging_ + static_cast<size_t>(piece.slot) * slot_bytes);
+    const uint64_t remote = remote_.ring_addr + static_cast<uint64_t>(piece.slot) * slot_bytes;
+    s = PostWrite(kWrData, EncodeDataImm(piece.last, piece.slot, piece.length), local, staging_mr_->lkey, piece.length,
+                  remote, true);
+    if (!s.ok()) return Fail(s);
+    send_staged_.pop_front();
+    send_posted_ += piece.length;
+    ++data_writes_posted_;
+    message_last_write_ = data_writes_posted_;
+    *progressed = true;
+  }
+  return Status::Ok();
 }
 
 Status IbverbsLink::ProgressSend(size_t available, bool* progressed, bool* done) {
@@ -399,23 +504,38 @@ Status IbverbsLink::ProgressSend(size_t available, bool* progressed, bool* done)
   *done = false;
   TESSERA_RETURN_IF_ERROR(Poll());
   if (!send_error_.ok()) return send_error_;
+  if (on_device()) TESSERA_RETURN_IF_ERROR(PostStagedPieces(progressed));
   const size_t slot_bytes = config_.slot_bytes;
   for (;;) {
-    const size_t piece = NextPieceLength(send_posted_, send_len_, available, slot_bytes);
+    const size_t piece = NextPieceLength(send_taken_, send_len_, available, slot_bytes);
     if (piece == 0) break;
-    const bool last = send_posted_ + piece == send_len_;
-    if (!window_.CanAcquire()) break;                                          // the peer's ring is full
-    if (data_writes_posted_ - data_writes_completed_ >= config_.slots) break;  // staging still being read
+    const bool last = send_taken_ + piece == send_len_;
+    if (!window_.CanAcquire()) break;  // the peer's ring is full
+    // A staging slot is reused only once the write that last read it completed.
+    if (data_writes_posted_ + send_staged_.size() - data_writes_completed_ >= config_.slots) break;
     if (send_wrs_outstanding_ + kReservedSendWrs >= send_depth_) break;
     const uint32_t slot = window_.next() & (config_.slots - 1);
+    char* stage = staging_ + static_cast<size_t>(slot) * slot_bytes;
+    if (send_region_ == nullptr && on_device()) {
+      // Device staging: the copy runs on the send stream; PostStagedPieces posts the
+      // write when it has finished.
+      uint64_t ticket = 0;
+      Status s = send_stream_->Copy(stage, send_data_ + send_taken_, piece);
+      if (s.ok()) s = send_stream_->Record(&ticket);
+      if (!s.ok()) return Fail(s.Annotate("staging a piece for " + Who() + " in device memory"));
+      send_staged_.push_back(StagedPiece{ticket, slot, static_cast<uint32_t>(piece), last});
+      window_.Acquire();
+      send_taken_ += piece;
+      *progressed = true;
+      continue;
+    }
     uint64_t local = 0;
     uint32_t lkey = 0;
     if (send_region_ != nullptr) {
-      local = reinterpret_cast<uint64_t>(send_data_ + send_posted_);
+      local = reinterpret_cast<uint64_t>(send_data_ + send_taken_);
       lkey = send_region_->lkey;
     } else {
-      char* stage = staging_ + static_cast<size_t>(slot) * slot_bytes;
-      std::memcpy(stage, send_data_ + send_posted_, piece);
+      std::memcpy(stage, send_data_ + send_taken_, piece);
       local = reinterpret_cast<uint64_t>(stage);
       lkey = staging_mr_->lkey;
     }
@@ -424,15 +544,31 @@ Status IbverbsLink::ProgressSend(size_t available, bool* progressed, bool* done)
                          static_cast<uint32_t>(piece), remote, true);
     if (!s.ok()) return Fail(s);
     window_.Acquire();
+    send_taken_ += piece;
     send_posted_ += piece;
     ++data_writes_posted_;
     message_last_write_ = data_writes_posted_;
     *progressed = true;
   }
+  if (on_device()) TESSERA_RETURN_IF_ERROR(PostStagedPieces(progressed));  // copies that finished at once
   // A staged message is done once posted (the staging ring holds its data); a zero-copy
   // one once its writes completed, as the NIC reads the user's buffer until then.
   *done = send_posted_ == send_len_ && (send_region_ == nullptr || data_writes_completed_ >= message_last_write_);
   if (*done) ReleaseSendRegion();
+  return Status::Ok();
+}
+
+Status IbverbsLink::RetireLaunchedPieces(bool* progressed) {
+  while (!recv_launched_.empty()) {
+    bool finished = false;
+    Status s = recv_stream_->Done(recv_launched_.front().ticket, &finished);
+    if (!s.ok()) return Fail(s.Annotate("moving a piece from " + Who() + " out of the device ring"));
+    if (!finished) break;
+    recv_ready_ += recv_launched_.front().length;
+    recv_launched_.pop_front();
+    ++credit_count_;  // the kernel has read the slot: it may be written again
+    *progressed = true;
+  }
   return Status::Ok();
 }
 
@@ -441,28 +577,47 @@ Status IbverbsLink::ProgressRecv(bool* progressed, bool* done) {
   *done = false;
   TESSERA_RETURN_IF_ERROR(Poll());
   if (!recv_error_.ok()) return recv_error_;
+  if (on_device() && recv_moved_ < recv_len_ && !arrived_.empty()) {
+    // What the NIC wrote must be visible to the kernels launched below.
+    Status s = config_.engine->FlushRemoteWrites();
+    if (!s.ok()) return Fail(s.Annotate("flushing GPUDirect writes from " + Who()));
+  }
   while (recv_moved_ < recv_len_ && !arrived_.empty()) {
     const Piece p = arrived_.front();
     Status fits = CheckArrivingPiece(recv_moved_, recv_len_, p.length, p.last, peer());
     if (!fits.ok()) return Fail(fits);
+    if (recv_reducer_ != nullptr && p.length % recv_reducer_->elem_size != 0) {
+      return Fail(InvalidUsage("message from " + Who() + " is not a whole number of " +
+                               std::to_string(recv_reducer_->elem_size) + "-byte elements"));
+    }
     const char* src = ring_ + static_cast<size_t>(p.slot) * config_.slot_bytes;
-    if (recv_reducer_ != nullptr) {
-      if (p.length % recv_reducer_->elem_size != 0) {
-        return Fail(InvalidUsage("message from " + Who() + " is not a whole number of " +
-                                 std::to_string(recv_reducer_->elem_size) + "-byte elements"));
-      }
-      recv_reducer_->fn(recv_dst_ + recv_moved_, recv_acc_ + recv_moved_, src, p.length / recv_reducer_->elem_size);
+    char* dst = recv_dst_ + recv_moved_;
+    if (on_device()) {
+      // Launched on the receive stream; the slot is freed when the kernel has finished.
+      Status s = recv_reducer_ != nullptr ? recv_stream_->Reduce(*recv_reducer_, dst, recv_acc_ + recv_moved_, src,
+                                                                 p.length / recv_reducer_->elem_size)
+                                          : recv_stream_->Copy(dst, src, p.length);
+      uint64_t ticket = 0;
+      if (s.ok()) s = recv_stream_->Record(&ticket);
+      if (!s.ok()) return Fail(s.Annotate("moving a piece from " + Who() + " out of the device ring"));
+      recv_launched_.push_back(LaunchedPiece{ticket, p.length});
     } else {
-      std::memcpy(recv_dst_ + recv_moved_, src, p.length);
+      if (recv_reducer_ != nullptr) {
+        recv_reducer_->fn(dst, recv_acc_ + recv_moved_, src, p.length / recv_reducer_->elem_size);
+      } else {
+        std::memcpy(dst, src, p.length);
+      }
+      recv_ready_ += p.length;
+      ++credit_count_;  // slots are consumed in ring order, so the freed ones are consecutive
     }
     recv_moved_ += p.length;
     arrived_.pop_front();
-    ++credit_count_;  // slots are consumed in ring order, so the freed ones are consecutive
     *progressed = true;
   }
+  if (on_device()) TESSERA_RETURN_IF_ERROR(RetireLaunchedPieces(progressed));
   Status s = ReturnCredits();
   if (!s.ok()) return Fail(s);
-  *done = recv_moved_ == recv_len_;
+  *done = recv_ready_ == recv_len_;
   return Status::Ok();
 }
 
@@ -476,6 +631,8 @@ void IbverbsLink::AddWaits(WaitSet* set, bool sending, bool receiving) {
   (void)sending;
   (void)receiving;
   AddChannelWait(set);  // arrivals, credits and send completions all come through the queue
+  // Device work signals nothing: poll while some is in flight.
+  if (busy_fd_ >= 0 && (!send_staged_.empty() || !recv_launched_.empty())) set->AddFd(busy_fd_, POLLIN);
 }
 
 Status IbverbsLink::CheckPeer() {

@@ -42,6 +42,7 @@
 #include "transport/ibverbs/verbs_device.h"
 #include "transport/ibverbs/verbs_registrar.h"
 #include "transport/ibverbs/wire_format.h"
+#include "transport/cuda_ipc/device_engine.h"
 #include "transport/transport.h"
 
 namespace tessera {
@@ -66,6 +67,9 @@ struct LinkConfig {
   uint32_t slot_bytes = 512 << 10;  // kMinSlotBytes ... kMaxSlotBytes, a multiple of 64
   QueuePairTuning tuning;
   bool register_user_buffers = false;
+  // GPUDirect mode (see above): device memory and kernels from this engine, which must
+  // outlive the link. Needs SharedState::cuda. Null: host memory.
+  DeviceEngine* engine = nullptr;
 };
 
 class IbverbsLink : public Link {
@@ -82,7 +86,7 @@ class IbverbsLink : public Link {
   // and moves the queue pair through RTR to RTS.
   Status ConnectTo(const ConnectionInfo& remote);
 
-  const char* kind() const override { return "ibverbs"; }
+  const char* kind() const override { return config_.engine != nullptr ? "ibverbs gpudirect" : "ibverbs"; }
   void BeginSend(const void* data, size_t len) override;
   void BeginRecv(void* dst, size_t len, const void* acc, const Reducer* reducer) override;
   Status ProgressSend(size_t available, bool* progressed, bool* done) override;
@@ -91,7 +95,7 @@ class IbverbsLink : public Link {
   Status CheckPeer() override;
   size_t sent_bytes() const override { return send_posted_; }
   size_t received_bytes() const override { return recv_moved_; }
-  size_t ready_bytes() const override { return recv_moved_; }
+  size_t ready_bytes() const override { return recv_ready_; }
 
   // For the transport. Reaps completions (files arrivals, credits, notices); returns the
   // link's sticky error if it has one.
@@ -110,9 +114,27 @@ class IbverbsLink : public Link {
     bool last;
   };
   enum class NoticeState { kNone, kPosted, kDone };
+  // GPUDirect mode: device work launched and not yet known to be finished.
+  struct StagedPiece {  // a send piece being copied into its staging slot
+    uint64_t ticket;
+    uint32_t slot;
+    uint32_t length;
+    bool last;
+  };
+  struct LaunchedPiece {  // a received piece being copied or reduced out of its slot
+    uint64_t ticket;
+    uint32_t length;
+  };
 
   IbverbsLink(std::shared_ptr<SharedState> shared, int my_rank, int peer, const LinkConfig& config);
   Status Init();
+  Status InitHostMemory();
+  Status InitDeviceMemory();
+  bool on_device() const { return config_.engine != nullptr; }
+  // GPUDirect mode: posts the writes of staged pieces whose copies have finished, and
+  // retires received pieces whose kernels have finished (each frees a slot).
+  Status PostStagedPieces(bool* progressed);
+  Status RetireLaunchedPieces(bool* progressed);
   Status HandleCompletion(const ibv_wc& wc);
   Status HandleArrival(const ibv_wc& wc);
   Status PostReceive();
@@ -133,11 +155,25 @@ class IbverbsLink : public Link {
   ibv_comp_channel* channel_ = nullptr;
   ibv_cq* cq_ = nullptr;
   ibv_qp* qp_ = nullptr;
-  char* ring_ = nullptr;     // slots, then kNoticeBytes: peers write here
-  char* staging_ = nullptr;  // slots, then kNoticeBytes: we write from here
+  char* ring_ = nullptr;     // slots: peers write here
+  char* staging_ = nullptr;  // slots: we write from here
   size_t ring_bytes_ = 0;
   ibv_mr* ring_mr_ = nullptr;
   ibv_mr* staging_mr_ = nullptr;
+  // The notice areas (host memory): the peer writes its notice into notice_in_, ours
+  // leaves from notice_out_. In host mode they follow the ring's and staging's slots
+  // (same registrations); in GPUDirect mode they share notice_mr_.
+  char* notice_in_ = nullptr;
+  char* notice_out_ = nullptr;
+  uint32_t notice_in_rkey_ = 0, notice_out_lkey_ = 0;
+  char* notice_host_ = nullptr;  // GPUDirect mode: both areas
+  ibv_mr* notice_mr_ = nullptr;
+  // GPUDirect mode: the device memory behind ring_ and staging_, the streams, and an
+  // always-readable descriptor for AddWaits while device work is in flight.
+  std::shared_ptr<void> device_ring_, device_staging_;
+  std::unique_ptr<DeviceStream> send_stream_, recv_stream_;
+  int busy_fd_ = -1;
+  const char* registration_path_ = "host memory";
   uint32_t psn_ = 0;
   unsigned unacked_events_ = 0;
 
@@ -149,6 +185,8 @@ class IbverbsLink : public Link {
   CreditWindow window_;
   const char* send_data_ = nullptr;
   size_t send_len_ = 0, send_posted_ = 0;
+  size_t send_taken_ = 0;  // bytes posted, or (GPUDirect mode) being staged
+  std::deque<StagedPiece> send_staged_;
   const MemoryRegion* send_region_ = nullptr;  // pinned: zero-copy source
   Status send_error_;                          // found by BeginSend, reported by ProgressSend
   uint64_t data_writes_posted_ = 0, data_writes_completed_ = 0;
@@ -166,6 +204,8 @@ class IbverbsLink : public Link {
   const char* recv_acc_ = nullptr;
   const Reducer* recv_reducer_ = nullptr;
   size_t recv_len_ = 0, recv_moved_ = 0;
+  size_t recv_ready_ = 0;  // bytes in dst; in GPUDirect mode behind recv_moved_ until kernels finish
+  std::deque<LaunchedPiece> recv_launched_;
   Status recv_error_;  // found by BeginRecv, reported by ProgressRecv
 };
 

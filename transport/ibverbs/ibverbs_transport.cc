@@ -87,8 +87,12 @@ Status IbverbsTransport::Create(const Options& options, int my_rank, int nranks,
   if (summary.link_layer == ibverbs::LinkLayer::kInfiniBand && shared->device->gid_index() >= 0) {
     for (int i = 0; i < 8; ++i) summary.subnet_prefix = summary.subnet_prefix << 8 | shared->device->gid()[i];
   }
-  t->summary_ = ibverbs::SerializeRankSummary(summary);
   t->shared_ = std::move(shared);
+  // GPUDirect RDMA: a CUDA driver that sees a GPU, and a way to register its memory.
+  t->gpu_direct_status_ = t->LoadCudaDriver();
+  if (t->gpu_direct_status_.ok()) t->gpu_direct_status_ = t->shared_->cuda->CanRegisterDeviceMemory();
+  summary.gpu_direct = t->gpu_direct_status_.ok();
+  t->summary_ = ibverbs::SerializeRankSummary(summary);
   *out = std::move(t);
   return Status::Ok();
 }
@@ -106,11 +110,17 @@ Status IbverbsTransport::SetPeerSummaries(const std::vector<std::string>& summar
   ibverbs::RankSummary mine;
   TESSERA_RETURN_IF_ERROR(ibverbs::ParseRankSummary(summary_, &mine));
   reachable_.assign(nranks_, false);
+  gpu_direct_everywhere_ = mine.gpu_direct;
   for (int r = 0; r < nranks_; ++r) {
-    if (r == my_rank_ || summaries[r].empty()) continue;
+    if (r == my_rank_) continue;
+    if (summaries[r].empty()) {
+      gpu_direct_everywhere_ = false;
+      continue;
+    }
     ibverbs::RankSummary theirs;
     TESSERA_RETURN_IF_ERROR(ibverbs::ParseRankSummary(summaries[r], &theirs).Annotate("rank " + std::to_string(r)));
     reachable_[r] = ibverbs::SummariesCompatible(mine, theirs);
+    gpu_direct_everywhere_ = gpu_direct_everywhere_ && reachable_[r] && theirs.gpu_direct;
   }
   return Status::Ok();
 }
@@ -132,6 +142,7 @@ Status IbverbsTransport::Connect(int peer, const Deadline& deadline, std::unique
   config.tuning.service_level = static_cast<uint8_t>(options_.service_level);
   config.tuning.traffic_class = static_cast<uint8_t>(options_.traffic_class);
   config.register_user_buffers = options_.register_user_buffers;
+  config.engine = engine_;
 
   // Both rounds always happen, with a failure marker in place of the data when this
   // side failed, so the peer fails at once instead of waiting for its deadline.
@@ -161,6 +172,30 @@ Status IbverbsTransport::Connect(int peer, const Deadline& deadline, std::unique
     return RemoteError(where + ": rank " + std::to_string(peer) + " could not connect its queue pair");
   }
   *out = std::move(link);
+  return Status::Ok();
+}
+
+Status IbverbsTransport::CreateDeviceTransport(DeviceEngine* engine, std::unique_ptr<IbverbsTransport>* out) {
+  if (engine == nullptr) return InvalidArgument("an ibverbs device transport needs a device engine");
+  if (!gpu_direct_everywhere_) {
+    return InvalidUsage("device-resident calls across hosts need GPUDirect RDMA on every rank" +
+                        (gpu_direct_status_.ok() ? std::string() : "; rank " + std::to_string(my_rank_) + ": " +
+                                                                       gpu_direct_status_.message()));
+  }
+  TESSERA_RETURN_IF_ERROR(LoadCudaDriver());
+  std::unique_ptr<IbverbsTransport> t(new IbverbsTransport());
+  t->options_ = options_;
+  t->my_rank_ = my_rank_;
+  t->nranks_ = nranks_;
+  t->exchange_ = exchange_;
+  t->shared_ = shared_;
+  t->summary_ = summary_;
+  t->reachable_ = reachable_;
+  t->cuda_tried_ = true;
+  t->gpu_direct_status_ = gpu_direct_status_;
+  t->gpu_direct_everywhere_ = true;
+  t->engine_ = engine;
+  *out = std::move(t);
   return Status::Ok();
 }
 

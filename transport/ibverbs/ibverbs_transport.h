@@ -15,6 +15,12 @@
 //    ready to send (RTS), an 8-byte readiness marker, so no write reaches a queue pair
 //    not yet ready to receive it.
 //
+// GPUDirect RDMA: Create also asks whether this rank could register GPU memory with its
+// NIC (a CUDA driver that sees a GPU, and dma-buf or the peer-memory module) and says so
+// in its summary. When every rank says so (gpu_direct_everywhere), CreateDeviceTransport
+// makes a sibling transport on the same device whose links keep messages in GPU memory
+// (ibverbs_link.h, GPUDirect mode): the transport of device-resident calls across hosts.
+//
 // Failure notices (PublishFailure) are RDMA writes into each linked peer's notice area;
 // a peer's notice surfaces from CheckNotices as "rank N failed: <reason>".
 //
@@ -27,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/cuda_ipc/device_engine.h"
 #include "transport/transport.h"
 
 namespace tessera {
@@ -89,6 +96,19 @@ class IbverbsTransport : public Transport {
   // first Connect.
   Status SetPeerSummaries(const std::vector<std::string>& summaries);
 
+  // After SetPeerSummaries: whether every rank of the communicator (this one included)
+  // published a summary that says GPUDirect RDMA and that is compatible with this
+  // rank's. Every rank computes the same answer from the same summaries.
+  bool gpu_direct_everywhere() const { return gpu_direct_everywhere_; }
+  // Why this rank cannot do GPUDirect RDMA (OK if it can).
+  const Status& gpu_direct_status() const { return gpu_direct_status_; }
+
+  // A transport for device-resident calls: same device, registration cache and failure
+  // notices as this one, with links in GPUDirect mode on `engine` (which must outlive
+  // it and its links). Connect pairs up as this transport's does, and uses the same
+  // ExchangeFn. InvalidUsage unless gpu_direct_everywhere().
+  Status CreateDeviceTransport(DeviceEngine* engine, std::unique_ptr<IbverbsTransport>* out);
+
   // The device in use, for logs: "mlx5_0:1 InfiniBand lid 7 mtu 4096 gid[0] ... numa 0".
   std::string Describe() const;
 
@@ -120,6 +140,9 @@ class IbverbsTransport : public Transport {
   std::string summary_;
   std::vector<bool> reachable_;  // by rank, from the summaries
   bool cuda_tried_ = false;
+  Status gpu_direct_status_;
+  bool gpu_direct_everywhere_ = false;
+  DeviceEngine* engine_ = nullptr;  // a device transport's (CreateDeviceTransport)
   Status cuda_status_;        // why there is no CUDA driver, once tried
   struct BufferRegistration;  // one RegisterBuffer; its address is the handle
   std::vector<std::unique_ptr<BufferRegistration>> registrations_;
