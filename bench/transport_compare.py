@@ -4,10 +4,12 @@
 1. The raw bound: ucx_perftest -t tag_bw at --perftest-size over UCX_TLS=posix, sysv
    and tcp (loopback), one sender and one receiver.
 2. One host, 2 ranks: all_reduce_perf over shared memory (TESSERA_TRANSPORT=shm),
-   over UCX (TESSERA_TRANSPORT=ucx, UCX's own choice of transports), and over UCX with
+   over UCX (TESSERA_TRANSPORT=ucx, UCX's own choice of transports), over UCX with its
+   rendezvous by the sender's put (UCX_RNDV_SCHEME=put_zcopy), and over UCX with
    UCX_TLS=posix,self.
 3. Two emulated hosts x 1 rank (tools/cluster, links unshaped unless --rate): over TCP
-   (TESSERA_TRANSPORT=tcp) and over UCX (UCX_TLS=tcp,self).
+   (TESSERA_TRANSPORT=tcp) and over UCX (UCX_TLS=tcp,self), with UCX's rendezvous
+   scheme and with the sender's put.
 
 Prints one markdown table: busbw per size per path, and UCX / own transport ratios.
 Run as root from the repository (the cluster needs network namespaces), after
@@ -84,11 +86,18 @@ def main():
     paths = [
         ("one host: own shm", "host", {"TESSERA_TRANSPORT": "shm"}),
         ("one host: ucx (UCX's choice)", "host", {"TESSERA_TRANSPORT": "ucx"}),
+        ("one host: ucx put", "host", {"TESSERA_TRANSPORT": "ucx", "UCX_RNDV_SCHEME": "put_zcopy"}),
         ("one host: ucx posix", "host", {"TESSERA_TRANSPORT": "ucx", "UCX_TLS": "posix,self"}),
         ("2 hosts: own tcp", "cluster", {"TESSERA_TRANSPORT": "tcp", "TESSERA_SOCKET_IFNAME": "eth0"}),
         ("2 hosts: ucx tcp", "cluster", {"TESSERA_TRANSPORT": "ucx", "UCX_TLS": "tcp,self",
                                          "UCX_NET_DEVICES": "eth0"}),
+        ("2 hosts: ucx tcp put", "cluster", {"TESSERA_TRANSPORT": "ucx", "UCX_TLS": "tcp,self",
+                                             "UCX_NET_DEVICES": "eth0", "UCX_RNDV_SCHEME": "put_zcopy"}),
     ]
+    # UCX / own transport ratios printed after the bandwidths: (UCX path, own path).
+    ratios = [("one host: ucx (UCX's choice)", "one host: own shm"), ("one host: ucx put", "one host: own shm"),
+              ("one host: ucx posix", "one host: own shm"), ("2 hosts: ucx tcp", "2 hosts: own tcp"),
+              ("2 hosts: ucx tcp put", "2 hosts: own tcp")]
     compare.progress("cluster up: 2 hosts, rate %s" % args.rate)
     compare.cluster("up", "--hosts", "2", "--rate", args.rate, "--name", args.name, timeout=120)
     results = {}
@@ -111,15 +120,16 @@ def main():
         print("| %s | %s |" % (tls, "%.2f" % gbps if gbps else "failed"))
     sizes = sorted({s for rows in results.values() if rows for s in rows})
     print("\n## 2-rank allreduce busbw (GB/s; busbw = algbw for 2 ranks)\n")
-    print("| bytes | " + " | ".join(label for label, _, _ in paths) +
-          " | ucx/shm | ucx posix/shm | ucx/tcp |")
-    print("|---" * (len(paths) + 4) + "|")
+    short = lambda label: label.split(": ", 1)[1]  # noqa: E731
+    print("| bytes | " + " | ".join(label for label, _, _ in paths) + " | " +
+          " | ".join("%s / %s" % (short(a), short(b)) for a, b in ratios) + " |")
+    print("|---" * (len(paths) + len(ratios) + 1) + "|")
     for size in sizes:
-        bw = [results[label][size][1] if results[label] and size in results[label] else None
-              for label, _, _ in paths]
+        bw = {label: results[label][size][1] if results[label] and size in results[label] else None
+              for label, _, _ in paths}
         ratio = lambda a, b: "%.2f" % (a / b) if a and b else "-"  # noqa: E731
-        print("| %d | " % size + " | ".join("%.2f" % b if b else "-" for b in bw) +
-              " | %s | %s | %s |" % (ratio(bw[1], bw[0]), ratio(bw[2], bw[0]), ratio(bw[4], bw[3])))
+        print("| %d | " % size + " | ".join("%.2f" % bw[label] if bw[label] else "-" for label, _, _ in paths) +
+              " | " + " | ".join(ratio(bw[a], bw[b]) for a, b in ratios) + " |")
 
 
 if __name__ == "__main__":
