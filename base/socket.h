@@ -74,7 +74,6 @@ Status RecvSome(int fd, void* data, size_t len, size_t* moved);
 
 Status SetNonBlocking(int fd);
 void SetNoDelay(int fd);
-void SetBufferSizes(int fd, int bytes);
 // setsockopt(TCP_CONGESTION): the congestion control of the socket's sending side.
 // SystemError naming the algorithm when the kernel lacks it or refuses it.
 Status SetCongestionControl(int fd, const std::string& name);
