@@ -176,7 +176,8 @@ def main():
               "device-resident paths for device buffers and streams")
     if "no RDMA device" in answers["RDMA"]:
         print("Compiled, never run here (no RDMA device): the ibverbs data path (devices, queue pairs, RDMA writes, "
-              "completions) and GPUDirect registration")
+              "completions), GPUDirect registration, and the GPUDirect-mode links of device-resident calls across "
+              "hosts (device rings, kernels per piece, credits after their events)")
 
     print("Hardware-dependent test targets (cases run / skipped / failed):")
     for target in sorted(per_target):
