@@ -166,14 +166,13 @@ Status IbverbsLink::InitDeviceMemory() {
   TESSERA_RETURN_IF_ERROR(engine->Allocate(ring_bytes_, &device_staging_).Annotate("device memory for staging"));
   ring_ = static_cast<char*>(device_ring_.get());
   staging_ = static_cast<char*>(device_staging_.get());
-  DeviceRegistrationPath path = DeviceRegistrationPath::kDmaBuf;
+  DeviceRegistrationPath path = DeviceRegistrationPath::kDmaBuf;  // dma-buf or peer memory: either serves
   TESSERA_RETURN_IF_ERROR(RegisterDeviceMemory(pd, *shared_->cuda, ring_, ring_bytes_,
                                                IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &ring_mr_, &path)
                               .Annotate("registering the device receive ring"));
   TESSERA_RETURN_IF_ERROR(
       RegisterDeviceMemory(pd, *shared_->cuda, staging_, ring_bytes_, IBV_ACCESS_LOCAL_WRITE, &staging_mr_, &path)
           .Annotate("registering the device staging ring"));
-  registration_path_ = DeviceRegistrationPathName(path);
   notice_host_ = AllocatePages(2 * kNoticeBytes);
   if (notice_host_ == nullptr) return SystemError("cannot allocate the notice areas");
   notice_mr_ = ibv_reg_mr(pd, notice_host_, 2 * kNoticeBytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);

@@ -173,7 +173,6 @@ class IbverbsLink : public Link {
   std::shared_ptr<void> device_ring_, device_staging_;
   std::unique_ptr<DeviceStream> send_stream_, recv_stream_;
   int busy_fd_ = -1;
-  const char* registration_path_ = "host memory";
   uint32_t psn_ = 0;
   unsigned unacked_events_ = 0;
 
