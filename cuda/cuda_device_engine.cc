@@ -190,6 +190,7 @@ Status CudaDeviceEngine::Map(const std::string& record, int peer_pid, std::uniqu
 }
 
 Status CudaDeviceEngine::FlushRemoteWrites() {
+  if (flush_ == 0) return Status::Ok();  // called per progress round: no device switch when nothing to do
   DeviceGuard guard(device_);
   TESSERA_RETURN_IF_ERROR(guard.status());
   if (flush_ < 0) {

@@ -476,23 +476,26 @@ void IbverbsLink::BeginRecv(void* dst, size_t len, const void* acc, const Reduce
   }
 }
 
+Status IbverbsLink::PostPiece(uint64_t local, uint32_t lkey, uint32_t slot, uint32_t length, bool last) {
+  const uint64_t remote = remote_.ring_addr + static_cast<uint64_t>(slot) * config_.slot_bytes;
+  Status s = PostWrite(kWrData, EncodeDataImm(last, slot, length), local, lkey, length, remote, true);
+  if (!s.ok()) return Fail(s);
+  send_posted_ += length;
+  ++data_writes_posted_;
+  message_last_write_ = data_writes_posted_;
+  return Status::Ok();
+}
+
 Status IbverbsLink::PostStagedPieces(bool* progressed) {
-  const size_t slot_bytes = config_.slot_bytes;
   while (!send_staged_.empty()) {
     const StagedPiece piece = send_staged_.front();
     bool copied = false;
     Status s = send_stream_->Done(piece.ticket, &copied);
     if (!s.ok()) return Fail(s.Annotate("staging a piece for " + Who() + " in device memory"));
     if (!copied || send_wrs_outstanding_ + kReservedSendWrs >= send_depth_) break;
-    const uint64_t local = reinterpret_cast<uint64_t>(staging_ + static_cast<size_t>(piece.slot) * slot_bytes);
-    const uint64_t remote = remote_.ring_addr + static_cast<uint64_t>(piece.slot) * slot_bytes;
-    s = PostWrite(kWrData, EncodeDataImm(piece.last, piece.slot, piece.length), local, staging_mr_->lkey, piece.length,
-                  remote, true);
-    if (!s.ok()) return Fail(s);
+    const uint64_t local = reinterpret_cast<uint64_t>(staging_ + static_cast<size_t>(piece.slot) * config_.slot_bytes);
+    TESSERA_RETURN_IF_ERROR(PostPiece(local, staging_mr_->lkey, piece.slot, piece.length, piece.last));
     send_staged_.pop_front();
-    send_posted_ += piece.length;
-    ++data_writes_posted_;
-    message_last_write_ = data_writes_posted_;
     *progressed = true;
   }
   return Status::Ok();
@@ -538,15 +541,9 @@ Status IbverbsLink::ProgressSend(size_t available, bool* progressed, bool* done)
       local = reinterpret_cast<uint64_t>(stage);
       lkey = staging_mr_->lkey;
     }
-    const uint64_t remote = remote_.ring_addr + static_cast<uint64_t>(slot) * slot_bytes;
-    Status s = PostWrite(kWrData, EncodeDataImm(last, slot, static_cast<uint32_t>(piece)), local, lkey,
-                         static_cast<uint32_t>(piece), remote, true);
-    if (!s.ok()) return Fail(s);
+    TESSERA_RETURN_IF_ERROR(PostPiece(local, lkey, slot, static_cast<uint32_t>(piece), last));
     window_.Acquire();
     send_taken_ += piece;
-    send_posted_ += piece;
-    ++data_writes_posted_;
-    message_last_write_ = data_writes_posted_;
     *progressed = true;
   }
   if (on_device()) TESSERA_RETURN_IF_ERROR(PostStagedPieces(progressed));  // copies that finished at once

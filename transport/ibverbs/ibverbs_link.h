@@ -131,6 +131,9 @@ class IbverbsLink : public Link {
   Status InitHostMemory();
   Status InitDeviceMemory();
   bool on_device() const { return config_.engine != nullptr; }
+  // Posts the RDMA write of one piece from `local` into the peer's `slot`, and counts it
+  // as posted (send_posted_, the write counters).
+  Status PostPiece(uint64_t local, uint32_t lkey, uint32_t slot, uint32_t length, bool last);
   // GPUDirect mode: posts the writes of staged pieces whose copies have finished, and
   // retires received pieces whose kernels have finished (each frees a slot).
   Status PostStagedPieces(bool* progressed);
