@@ -153,6 +153,7 @@ void Unregister(tesseraComm* handle) {
 struct Config {
   bool blocking = true;
   const char* name = nullptr;
+  int64_t timeout_ms = 0;  // 0: keep the settings' TESSERA_TIMEOUT_MS
 };
 
 Status ReadConfig(const tesseraConfig_t* config, Config* out) {
@@ -168,6 +169,12 @@ Status ReadConfig(const tesseraConfig_t* config, Config* out) {
     out->blocking = config->blocking == 1;
   }
   out->name = config->commName;
+  if (config->timeoutMs != TESSERA_CONFIG_UNDEF_INT) {
+    if (config->timeoutMs <= 0) {
+      return InvalidArgument("config.timeoutMs must be > 0, not " + std::to_string(config->timeoutMs));
+    }
+    out->timeout_ms = config->timeoutMs;
+  }
   return Status::Ok();
 }
 
@@ -344,6 +351,7 @@ tesseraResult_t tesseraCommInitRankConfig(tesseraComm_t* comm, int nranks, tesse
   if (s.ok()) s = tessera::DecodeUniqueId(commId.internal, &id);
   if (s.ok()) s = tessera::Settings::FromEnvironment(&settings);
   if (!s.ok()) return Report(nullptr, fn, s.Annotate("rank " + std::to_string(rank) + " of " + std::to_string(nranks)));
+  if (cfg.timeout_ms > 0) settings.timeout_ms = cfg.timeout_ms;
   return InitInto(fn, comm, nranks, id, rank, settings, cfg);
 }
 
@@ -415,7 +423,9 @@ tesseraResult_t tesseraCommSplit(tesseraComm_t comm, int color, int key, tessera
   comm->device.WaitIdle();
   if (!comm->impl) return Report(comm, fn, tessera::InvalidUsage("the parent communicator was never created"));
   std::unique_ptr<Communicator> impl;
-  s = comm->impl->Split(color, key, comm->impl->settings(), &impl);
+  tessera::Settings settings = comm->impl->settings();
+  if (cfg.timeout_ms > 0) settings.timeout_ms = cfg.timeout_ms;
+  s = comm->impl->Split(color, key, settings, &impl);
   if (!s.ok()) return Report(comm, fn, s);
   if (!impl) return tesseraSuccess;  // TESSERA_SPLIT_NOCOLOR
   tesseraComm* handle = NewHandle(impl->rank(), impl->nranks(), cfg.name);

@@ -223,6 +223,12 @@ TEST(Config, MalformedIsInvalidArgument) {
     c = TESSERA_CONFIG_INITIALIZER;
     c.version = 0;
     bad.push_back({"version 0", c});
+    c = TESSERA_CONFIG_INITIALIZER;
+    c.timeoutMs = 0;
+    bad.push_back({"timeoutMs 0", c});
+    c = TESSERA_CONFIG_INITIALIZER;
+    c.timeoutMs = -5;
+    bad.push_back({"negative timeoutMs", c});
     auto start = std::chrono::steady_clock::now();
     bool id_used = false;  // a malformed config was accepted: the id has formed a comm
     for (Bad& b : bad) {
@@ -248,6 +254,39 @@ TEST(Config, MalformedIsInvalidArgument) {
       log.Add(RunAndCheck(Collective::kAllReduce, tesseraInt32, ctx.rank, nranks, comm, 0));
       log.Expect(tesseraCommDestroy(comm) == tesseraSuccess, "destroy");
     }
+    return log.str();
+  }, CommOptions());
+  EXPECT_EQ("", Failures(results));
+}
+
+// config.timeoutMs replaces TESSERA_TIMEOUT_MS (30 s here) for that communicator and its
+// splits: rank 0 waits for a rank 1 that never joins, and times out after ~0.5 s.
+TEST(Config, TimeoutBoundsEveryWait) {
+  const int nranks = 2;
+  auto results = RunRanksRaw(nranks, [](const RankContext& ctx) {
+    FailureLog log;
+    tesseraConfig_t config = TESSERA_CONFIG_INITIALIZER;
+    config.timeoutMs = 500;
+    tesseraComm_t comm = nullptr;
+    tesseraResult_t r = tesseraCommInitRankConfig(&comm, nranks, ctx.ids[0], ctx.rank, &config);
+    if (!log.Expect(r == tesseraSuccess, "init with timeoutMs 500: " + Code(r))) return log.str();
+    tesseraComm_t split = nullptr;
+    r = tesseraCommSplit(comm, 0, ctx.rank, &split, nullptr);
+    if (!log.Expect(r == tesseraSuccess, "split: " + Code(r))) return log.str();
+    if (ctx.rank == 0) {
+      for (tesseraComm_t c : {comm, split}) {
+        float value = 1.0f;
+        auto start = std::chrono::steady_clock::now();
+        r = tesseraAllReduce(&value, &value, 1, tesseraFloat32, tesseraSum, c, nullptr);
+        const double seconds = SecondsSince(start);
+        log.Expect(r == tesseraTimeout, "allreduce with a silent peer: " + Code(r) + ", want tesseraTimeout");
+        log.Expect(seconds >= 0.4 && seconds < 5.0, "timed out after " + std::to_string(seconds) + " s, want ~0.5");
+      }
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+    }
+    tesseraCommDestroy(split);
+    tesseraCommDestroy(comm);
     return log.str();
   }, CommOptions());
   EXPECT_EQ("", Failures(results));

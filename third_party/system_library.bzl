@@ -146,6 +146,17 @@ def tessera_system_libraries():
         ],
     )
     system_library(
+        name = "system_torch_python",
+        debian_package = "python3-torch, python3-dev and pybind11-dev",
+        build_file = "//third_party/system:torch_python.BUILD",
+        links = {
+            "include/python3.11": "/usr/include/python3.11",
+            "include/x86_64-linux-gnu/python3.11": "/usr/include/x86_64-linux-gnu/python3.11",
+            "include/pybind11": "/usr/include/pybind11",
+        },
+        required_files = [_MULTIARCH_LIB + "/libtorch_python.so"],
+    )
+    system_library(
         name = "system_turbojpeg",
         debian_package = "libturbojpeg0-dev",
         build_file = "//third_party/system:turbojpeg.BUILD",

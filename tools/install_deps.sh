@@ -23,6 +23,8 @@ PACKAGES=(
   libturbojpeg0-dev # //third_party:turbojpeg: the trainer's JPEG decoding
   python3-torch     # the PyTorch DDP baseline of the trainer (trainer/ddp_baseline.py)
   python3-torchvision  # torchvision's resnet50, for that baseline and the architecture test
+  python3-dev       # Python.h, for the PyTorch backend (//pytorch, //third_party:torch_python)
+  pybind11-dev      # pybind11 headers, for the same extension
   gnuplot-nox       # the trainer's PNG plot of loss and accuracy
   libibverbs-dev    # //third_party:ibverbs: rdma-core's verbs API (pulls libibverbs1, ibverbs-providers)
   iproute2          # ip netns, veth and tc, for tests that emulate several hosts

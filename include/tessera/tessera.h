@@ -121,10 +121,16 @@ typedef struct {
    * answering tesseraInProgress. */
   int blocking;
   const char* commName;  /* a name for logs and error messages; NULL: none */
+  /* Bound on every wait of the communicator, in milliseconds (> 0), in place of
+   * TESSERA_TIMEOUT_MS; TESSERA_CONFIG_UNDEF_INT: TESSERA_TIMEOUT_MS. Every rank must
+   * pass the same value (it is checked at creation like TESSERA_TIMEOUT_MS). A split
+   * inherits its parent's timeout unless its config sets one. */
+  int timeoutMs;
 } tesseraConfig_t;
 #define TESSERA_CONFIG_MAGIC 0x7e55e7a1u
 #define TESSERA_CONFIG_INITIALIZER \
-  { sizeof(tesseraConfig_t), TESSERA_CONFIG_MAGIC, TESSERA_VERSION_CODE, TESSERA_CONFIG_UNDEF_INT, NULL }
+  { sizeof(tesseraConfig_t), TESSERA_CONFIG_MAGIC, TESSERA_VERSION_CODE, TESSERA_CONFIG_UNDEF_INT, NULL, \
+    TESSERA_CONFIG_UNDEF_INT }
 
 /* tesseraCommSplit's color for ranks that take no part in any new communicator. */
 #define TESSERA_SPLIT_NOCOLOR (-1)

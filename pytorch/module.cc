@@ -1,0 +1,36 @@
+// The Python module tessera_torch._C: one function that torch.distributed calls, through
+// the backend registered by tessera_torch/__init__.py, to create a group.
+#include <pybind11/chrono.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "pytorch/process_group.h"
+
+namespace py = pybind11;
+
+namespace {
+
+c10::intrusive_ptr<c10d::ProcessGroup> CreateProcessGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                                          int size, std::chrono::milliseconds timeout,
+                                                          const std::string& name,
+                                                          const std::vector<int64_t>& global_ranks) {
+  tessera_torch::GroupSpec spec;
+  spec.store = store;
+  spec.rank = rank;
+  spec.size = size;
+  spec.timeout = timeout;
+  spec.name = name;
+  spec.global_ranks = global_ranks;
+  return c10::make_intrusive<tessera_torch::TesseraProcessGroup>(spec);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "tessera's torch.distributed backend (use: import tessera_torch)";
+  m.def("create_process_group", &CreateProcessGroup, py::arg("store"), py::arg("rank"), py::arg("size"),
+        py::arg("timeout"), py::arg("name"), py::arg("global_ranks"),
+        py::call_guard<py::gil_scoped_release>(),
+        "Joins the tessera communicator of one torch process group (collective over the group).");
+}

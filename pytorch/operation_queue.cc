@@ -1,0 +1,146 @@
+#include "pytorch/operation_queue.h"
+
+#include <stdexcept>
+#include <utility>
+
+#include <ATen/core/ivalue.h>
+
+namespace tessera_torch {
+
+TesseraWork::TesseraWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
+                         std::weak_ptr<OperationQueue> queue)
+    : c10d::Work(rank, type),
+      outputs_(std::move(outputs)),
+      queue_(std::move(queue)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+
+void TesseraWork::ReleaseHeld() {
+  if (auto queue = queue_.lock()) queue->Release();
+}
+
+bool TesseraWork::isCompleted() {
+  ReleaseHeld();
+  return c10d::Work::isCompleted();
+}
+
+bool TesseraWork::wait(std::chrono::milliseconds timeout) {
+  ReleaseHeld();
+  return c10d::Work::wait(timeout);
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> TesseraWork::getFuture() {
+  ReleaseHeld();
+  return future_;
+}
+
+void TesseraWork::Complete(std::exception_ptr error) {
+  if (error) {
+    future_->setError(error);
+  } else {
+    future_->markCompleted(c10::IValue(outputs_));
+  }
+  finish(error);
+}
+
+OperationQueue::OperationQueue(tesseraComm_t comm, std::string who) : comm_(comm), who_(std::move(who)) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+OperationQueue::~OperationQueue() { Shutdown(); }
+
+void OperationQueue::Submit(Operation op, bool hold) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (hold) {
+      held_.push_back(std::move(op));
+      return;
+    }
+    ReleaseLocked();
+    std::vector<Operation> alone;
+    alone.push_back(std::move(op));
+    ready_.push_back(std::move(alone));
+  }
+  ready_cv_.notify_one();
+}
+
+void OperationQueue::Release() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (held_.empty()) return;
+    ReleaseLocked();
+  }
+  ready_cv_.notify_one();
+}
+
+void OperationQueue::ReleaseLocked() {
+  if (held_.empty()) return;
+  ready_.push_back(std::move(held_));
+  held_.clear();
+}
+
+void OperationQueue::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    ReleaseLocked();
+    stopping_ = true;
+  }
+  ready_cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+  if (comm_ != nullptr) tesseraCommDestroy(comm_);
+  comm_ = nullptr;
+}
+
+void OperationQueue::Loop() {
+  for (;;) {
+    std::vector<Operation> batch;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      ready_cv_.wait(lock, [this] { return stopping_ || !ready_.empty(); });
+      if (ready_.empty()) return;  // stopping, and nothing left to run
+      batch = std::move(ready_.front());
+      ready_.pop_front();
+    }
+    Execute(batch);
+  }
+}
+
+std::string OperationQueue::Describe(const std::vector<Operation>& batch, tesseraResult_t result) const {
+  std::string names = batch[0].name;
+  if (batch.size() > 1) {
+    names = "group of " + std::to_string(batch.size()) + " operations (";
+    for (size_t i = 0; i < batch.size(); ++i) names += (i ? ", " : "") + batch[i].name;
+    names += ")";
+  }
+  return "tessera " + names + " failed on " + who_ + ": " + tesseraGetErrorString(result) + ": " +
+         tesseraGetLastError(comm_);
+}
+
+// Issues the batch (one operation alone, several as one tessera group), then finishes
+// each. Any failure fails every operation of the batch with the same error.
+void OperationQueue::Execute(std::vector<Operation>& batch) {
+  std::exception_ptr error;
+  bool group_open = false;
+  try {
+    if (batch.size() > 1) {
+      Ok(tesseraGroupStart());
+      group_open = true;
+    }
+    for (Operation& op : batch) op.issue(comm_);
+    if (group_open) {
+      group_open = false;
+      Ok(tesseraGroupEnd());
+    }
+    for (Operation& op : batch) {
+      if (op.finish) op.finish(comm_);
+    }
+  } catch (const TesseraCallFailed& failed) {
+    error = std::make_exception_ptr(std::runtime_error(Describe(batch, failed.result)));
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (group_open) tesseraGroupEnd();  // an issue threw inside the group: close it
+  for (Operation& op : batch) op.work->Complete(error);
+}
+
+}  // namespace tessera_torch

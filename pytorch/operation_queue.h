@@ -1,0 +1,102 @@
+// The worker of one torch process group: a thread that owns the group's tessera
+// communicator and runs its operations in issue order, and the Work objects that report
+// them to torch.
+//
+// An operation has two halves: `issue` makes the tessera calls (it may run inside a
+// tessera group, where calls only record), and `finish` runs after the data has moved
+// (copies back into non-contiguous tensors, unpacking, folding). Operations submitted
+// with `hold` (sends, receives, anything between startCoalescing and endCoalescing) wait
+// in a batch until Release(); the batch then runs as one tessera group.
+#ifndef TESSERA_PYTORCH_OPERATION_QUEUE_H_
+#define TESSERA_PYTORCH_OPERATION_QUEUE_H_
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include "tessera/tessera.h"
+
+namespace tessera_torch {
+
+class OperationQueue;
+
+// What torch holds for one operation. Waiting on it, polling it or taking its future
+// releases the held batch it belongs to.
+class TesseraWork : public c10d::Work {
+ public:
+  TesseraWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::weak_ptr<OperationQueue> queue);
+
+  bool isCompleted() override;
+  bool wait(std::chrono::milliseconds timeout) override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+  std::vector<at::Tensor> result() override { return outputs_; }
+
+  // Called once by the worker: completes the future (value: the outputs) and the work.
+  void Complete(std::exception_ptr error);
+
+ private:
+  void ReleaseHeld();
+
+  std::vector<at::Tensor> outputs_;
+  std::weak_ptr<OperationQueue> queue_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+// Thrown by Ok() when a tessera call fails; the worker turns it into the RuntimeError
+// that names the operation, with tesseraGetLastError's message.
+struct TesseraCallFailed {
+  tesseraResult_t result;
+};
+inline void Ok(tesseraResult_t result) {
+  if (result != tesseraSuccess) throw TesseraCallFailed{result};
+}
+
+struct Operation {
+  std::string name;  // "allreduce", ...
+  std::function<void(tesseraComm_t)> issue;
+  std::function<void(tesseraComm_t)> finish;  // may be empty
+  c10::intrusive_ptr<TesseraWork> work;
+};
+
+class OperationQueue {
+ public:
+  // Takes ownership of comm (destroyed by Shutdown). `who` describes this rank in error
+  // messages ("rank 1 of 4 of group 0").
+  OperationQueue(tesseraComm_t comm, std::string who);
+  ~OperationQueue();
+
+  // Queues op. hold: keep it in the held batch until Release(). An operation that is not
+  // held first releases the batch, so issue order is kept.
+  void Submit(Operation op, bool hold);
+  // Queues the held batch (if any) as one tessera group.
+  void Release();
+  // Runs everything queued, stops the thread and destroys the communicator.
+  void Shutdown();
+
+ private:
+  void Loop();
+  void Execute(std::vector<Operation>& batch);
+  void ReleaseLocked();
+  std::string Describe(const std::vector<Operation>& batch, tesseraResult_t result) const;
+
+  tesseraComm_t comm_;
+  const std::string who_;
+  std::mutex mu_;
+  std::condition_variable ready_cv_;
+  std::deque<std::vector<Operation>> ready_;
+  std::vector<Operation> held_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace tessera_torch
+
+#endif  // TESSERA_PYTORCH_OPERATION_QUEUE_H_
