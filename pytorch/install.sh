@@ -8,7 +8,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 site="${1:-$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_path("purelib", "posix_local"))')}"
 built="bazel-bin/pytorch/tessera_torch/_C.so"
-if [[ ! -f "${built}" || ! -f bazel-bin/libtessera.so ]]; then
+if [[ ! -f "${built}" || ! -f bazel-bin/pytorch/tessera_torch/libtessera.so ]]; then
   echo "install.sh: build it first: bazel build //pytorch:tessera_torch" >&2
   exit 1
 fi
@@ -16,5 +16,5 @@ package="${site}/tessera_torch"
 mkdir -p "${package}"
 install -m 0644 pytorch/tessera_torch/__init__.py "${package}/__init__.py"
 install -m 0755 "${built}" "${package}/_C.so"
-install -m 0755 bazel-bin/libtessera.so "${package}/libtessera.so"
+install -m 0755 bazel-bin/pytorch/tessera_torch/libtessera.so "${package}/libtessera.so"
 echo "install.sh: installed tessera_torch in ${package}"
