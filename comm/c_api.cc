@@ -552,10 +552,9 @@ const char* tesseraAllReduceAlgorithm(tesseraComm_t comm, size_t count, tesseraD
     Report(guard.comm(), "tesseraAllReduceAlgorithm", s);
     return nullptr;
   }
-  // Half types travel as float32 (semantics.md).
+  // The bytes the host path moves: half types widened unless TESSERA_HALF_WIRE=half.
   const tessera::DataType t = static_cast<tessera::DataType>(datatype);
-  const size_t es = tessera::IsHalf(t) ? 4 : tessera::SizeOf(t);
-  return comm->impl->ChooseAllReduce(count * es).algo->name;
+  return comm->impl->ChooseAllReduce(count * comm->impl->WireElementSize(t)).algo->name;
 }
 
 tesseraResult_t tesseraBroadcast(const void* sendbuff, void* recvbuff, size_t count, tesseraDataType_t datatype,

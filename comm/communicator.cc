@@ -196,6 +196,11 @@ Selection Communicator::ChooseAllReduce(size_t bytes) const {
   return SelectAllReduce(settings_.algo, model_, shape_, bytes);
 }
 
+size_t Communicator::WireElementSize(DataType type) const {
+  if (!IsHalf(type)) return SizeOf(type);
+  return settings_.half_wire == "half" ? SizeOf(type) : SizeOf(DataType::kFloat32);
+}
+
 CollectiveContext Communicator::Context() const {
   CollectiveContext ctx;
   ctx.rank = rank_;
@@ -466,7 +471,7 @@ Status Communicator::RunReduction(const Operation& op, const CollectiveContext& 
   TESSERA_RETURN_IF_ERROR(TermsOf(op, rank_, nranks_, &terms));
   const auto [in_count, writes_out, custom, base, combine] = terms;
   const DataType work = widen ? DataType::kFloat32 : op.type;
-  const size_t es = SizeOf(work);
+  const size_t es = WireElementSize(op.type);
   CollectiveArgs args;
   args.count = op.count;
   args.elem_size = es;

@@ -42,16 +42,19 @@ class Communicator {
   const Settings& settings() const { return settings_; }
   LogLevel log_level() const { return log_level_; }
 
+  // The allreduce algorithm the communicator would choose for `bytes`.
+  Selection ChooseAllReduce(size_t bytes) const;
+  // Bytes per element that a host-path reduction of `type` moves: float16 and bfloat16
+  // travel widened to float32 (4) unless TESSERA_HALF_WIRE=half (2).
+  size_t WireElementSize(DataType type) const;
+
+  // InvalidArgument when the operation cannot run here (operator, datatype).
+  Status CheckOperation(const Operation& op) const;
   // Runs one operation, or a group of them: the collectives in issue order, then all
   // sends and receives together (so they cannot deadlock whatever their order).
   // Arguments are validated by the caller (ValidateOp for the reduction operator). A
   // failure while communicating breaks the communicator: later calls return the same
   // error without communicating.
-  // The allreduce algorithm the communicator would choose for `bytes`.
-  Selection ChooseAllReduce(size_t bytes) const;
-
-  // InvalidArgument when the operation cannot run here (operator, datatype).
-  Status CheckOperation(const Operation& op) const;
   Status Run(const Operation& op);
   Status RunGroup(const std::vector<Operation>& ops);
 

@@ -292,6 +292,32 @@ TEST(Config, TimeoutBoundsEveryWait) {
   EXPECT_EQ("", Failures(results));
 }
 
+// tesseraAllReduceAlgorithm sizes float16 and bfloat16 as they travel: widened to
+// float32 by default, 2 bytes with TESSERA_HALF_WIRE=half. The answer for n half
+// elements must equal the answer for the same bytes of float32, at every size (the
+// choice changes with size, so a wrong element size shows at some power of two).
+TEST(AllReduceAlgorithm, HalfTypesSizedAsTheyTravel) {
+  for (const char* wire : {"float32", "half"}) {
+    RankOptions opts = CommOptions();
+    opts.env["TESSERA_HALF_WIRE"] = wire;
+    const size_t half_bytes = std::string(wire) == "half" ? 2 : 4;
+    auto results = RunRanks(4, [&](int, tesseraComm_t comm) {
+      FailureLog log;
+      for (size_t n = 2; n <= (size_t{1} << 24); n *= 2) {
+        const char* want = tesseraAllReduceAlgorithm(comm, n * half_bytes / 4, tesseraFloat32);
+        for (tesseraDataType_t type : {tesseraFloat16, tesseraBfloat16}) {
+          const char* got = tesseraAllReduceAlgorithm(comm, n, type);
+          log.Expect(got != nullptr && want != nullptr && std::string(got) == want,
+                     std::string("TESSERA_HALF_WIRE=") + wire + ", " + std::to_string(n) + " half elements: " +
+                         (got ? got : "NULL") + ", but the same bytes of float32: " + (want ? want : "NULL"));
+        }
+      }
+      return log.str();
+    }, opts);
+    EXPECT_EQ("", Failures(results)) << "TESSERA_HALF_WIRE=" << wire;
+  }
+}
+
 // --- Non-blocking communicators ---------------------------------------------------------
 
 // blocking = 0: creation, collectives, groups and Finalize answer tesseraInProgress (or
