@@ -25,6 +25,7 @@ bool TesseraWork::isCompleted() {
 
 bool TesseraWork::wait(std::chrono::milliseconds timeout) {
   ReleaseHeld();
+  if (auto queue = queue_.lock()) queue->Help(this);
   return c10d::Work::wait(timeout);
 }
 
@@ -96,13 +97,37 @@ void OperationQueue::Loop() {
     std::vector<Operation> batch;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      ready_cv_.wait(lock, [this] { return stopping_ || !ready_.empty(); });
+      ready_cv_.wait(lock, [this] { return (stopping_ || !ready_.empty()) && !executing_; });
       if (ready_.empty()) return;  // stopping, and nothing left to run
       batch = std::move(ready_.front());
       ready_.pop_front();
+      executing_ = true;
     }
-    Execute(batch);
+    ExecuteExclusively(batch);
   }
+}
+
+void OperationQueue::Help(TesseraWork* work) {
+  for (;;) {
+    std::vector<Operation> batch;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (executing_ || ready_.empty() || work->Done()) return;
+      batch = std::move(ready_.front());
+      ready_.pop_front();
+      executing_ = true;
+    }
+    ExecuteExclusively(batch);
+  }
+}
+
+void OperationQueue::ExecuteExclusively(std::vector<Operation>& batch) {
+  Execute(batch);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    executing_ = false;
+  }
+  ready_cv_.notify_all();
 }
 
 std::string OperationQueue::Describe(const std::vector<Operation>& batch, tesseraResult_t result) const {

@@ -7,6 +7,12 @@
 // (copies back into non-contiguous tensors, unpacking, folding). Operations submitted
 // with `hold` (sends, receives, anything between startCoalescing and endCoalescing) wait
 // in a batch until Release(); the batch then runs as one tessera group.
+//
+// A thread that waits for a Work helps: while the worker thread has not picked up the
+// queued batches, the waiting thread runs them itself, in order, one at a time (the
+// `executing_` flag serialises the communicator between it and the worker). A blocking
+// call such as dist.all_reduce(t) then costs no thread hand-off, which matters most
+// when ranks share cores; operations still run in issue order, never two at once.
 #ifndef TESSERA_PYTORCH_OPERATION_QUEUE_H_
 #define TESSERA_PYTORCH_OPERATION_QUEUE_H_
 
@@ -39,8 +45,11 @@ class TesseraWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   std::vector<at::Tensor> result() override { return outputs_; }
 
-  // Called once by the worker: completes the future (value: the outputs) and the work.
+  // Called once by the thread that ran it: completes the future (value: the outputs)
+  // and the work.
   void Complete(std::exception_ptr error);
+  // Whether Complete has run (without releasing anything).
+  bool Done() { return c10d::Work::isCompleted(); }
 
  private:
   void ReleaseHeld();
@@ -78,11 +87,16 @@ class OperationQueue {
   void Submit(Operation op, bool hold);
   // Queues the held batch (if any) as one tessera group.
   void Release();
+  // Runs queued batches on the calling thread, in order, until `work` has completed or
+  // the worker thread is running a batch (then the caller waits as usual).
+  void Help(TesseraWork* work);
   // Runs everything queued, stops the thread and destroys the communicator.
   void Shutdown();
 
  private:
   void Loop();
+  // Runs `batch` with `executing_` set, then clears it and wakes the others.
+  void ExecuteExclusively(std::vector<Operation>& batch);
   void Execute(std::vector<Operation>& batch);
   void ReleaseLocked();
   std::string Describe(const std::vector<Operation>& batch, tesseraResult_t result) const;
@@ -94,6 +108,7 @@ class OperationQueue {
   std::deque<std::vector<Operation>> ready_;
   std::vector<Operation> held_;
   bool stopping_ = false;
+  bool executing_ = false;  // a thread (worker or helper) is running a batch
   std::thread thread_;
 };
 
