@@ -50,6 +50,7 @@ OperationQueue::OperationQueue(tesseraComm_t comm, std::string who) : comm_(comm
 OperationQueue::~OperationQueue() { Shutdown(); }
 
 void OperationQueue::Submit(Operation op, bool hold) {
+  DropFinished();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (hold) {
@@ -88,9 +89,18 @@ void OperationQueue::Shutdown() {
   }
   ready_cv_.notify_one();
   if (thread_.joinable()) thread_.join();
+  DropFinished();
   if (comm_ != nullptr) tesseraCommDestroy(comm_);
   comm_ = nullptr;
 }
+
+void OperationQueue::DropFinished() {
+  std::vector<Operation> finished;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    finished.swap(finished_);
+  }
+}  // `finished` dies here, outside the lock
 
 void OperationQueue::Loop() {
   for (;;) {
@@ -104,6 +114,8 @@ void OperationQueue::Loop() {
       executing_ = true;
     }
     ExecuteExclusively(batch);
+    std::lock_guard<std::mutex> lock(mu_);  // see DropFinished
+    for (Operation& op : batch) finished_.push_back(std::move(op));
   }
 }
 

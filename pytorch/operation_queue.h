@@ -13,6 +13,12 @@
 // `executing_` flag serialises the communicator between it and the worker). A blocking
 // call such as dist.all_reduce(t) then costs no thread hand-off, which matters most
 // when ranks share cores; operations still run in issue order, never two at once.
+//
+// The worker thread never drops the last reference to an operation's tensors: a tensor
+// that Python has let go of needs the GIL to die, and the thread holding the GIL may be
+// joining the worker (destroy_process_group). It leaves finished operations in
+// `finished_`, and callers' threads destroy them (on the next Submit, and in Shutdown),
+// so a tensor may outlive its last Python reference until the group's next operation.
 #ifndef TESSERA_PYTORCH_OPERATION_QUEUE_H_
 #define TESSERA_PYTORCH_OPERATION_QUEUE_H_
 
@@ -90,7 +96,8 @@ class OperationQueue {
   // Runs queued batches on the calling thread, in order, until `work` has completed or
   // the worker thread is running a batch (then the caller waits as usual).
   void Help(TesseraWork* work);
-  // Runs everything queued, stops the thread and destroys the communicator.
+  // Runs everything queued, stops the thread and destroys the communicator and the
+  // finished operations (on the calling thread).
   void Shutdown();
 
  private:
@@ -99,6 +106,8 @@ class OperationQueue {
   void ExecuteExclusively(std::vector<Operation>& batch);
   void Execute(std::vector<Operation>& batch);
   void ReleaseLocked();
+  // Destroys, on the calling thread, the operations the worker has finished.
+  void DropFinished();
   std::string Describe(const std::vector<Operation>& batch, tesseraResult_t result) const;
 
   tesseraComm_t comm_;
@@ -107,6 +116,7 @@ class OperationQueue {
   std::condition_variable ready_cv_;
   std::deque<std::vector<Operation>> ready_;
   std::vector<Operation> held_;
+  std::vector<Operation> finished_;  // run by the worker thread, destroyed by callers
   bool stopping_ = false;
   bool executing_ = false;  // a thread (worker or helper) is running a batch
   std::thread thread_;
