@@ -10,11 +10,12 @@
 // thread never waits for the GPU. Everything else runs exactly as on the CPU build.
 //
 // Device-resident calls (CUDA build): a call whose buffers are all cudaMalloc'd memory of
-// the communicator's device, on a communicator whose ranks are all on one host and whose
-// TESSERA_TRANSPORT allows cuda_ipc, is not staged: the stream receives only the input
-// event and the GPU-side wait, and the proxy runs the collective on the device buffers
-// themselves over the cuda_ipc links (Communicator::RunGroupOnDevice; the first such call
-// sets the links up on every rank). Every rank must then pass device buffers, as NCCL
+// the communicator's device, on a communicator whose ranks are either all on one host
+// (with cuda_ipc allowed by TESSERA_TRANSPORT) or all able to do GPUDirect RDMA, is not
+// staged: the stream receives only the input event and the GPU-side wait, and the proxy
+// runs the collective on the device buffers themselves, over cuda_ipc links inside a
+// host and ibverbs links in GPUDirect mode between hosts (Communicator::RunGroupOnDevice;
+// the first such call sets the links up on every rank). Every rank must then pass device buffers, as NCCL
 // requires; a rank that stages while its peers do not times out naming the peer.
 //
 // Built without TESSERA_WITH_CUDA (the default library), nothing is ever staged and a

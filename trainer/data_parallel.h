@@ -17,10 +17,10 @@
 // step), so the sum over ranks is the mean over every image of the step, whatever the
 // ranks' share (corrupt files make shares unequal).
 //
-// Gradients can be handed to tessera as bfloat16 or float16 (--wire_dtype); tessera
-// widens them to float32, reduces in float32 and rounds once (docs/semantics.md), so
-// the partial sums between ranks travel as float32 and the half type saves no bytes
-// on the network today. The float32 buffer receives the result.
+// Gradients can be handed to tessera as bfloat16 or float16 (--wire_dtype). The trainer
+// then sets TESSERA_HALF_WIRE=half (unless the user set it), so the partial sums travel
+// between ranks in the half type, half the bytes of float32, each step combined in
+// float32 (docs/semantics.md). The float32 buffer receives the result.
 //
 // Failures: a failed allreduce (tessera names the peer; every wait is bounded by
 // TESSERA_TIMEOUT_MS) is returned by Finish() and the communicator stays broken.

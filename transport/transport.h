@@ -2,8 +2,9 @@
 // to carry one message at a time in each direction. A message is sent from a buffer and
 // received either as a copy into a buffer or as a reduction (dst = acc op incoming), so
 // a transport can reduce straight out of its own staging memory (a shared-memory slot,
-// a socket buffer) without an extra copy. Which transport backs a Link (shm, tcp, later
-// ucx and ibverbs) is decided per peer by the LinkTable; algorithms never know.
+// a socket buffer) without an extra copy. Which transport backs a Link (shm, tcp, ucx,
+// ibverbs; cuda_ipc for device-resident calls) is decided per peer by the LinkTable;
+// algorithms never know.
 //
 // Links are driven by the Exchange engine (transport/exchange.h) without blocking:
 // Begin* starts a message, Progress* moves as much as it can right now, and AddWaits
