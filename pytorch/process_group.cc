@@ -286,11 +286,13 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::reduce(std::vector<at::Tenso
 static std::pair<Issue, Finish> ReduceScatterSteps(const at::Tensor& input, const at::Tensor& output,
                                                    const Reduction& red, int rank, int size) {
   Buffer out = ContiguousBuffer(output);
-  if (red.kind == Reduction::Kind::kBitwise) {
+  if (red.kind == Reduction::Kind::kBitwise) {  // the allreduce, this rank's block kept
     at::Tensor all = input.clone();
     ReductionSteps steps = AllReduceSteps(all, red, size);
     return {steps.issue, Then(steps.finish, [=] {
-              const_cast<at::Tensor&>(output).reshape({-1}).copy_(all.reshape({size, -1})[rank]);
+              const int64_t block = out.tensor.numel();
+              out.tensor.view({block}).copy_(all.view({size, block})[rank]);
+              CopyBack(output, out);
             })};
   }
   at::Tensor in_wire = WireView(input, red);
