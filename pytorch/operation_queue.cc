@@ -25,7 +25,11 @@ bool TesseraWork::isCompleted() {
 
 bool TesseraWork::wait(std::chrono::milliseconds timeout) {
   ReleaseHeld();
-  if (auto queue = queue_.lock()) queue->Help(this);
+  // Only an unbounded wait helps: a batch run here blocks until the peers join, which
+  // a wait(timeout) must not outlast.
+  if (timeout == kNoTimeout) {
+    if (auto queue = queue_.lock()) queue->Help(this);
+  }
   return c10d::Work::wait(timeout);
 }
 

@@ -8,11 +8,12 @@
 // with `hold` (sends, receives, anything between startCoalescing and endCoalescing) wait
 // in a batch until Release(); the batch then runs as one tessera group.
 //
-// A thread that waits for a Work helps: while the worker thread has not picked up the
-// queued batches, the waiting thread runs them itself, in order, one at a time (the
-// `executing_` flag serialises the communicator between it and the worker). A blocking
-// call such as dist.all_reduce(t) then costs no thread hand-off, which matters most
-// when ranks share cores; operations still run in issue order, never two at once.
+// A thread that waits for a Work without a timeout helps: while the worker thread has
+// not picked up the queued batches, the waiting thread runs them itself, in order, one
+// at a time (the `executing_` flag serialises the communicator between it and the
+// worker). A blocking call such as dist.all_reduce(t) then costs no thread hand-off,
+// which matters most when ranks share cores; operations still run in issue order, never
+// two at once. wait(timeout) does not help: it must return when the timeout expires.
 //
 // The worker thread never drops the last reference to an operation's tensors: a tensor
 // that Python has let go of needs the GIL to die, and the thread holding the GIL may be
