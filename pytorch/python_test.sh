@@ -5,6 +5,10 @@
 set -euo pipefail
 root="${TEST_SRCDIR:-$PWD/..}/${TEST_WORKSPACE:-tessera}"
 export PYTHONPATH="${root}/pytorch:${root}${PYTHONPATH:+:${PYTHONPATH}}"
+# The test file in runfiles is a symlink into the source tree, and Python would put its
+# real directory first on sys.path, where tessera_torch has no _C.so. Safe-path mode
+# (Python 3.11) leaves that directory out, here and in the processes a test starts.
+export PYTHONSAFEPATH=1
 # One OpenMP thread per rank: tests start several ranks on two cores.
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 cd "${root}"
