@@ -331,6 +331,9 @@ def case_all_reduce_large(c):
         c.check("all_reduce SUM large %s" % dtype, t, reference("SUM", inputs))
         (g,) = c.gloo_run(dtype, lambda x: dist.all_reduce(x, group=c.gloo), inputs[c.rank])
         c.check("all_reduce SUM large %s vs gloo" % dtype, t, g)
+    t = torch.tensor(float(c.rank + 1))  # 0-dim
+    dist.all_reduce(t)
+    c.check("all_reduce of a 0-dim tensor", t, torch.tensor(float(c.world * (c.world + 1) // 2)))
     for numel in (0, 1):
         t = torch.ones(numel) * (c.rank + 1)
         dist.all_reduce(t)
@@ -427,6 +430,11 @@ def case_all_gather(c):
                        [torch.zeros_like(mine) for _ in range(c.world)], mine)[0]
         for r in range(c.world):
             c.check("%s from %d vs gloo" % (what, r), outs[r], g[r])
+        expanded = mine.reshape(-1)[:1].reshape(1, 1).expand(SHAPE)  # one element, stride 0
+        outs = [torch.zeros_like(mine) for _ in range(c.world)]
+        dist.all_gather(outs, expanded)
+        for r in range(c.world):
+            c.check("%s of an expanded tensor from %d" % (what, r), outs[r], make(dtype, r).reshape(-1)[:1].expand(SHAPE))
         views = [empty_strided_like(mine) for _ in range(c.world)]
         dist.all_gather([v for v, _ in views], transposed_copy(mine))
         for r, (view, buffer) in enumerate(views):
@@ -695,6 +703,14 @@ def case_all_to_all_single(c):
             dist.all_to_all_single(view, strided_copy(inp)[0], out_splits, in_splits)
             c.check(what + " strided", view, want)
             c.check_sentinel(what + " strided", buffer)
+    # Split sizes on one side only: every rank's input splits evenly, in blocks of a
+    # size that differs between ranks, and the outputs say which size comes from whom.
+    block = lambda sender: sender + 1  # noqa: E731
+    inp = torch.cat([a2a_chunk(torch.int32, c.rank, p, block(c.rank)) for p in range(c.world)])
+    want = torch.cat([a2a_chunk(torch.int32, p, c.rank, block(p)) for p in range(c.world)])
+    out = torch.zeros_like(want)
+    dist.all_to_all_single(out, inp, [block(p) for p in range(c.world)], None)
+    c.check("all_to_all_single with output splits only", out, want)
     c.check_raises("all_to_all_single bad splits", "split sizes add up to",
                    lambda: dist.all_to_all_single(torch.zeros(c.world + 1), torch.zeros(c.world),
                                                   [1] * c.world, [1] * c.world))
@@ -1018,8 +1034,7 @@ def rank_main():
     import tessera_torch  # noqa: F401  registers the backend "tessera"
     dist.init_process_group("tessera", init_method=args.init, rank=args.rank, world_size=args.world,
                             timeout=COMM_TIMEOUT)
-    gloo = dist.new_group(backend="gloo", timeout=COMM_TIMEOUT)
-    c = Rank(args.rank, args.world, gloo)
+    c = Rank(args.rank, args.world, dist.new_group(backend="gloo", timeout=COMM_TIMEOUT))
     wanted = None if args.case == "all" else {args.case, *args.rest}  # COLLECTIVES_TEST_CASES
     for name, case in CASES:
         if wanted is not None and name not in wanted:
@@ -1032,6 +1047,10 @@ def rank_main():
             print("MISMATCH rank %d: case %s raised:\n%s" % (c.rank, name, traceback.format_exc()), flush=True)
             os._exit(1)
         print("case %-22s %5d checks %6.2f s" % (name, c.checks - before, time.monotonic() - start), flush=True)
+    # No reference to a group may outlive destroy_process_group: a group that dies in the
+    # interpreter's finalization can abort the process (Gloo's worker threads take the
+    # GIL to release tensors, and Python ends threads that ask for it then).
+    c.gloo = None
     dist.destroy_process_group()
     if c.mismatches:
         print("%d of %d checks failed" % (c.mismatches, c.checks), flush=True)
