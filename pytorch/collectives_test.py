@@ -133,11 +133,11 @@ def op_inputs(name, dtype, world, shape=SHAPE, salt=0):
     return inputs_of_all(dtype, world, shape, salt, world if name == "AVG" else 1)
 
 
-def ops_for(dtype, extra=("AVG", "PREMUL_SUM")):
-    """The operators tessera reduces `dtype` with."""
+def ops_for(dtype):
+    """The operators tessera reduces `dtype` with (bool: no AVG or PREMUL_SUM)."""
     if dtype == torch.bool:
         return BASIC_OPS + BITWISE_OPS
-    return BASIC_OPS + (BITWISE_OPS if is_integral(dtype) else ()) + tuple(extra)
+    return BASIC_OPS + (BITWISE_OPS if is_integral(dtype) else ()) + ("AVG", "PREMUL_SUM")
 
 
 def gloo_has(name):
@@ -165,8 +165,8 @@ def transposed_copy(t):
 
 
 def empty_strided_like(t):
-    view, buffer = strided_copy(torch.zeros_like(t))
-    return view, buffer
+    """strided_copy of zeros shaped like t: an output view. Returns (view, buffer)."""
+    return strided_copy(torch.zeros_like(t))
 
 
 # --- The checks a rank makes ----------------------------------------------------------
