@@ -138,12 +138,16 @@ void OperationQueue::Help(TesseraWork* work) {
 }
 
 void OperationQueue::ExecuteExclusively(std::vector<Operation>& batch) {
-  Execute(batch);
+  std::exception_ptr error = Execute(batch);
   {
     std::lock_guard<std::mutex> lock(mu_);
     executing_ = false;
   }
   ready_cv_.notify_all();
+  // Completed only now, with the communicator free: a future callback that posts and
+  // waits for another operation of this group runs it itself (Help) instead of waiting
+  // for this thread.
+  for (Operation& op : batch) op.work->Complete(error);
 }
 
 std::string OperationQueue::Describe(const std::vector<Operation>& batch, tesseraResult_t result) const {
@@ -158,8 +162,8 @@ std::string OperationQueue::Describe(const std::vector<Operation>& batch, tesser
 }
 
 // Issues the batch (one operation alone, several as one tessera group), then finishes
-// each. Any failure fails every operation of the batch with the same error.
-void OperationQueue::Execute(std::vector<Operation>& batch) {
+// each. Any failure is the error of every operation of the batch; it is returned.
+std::exception_ptr OperationQueue::Execute(std::vector<Operation>& batch) {
   std::exception_ptr error;
   bool group_open = false;
   try {
@@ -181,7 +185,7 @@ void OperationQueue::Execute(std::vector<Operation>& batch) {
     error = std::current_exception();
   }
   if (group_open) tesseraGroupEnd();  // an issue threw inside the group: close it
-  for (Operation& op : batch) op.work->Complete(error);
+  return error;
 }
 
 }  // namespace tessera_torch

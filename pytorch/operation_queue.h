@@ -103,9 +103,10 @@ class OperationQueue {
 
  private:
   void Loop();
-  // Runs `batch` with `executing_` set, then clears it and wakes the others.
+  // Runs `batch` with `executing_` set, clears it and wakes the others, then completes
+  // the batch's works (future callbacks run here, with the communicator free).
   void ExecuteExclusively(std::vector<Operation>& batch);
-  void Execute(std::vector<Operation>& batch);
+  std::exception_ptr Execute(std::vector<Operation>& batch);
   void ReleaseLocked();
   // Destroys, on the calling thread, the operations the worker has finished.
   void DropFinished();

@@ -521,16 +521,10 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::alltoall(std::vector<at::Ten
   at::Tensor src = ByteBuffer(TotalBytes(inputs));
   PackBytes(inputs, src.data_ptr<uint8_t>());
   at::Tensor dst = ByteBuffer(TotalBytes(outputs));
-  const bool even = std::all_of(x.send_bytes.begin(), x.send_bytes.end(), [&](size_t b) { return b == x.send_bytes[0]; }) &&
-                    x.send_bytes == x.recv_bytes;
+  // Always pairwise: whether the sizes are even is known per rank only, and every rank
+  // must make the same calls.
   const int rank = rank_;
-  Issue issue = [=](tesseraComm_t c) {
-    if (even) {
-      Ok(tesseraAlltoAll(CData(src), Data(dst), x.send_bytes[0], tesseraUint8, c, nullptr));
-    } else {
-      RunExchange(c, rank, x, src.data_ptr<uint8_t>(), dst.data_ptr<uint8_t>());
-    }
-  };
+  Issue issue = [=](tesseraComm_t c) { RunExchange(c, rank, x, src.data_ptr<uint8_t>(), dst.data_ptr<uint8_t>()); };
   std::vector<at::Tensor> outs = outputs;
   Finish finish = [=](tesseraComm_t) mutable { UnpackBytes(dst.data_ptr<uint8_t>(), outs); };
   return Post(c10d::OpType::ALLTOALL, "alltoall", outs, issue, finish);

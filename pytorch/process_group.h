@@ -7,6 +7,9 @@
 //    group's own worker thread.
 //  - Work::wait(timeout), isCompleted, exception and getFuture work as with Gloo; the
 //    future's value is the list of output tensors (what DDP's reducer and comm hooks read).
+//    Future callbacks run on the thread that ran the operation (the worker, or a caller
+//    waiting for it), after the communicator is free: a callback may post operations on
+//    the group and wait() for them.
 //  - A failure completes the Work with a RuntimeError naming the operation, this rank and
 //    what tessera says of the peer. It happens on every rank within the group's timeout,
 //    which is the communicator's timeout. The communicator is then broken: every later

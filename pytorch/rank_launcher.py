@@ -67,6 +67,7 @@ def run_ranks(world, script, case, args=(), timeout=120, env=None, init=None, ki
             p.wait()
         out.seek(0)
         results.append(RankResult(rank, p.returncode, out.read(), hung))
+        out.close()
     return results
 
 
