@@ -187,6 +187,11 @@ class DdpParityTest(DdpTestCase):
     def test_four_ranks(self):
         self.compare(4, "none")
 
+    # KNOWN BACKEND BUG, these two fail now and then (a rank hung at exit, about 3 runs
+    # in 20 on tessera, none on Gloo): the group's end (~TesseraProcessGroup, from
+    # destroy_process_group or DDP's reducer) joins the worker thread while holding the
+    # GIL, and the worker may still have to drop a Python callback (the hook's `then`)
+    # in TesseraWork::Complete, which needs the GIL: a deadlock.
     def test_fp16_compress_hook(self):
         self.compare(2, "fp16")
 
