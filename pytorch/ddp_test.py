@@ -187,11 +187,9 @@ class DdpParityTest(DdpTestCase):
     def test_four_ranks(self):
         self.compare(4, "none")
 
-    # KNOWN BACKEND BUG, these two fail now and then (a rank hung at exit, about 3 runs
-    # in 20 on tessera, none on Gloo): the group's end (~TesseraProcessGroup, from
-    # destroy_process_group or DDP's reducer) joins the worker thread while holding the
-    # GIL, and the worker may still have to drop a Python callback (the hook's `then`)
-    # in TesseraWork::Complete, which needs the GIL: a deadlock.
+    # The hooks' futures carry Python callbacks: the group's end (destroy_process_group,
+    # or DDP's reducer) must not join its workers while holding the GIL (it once did, and
+    # hung about 3 runs in 20 here).
     def test_fp16_compress_hook(self):
         self.compare(2, "fp16")
 
@@ -199,13 +197,9 @@ class DdpParityTest(DdpTestCase):
         self.compare(4, "fp16")
 
     def test_powersgd_hook(self):
-        # KNOWN BACKEND BUG, this test fails (hung ranks) until it is fixed: torch 1.13's
-        # powerSGD_hook posts an allreduce inside a future callback and waits for it there
-        # (`.get_future().wait()` in unpack_uncompressed_tensors_and_allreduce_ps and
-        # compute_qs). The backend runs future callbacks on the group's worker thread
-        # (OperationQueue::ExecuteExclusively -> TesseraWork::Complete -> markCompleted),
-        # and a Future's wait, unlike Work::wait, does not run queued operations itself,
-        # so the callback waits for the thread it blocks: a deadlock past any timeout.
+        # torch 1.13's powerSGD_hook posts an allreduce inside a future callback and waits
+        # for it there (`.get_future().wait()`): another worker of the group must run it
+        # while the callback blocks the one that completed the future.
         self.compare(2, "powersgd")
 
 

@@ -22,6 +22,16 @@ c10::intrusive_ptr<c10d::ProcessGroup> CreateProcessGroup(const c10::intrusive_p
   spec.timeout = timeout;
   spec.name = name;
   spec.global_ranks = global_ranks;
+  // The group's destructor joins its workers, which may need the interpreter to finish
+  // a future (its Python callbacks die there): never join while holding it.
+  spec.without_interpreter = [](const std::function<void()>& block) {
+    if (PyGILState_Check()) {
+      py::gil_scoped_release release;
+      block();
+    } else {
+      block();
+    }
+  };
   return c10::make_intrusive<tessera_torch::TesseraProcessGroup>(spec);
 }
 

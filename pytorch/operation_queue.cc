@@ -47,8 +47,16 @@ void TesseraWork::Complete(std::exception_ptr error) {
   finish(error);
 }
 
-OperationQueue::OperationQueue(tesseraComm_t comm, std::string who) : comm_(comm), who_(std::move(who)) {
-  thread_ = std::thread([this] { Loop(); });
+OperationQueue::OperationQueue(tesseraComm_t comm, std::string who, WithoutInterpreter without_interpreter)
+    : comm_(comm), who_(std::move(who)), without_interpreter_(std::move(without_interpreter)) {
+  std::lock_guard<std::mutex> lock(mu_);
+  EnsureIdleWorkerLocked();
+}
+
+void OperationQueue::EnsureIdleWorkerLocked() {
+  if (idle_workers_ > 0 || stopping_ || workers_.size() >= kMaxWorkers) return;
+  ++idle_workers_;  // counted idle from now, so two callers do not both start one
+  workers_.emplace_back([this] { Loop(); });
 }
 
 OperationQueue::~OperationQueue() { Shutdown(); }
@@ -91,8 +99,15 @@ void OperationQueue::Shutdown() {
     ReleaseLocked();
     stopping_ = true;
   }
-  ready_cv_.notify_one();
-  if (thread_.joinable()) thread_.join();
+  ready_cv_.notify_all();
+  auto join = [this] {
+    for (std::thread& worker : workers_) worker.join();
+  };
+  if (without_interpreter_) {
+    without_interpreter_(join);
+  } else {
+    join();
+  }
   DropFinished();
   if (comm_ != nullptr) tesseraCommDestroy(comm_);
   comm_ = nullptr;
@@ -112,14 +127,19 @@ void OperationQueue::Loop() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       ready_cv_.wait(lock, [this] { return (stopping_ || !ready_.empty()) && !executing_; });
-      if (ready_.empty()) return;  // stopping, and nothing left to run
+      if (ready_.empty()) {  // stopping, and nothing left to run
+        --idle_workers_;
+        return;
+      }
       batch = std::move(ready_.front());
       ready_.pop_front();
       executing_ = true;
+      --idle_workers_;
     }
     ExecuteExclusively(batch);
     std::lock_guard<std::mutex> lock(mu_);  // see DropFinished
     for (Operation& op : batch) finished_.push_back(std::move(op));
+    ++idle_workers_;
   }
 }
 
@@ -142,6 +162,7 @@ void OperationQueue::ExecuteExclusively(std::vector<Operation>& batch) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     executing_ = false;
+    EnsureIdleWorkerLocked();  // to run what the callbacks below may wait for
   }
   ready_cv_.notify_all();
   // Completed only now, with the communicator free: a future callback that posts and

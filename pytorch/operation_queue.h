@@ -82,11 +82,15 @@ struct Operation {
   c10::intrusive_ptr<TesseraWork> work;
 };
 
+// Runs `block` (which blocks) without holding the Python interpreter, if the calling
+// thread holds it. Given by the Python module; empty: run `block` as it is.
+using WithoutInterpreter = std::function<void(const std::function<void()>& block)>;
+
 class OperationQueue {
  public:
   // Takes ownership of comm (destroyed by Shutdown). `who` describes this rank in error
   // messages ("rank 1 of 4 of group 0").
-  OperationQueue(tesseraComm_t comm, std::string who);
+  OperationQueue(tesseraComm_t comm, std::string who, WithoutInterpreter without_interpreter = nullptr);
   ~OperationQueue();
 
   // Queues op. hold: keep it in the held batch until Release(). An operation that is not
@@ -97,12 +101,18 @@ class OperationQueue {
   // Runs queued batches on the calling thread, in order, until `work` has completed or
   // the worker thread is running a batch (then the caller waits as usual).
   void Help(TesseraWork* work);
-  // Runs everything queued, stops the thread and destroys the communicator and the
-  // finished operations (on the calling thread).
+  // Runs everything queued, stops the threads (joined without holding the Python
+  // interpreter: a worker may need it to complete a future) and destroys the
+  // communicator and the finished operations (on the calling thread).
   void Shutdown();
+
+  // Most worker threads a queue starts (see `workers_`).
+  static constexpr size_t kMaxWorkers = 8;
 
  private:
   void Loop();
+  // Starts a worker if none is idle (and fewer than kMaxWorkers run). Needs mu_.
+  void EnsureIdleWorkerLocked();
   // Runs `batch` with `executing_` set, clears it and wakes the others, then completes
   // the batch's works (future callbacks run here, with the communicator free).
   void ExecuteExclusively(std::vector<Operation>& batch);
@@ -121,7 +131,14 @@ class OperationQueue {
   std::vector<Operation> finished_;  // run by the worker thread, destroyed by callers
   bool stopping_ = false;
   bool executing_ = false;  // a thread (worker or helper) is running a batch
-  std::thread thread_;
+  // Worker threads. One runs operations; a worker that goes on to complete a batch (and
+  // so runs future callbacks, which may wait for the group's next operation, as
+  // PowerSGD's hook does) first makes sure another worker is idle to run that
+  // operation, starting one if none is (at most kMaxWorkers, so callbacks may nest that
+  // deep). Operations still run one at a time, in issue order.
+  std::vector<std::thread> workers_;
+  size_t idle_workers_ = 0;  // workers waiting for a batch
+  WithoutInterpreter without_interpreter_;
 };
 
 }  // namespace tessera_torch

@@ -50,6 +50,8 @@ struct GroupSpec {
   std::chrono::milliseconds timeout{kProcessGroupDefaultTimeout};
   std::string name;                 // the group's name in torch ("0", "1", ...)
   std::vector<int64_t> global_ranks;  // global rank of each group rank; empty: the world
+  // How to block without holding the Python interpreter (see OperationQueue).
+  std::function<void(const std::function<void()>& block)> without_interpreter;
 };
 
 class TesseraProcessGroup : public c10d::ProcessGroup {
