@@ -2,17 +2,19 @@
 """bench/torch_ddp_resnet50.py: torchvision ResNet-50 under DistributedDataParallel, tessera
 beside Gloo in one job.
 
-Every rank runs this script (mpirun or torchrun). For each backend of --backends, in
-turn, it wraps a fresh ResNet-50 (same seed) in DDP over a group of that backend and
+Every rank runs this script (mpirun or torchrun). For each backend of --backends it
+wraps a ResNet-50 (same seed) in DDP over a group of that backend. It
 trains on synthetic ImageNet-shaped batches with bf16 autocast (the CPU path that runs
-at a usable speed here) and SGD:
-  - --steps steps under `no_sync()`: compute alone, no gradient communication;
-  - --steps steps with DDP's gradient allreduce, overlapped with backward as usual.
+at a usable speed here) and SGD. The backends take turns, step by step, and each
+alternates two kinds of step, --steps times each:
+  - a step under `no_sync()`: compute alone, no gradient communication;
+  - a step with DDP's gradient allreduce, overlapped with backward as usual.
 It prints, per backend, images/s of the synchronised steps (global batch / median step)
 and the share of a step spent waiting for communication:
   wait share = 1 - median(no_sync step) / median(synchronised step)
-that is, the communication time DDP could not hide behind backward. The first
---warmup steps of each phase are not timed.
+that is, the communication time DDP could not hide behind backward (on a machine whose
+cores are all computing, that includes the processor time the communication takes from
+the computation). The first --warmup pairs are not timed.
 
   mpirun --allow-run-as-root -np 2 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29512 \\
       /usr/bin/python3 bench/torch_ddp_resnet50.py --batch 8 --steps 6
@@ -35,8 +37,8 @@ def parse_args(argv):
     p.add_argument("--backends", default="tessera,gloo")
     p.add_argument("--batch", type=int, default=8, help="images per rank per step")
     p.add_argument("--image", type=int, default=224, help="side of the square input images")
-    p.add_argument("--steps", type=int, default=6, help="timed steps per phase")
-    p.add_argument("--warmup", type=int, default=1, help="untimed steps before each phase")
+    p.add_argument("--steps", type=int, default=8, help="timed steps of each kind")
+    p.add_argument("--warmup", type=int, default=1, help="untimed pairs of steps first")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads per rank")
     p.add_argument("--init", default=None, help="init_method (default env://)")
     return p.parse_args(argv)
@@ -58,17 +60,20 @@ def one_step(model, optimizer, images, labels):
     return time.perf_counter() - start
 
 
-def phase(model, optimizer, images, labels, steps, warmup, sync):
-    times = []
+def timed_steps(runs, images, labels, steps, warmup):
+    """Round after round, every backend's model takes a no_sync step and then a
+    synchronised step, so that drift in the machine's speed affects every backend and
+    both kinds of step alike. Returns {backend: (median no_sync, median synchronised)}."""
+    times = {backend: ([], []) for backend in runs}
     for i in range(warmup + steps):
-        if sync:
-            elapsed = one_step(model, optimizer, images, labels)
-        else:
+        for backend, (model, optimizer) in runs.items():
             with model.no_sync():
-                elapsed = one_step(model, optimizer, images, labels)
-        if i >= warmup:
-            times.append(elapsed)
-    return statistics.median(times)
+                t_local = one_step(model, optimizer, images, labels)
+            t_synced = one_step(model, optimizer, images, labels)
+            if i >= warmup:
+                times[backend][0].append(t_local)
+                times[backend][1].append(t_synced)
+    return {b: (statistics.median(l), statistics.median(s)) for b, (l, s) in times.items()}
 
 
 def worst(value, group):
@@ -93,21 +98,18 @@ def main(argv):
     generator = torch.Generator().manual_seed(1234 + rank)
     images = torch.randn(args.batch, 3, args.image, args.image, generator=generator)
     labels = torch.randint(0, 1000, (args.batch,), generator=generator)
+    runs = {}
+    for backend in backends:
+        model = DDP(make_model(seed=7), process_group=groups[backend])
+        runs[backend] = (model, torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9))
+    medians = timed_steps(runs, images, labels, args.steps, args.warmup)
     report = []
     for backend in backends:
-        group = groups[backend]
-        model = DDP(make_model(seed=7), process_group=group)
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        local = phase(model, optimizer, images, labels, args.steps, args.warmup, sync=False)
-        synced = phase(model, optimizer, images, labels, args.steps, args.warmup, sync=True)
-        local, synced = worst(local, group), worst(synced, group)
+        local, synced = (worst(t, groups[backend]) for t in medians[backend])
         rate = args.batch * world / synced
         share = max(0.0, 1.0 - local / synced)
         report.append((backend, rate, synced, local, share))
-        if rank == 0:
-            print("%-8s %7.2f images/s  step %.3f s  compute-only step %.3f s  waiting for communication %4.1f%%"
-                  % (backend, rate, synced, local, 100 * share), file=sys.stderr, flush=True)
-        del model, optimizer
+    del runs
     if rank == 0:
         print("# torch_ddp_resnet50: torchvision resnet50, DDP, %d ranks x batch %d, %dx%d, bf16 autocast, "
               "%d intra-op thread(s) per rank, median of %d steps" % (world, args.batch, args.image, args.image,
