@@ -251,6 +251,18 @@ class DdpLaunchTest(DdpTestCase):
                               TRAIN_SCRIPT, "--backend", "tessera", "--steps", str(steps)] + COMMON + run.args(), {})
         self.assertEqual(self.check_job(output, run, 2, steps), self.reference_digest(steps))
 
+    def test_tcp_init_method(self):
+        # init_process_group(init_method="tcp://HOST:PORT", rank=..., world_size=...): the
+        # store is a TCPStore served by rank 0.
+        steps = 10
+        init = "tcp://127.0.0.1:%d" % rank_launcher.free_port()
+        found = digests(rank_launcher.run_ranks(
+            2, __file__, "train", ["--", "--backend", "tessera", "--steps", steps] + COMMON,
+            timeout=RANK_TIMEOUT, env=self.env, init=init))
+        self.assertEqual(sorted(found), [0, 1], "a rank did not finish")
+        self.assertEqual(found[0], found[1], "ranks ended with different parameters")
+        self.assertEqual(found[0], self.reference_digest(steps))
+
     @unittest.skipUnless(shutil.which("mpirun"), "Open MPI's mpirun is not installed")
     def test_mpirun(self):
         # env:// with only MASTER_ADDR and MASTER_PORT given: RANK and WORLD_SIZE come from
