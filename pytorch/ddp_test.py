@@ -8,7 +8,7 @@ The three targets run the classes below (python_test.sh pytorch/ddp_test.py CLAS
   DdpParityTest   gloo and tessera train the same model on the same data, 2 and 4 ranks,
                   with no hook, fp16_compress_hook and the PowerSGD hook: final parameters
                   and per-step losses agree, and every rank ends with the same parameters.
-  DdpLaunchTest   the script runs unchanged under torchrun (--standalone) and mpirun.
+  DdpLaunchTest   the script runs unchanged under torchrun (--standalone), mpirun and tcp://.
   DdpFailureTest  SIGKILL of one of 4 ranks, of rank 0 of 3, SIGSTOP of one of 3, mid-
                   training: every survivor raises a RuntimeError naming allreduce and a
                   rank within the group's timeout (plus a margin), and no shared-memory
