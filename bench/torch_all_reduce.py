@@ -37,6 +37,8 @@ import time
 import torch
 import torch.distributed as dist
 
+import torch_groups
+
 
 def parse_size(text):
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
@@ -142,29 +144,12 @@ def summary(results, backends, world):
     return "\n".join(out)
 
 
-def init_method(args):
-    if args.init:
-        return args.init
-    run_dir = os.environ.get("CLUSTER_RUN_DIR")
-    return "file://" + os.path.join(run_dir, "torch_store") if run_dir else "env://"
-
-
 def main(argv):
     args = parse_args(argv)
-    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    if "tessera" in backends:
-        import tessera_torch  # noqa: F401  registers the backend and fills RANK/WORLD_SIZE under mpirun
-    elif "OMPI_COMM_WORLD_RANK" in os.environ:
-        os.environ.setdefault("RANK", os.environ["OMPI_COMM_WORLD_RANK"])
-        os.environ.setdefault("WORLD_SIZE", os.environ["OMPI_COMM_WORLD_SIZE"])
+    backends = torch_groups.parse_backends(args.backends)
     torch.set_num_threads(1)
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     timeout = datetime.timedelta(seconds=args.timeout_s)
-    dist.init_process_group(backends[0], init_method=init_method(args), rank=rank, world_size=world,
-                            timeout=timeout)
-    groups = {backends[0]: dist.group.WORLD}
-    for backend in backends[1:]:
-        groups[backend] = dist.new_group(backend=backend, timeout=timeout)
+    rank, world, groups = torch_groups.open_groups(backends, timeout, args.init)
 
     me = "#  Rank %2d Pid %6d on %10s" % (rank, os.getpid(), socket.gethostname())
     lines = [None] * world
@@ -193,10 +178,7 @@ def main(argv):
             with open(args.json, "w") as f:
                 json.dump({"world": world, "results": {b: {str(k): v for k, v in r.items()}
                                                        for b, r in results.items()}}, f, indent=1)
-    dist.barrier()
-    for backend in backends[1:]:
-        dist.destroy_process_group(groups[backend])
-    dist.destroy_process_group()
+    torch_groups.close_groups(groups)
 
 
 if __name__ == "__main__":

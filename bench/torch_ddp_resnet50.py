@@ -21,7 +21,6 @@ the computation). The first --warmup pairs are not timed.
 """
 import argparse
 import datetime
-import os
 import statistics
 import sys
 import time
@@ -30,6 +29,8 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
+
+import torch_groups
 
 
 def parse_args(argv):
@@ -40,7 +41,7 @@ def parse_args(argv):
     p.add_argument("--steps", type=int, default=8, help="timed steps of each kind")
     p.add_argument("--warmup", type=int, default=1, help="untimed pairs of steps first")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads per rank")
-    p.add_argument("--init", default=None, help="init_method (default env://)")
+    p.add_argument("--init", default=None, help="init_method (default env://, or a file store under cluster.sh)")
     return p.parse_args(argv)
 
 
@@ -84,16 +85,9 @@ def worst(value, group):
 
 def main(argv):
     args = parse_args(argv)
-    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    import tessera_torch  # noqa: F401  registers "tessera", fills RANK/WORLD_SIZE under mpirun
+    backends = torch_groups.parse_backends(args.backends)
     torch.set_num_threads(args.threads)
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    timeout = datetime.timedelta(minutes=10)
-    dist.init_process_group(backends[0], init_method=args.init or "env://", rank=rank, world_size=world,
-                            timeout=timeout)
-    groups = {backends[0]: dist.group.WORLD}
-    for backend in backends[1:]:
-        groups[backend] = dist.new_group(backend=backend, timeout=timeout)
+    rank, world, groups = torch_groups.open_groups(backends, datetime.timedelta(minutes=10), args.init)
 
     generator = torch.Generator().manual_seed(1234 + rank)
     images = torch.randn(args.batch, 3, args.image, args.image, generator=generator)
@@ -120,10 +114,7 @@ def main(argv):
             print("  %-8s  %9.2f  %9.3f  %16.3f  %12.1f%%" % (backend, rate, synced, local, 100 * share))
         if len(report) > 1:
             print("# images/s, %s / %s: %.3fx" % (report[0][0], report[1][0], report[0][1] / report[1][1]))
-    dist.barrier()
-    for backend in backends[1:]:
-        dist.destroy_process_group(groups[backend])
-    dist.destroy_process_group()
+    torch_groups.close_groups(groups)
 
 
 if __name__ == "__main__":
