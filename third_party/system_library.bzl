@@ -147,7 +147,7 @@ def tessera_system_libraries():
     )
     system_library(
         name = "system_torch_python",
-        debian_package = "python3-torch, python3-dev and pybind11-dev",
+        debian_package = "libtorch-dev, python3-dev and pybind11-dev",
         build_file = "//third_party/system:torch_python.BUILD",
         links = {
             "include/python3.11": "/usr/include/python3.11",
