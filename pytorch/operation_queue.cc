@@ -38,13 +38,14 @@ c10::intrusive_ptr<c10::ivalue::Future> TesseraWork::getFuture() {
   return future_;
 }
 
-void TesseraWork::Complete(std::exception_ptr error) {
+void TesseraWork::MarkDone(std::exception_ptr error) { finish(error); }
+
+void TesseraWork::CompleteFuture(std::exception_ptr error) {
   if (error) {
     future_->setError(error);
   } else {
     future_->markCompleted(c10::IValue(outputs_));
   }
-  finish(error);
 }
 
 OperationQueue::OperationQueue(tesseraComm_t comm, std::string who, WithoutInterpreter without_interpreter)
@@ -159,16 +160,18 @@ void OperationQueue::Help(TesseraWork* work) {
 
 void OperationQueue::ExecuteExclusively(std::vector<Operation>& batch) {
   std::exception_ptr error = Execute(batch);
+  // Works complete in issue order: before the next batch can start.
+  for (Operation& op : batch) op.work->MarkDone(error);
   {
     std::lock_guard<std::mutex> lock(mu_);
     executing_ = false;
     EnsureIdleWorkerLocked();  // to run what the callbacks below may wait for
   }
   ready_cv_.notify_all();
-  // Completed only now, with the communicator free: a future callback that posts and
-  // waits for another operation of this group runs it itself (Help) instead of waiting
-  // for this thread.
-  for (Operation& op : batch) op.work->Complete(error);
+  // Futures only now, with the communicator free: a callback that posts and waits for
+  // another operation of this group has it run by another thread (Help, or an idle
+  // worker) instead of waiting for this one.
+  for (Operation& op : batch) op.work->CompleteFuture(error);
 }
 
 std::string OperationQueue::Describe(const std::vector<Operation>& batch, tesseraResult_t result) const {

@@ -52,10 +52,11 @@ class TesseraWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   std::vector<at::Tensor> result() override { return outputs_; }
 
-  // Called once by the thread that ran it: completes the future (value: the outputs)
-  // and the work.
-  void Complete(std::exception_ptr error);
-  // Whether Complete has run (without releasing anything).
+  // Called once each, in this order, by the thread that ran it: completes the work
+  // (wait, isCompleted), then its future (value: the outputs; callbacks run here).
+  void MarkDone(std::exception_ptr error);
+  void CompleteFuture(std::exception_ptr error);
+  // Whether MarkDone has run (without releasing anything).
   bool Done() { return c10d::Work::isCompleted(); }
 
  private:
@@ -113,8 +114,9 @@ class OperationQueue {
   void Loop();
   // Starts a worker if none is idle (and fewer than kMaxWorkers run). Needs mu_.
   void EnsureIdleWorkerLocked();
-  // Runs `batch` with `executing_` set, clears it and wakes the others, then completes
-  // the batch's works (future callbacks run here, with the communicator free).
+  // Runs `batch` with `executing_` set and completes its works, clears `executing_` and
+  // wakes the others, then completes the works' futures (callbacks run here, with the
+  // communicator free).
   void ExecuteExclusively(std::vector<Operation>& batch);
   std::exception_ptr Execute(std::vector<Operation>& batch);
   void ReleaseLocked();
