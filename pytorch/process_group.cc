@@ -68,6 +68,19 @@ struct ReductionSteps {
   Finish finish;
 };
 
+// One tessera reduction call (`call` gets the operator to pass): for PREMUL_SUM the
+// operator is created with the factor right before the call and destroyed when the
+// data has moved.
+ReductionSteps DirectSteps(const Reduction& red, std::function<tesseraResult_t(tesseraComm_t, tesseraRedOp_t)> call) {
+  if (!red.scale.defined()) return {[=](tesseraComm_t c) { Ok(call(c, red.op)); }, nullptr};
+  auto op = std::make_shared<tesseraRedOp_t>(red.op);
+  Issue issue = [=](tesseraComm_t c) {
+    Ok(tesseraRedOpCreatePreMulSum(op.get(), Data(red.scale), red.type, tesseraScalarHostImmediate, c));
+    Ok(call(c, *op));
+  };
+  return {issue, [=](tesseraComm_t c) { Ok(tesseraRedOpDestroy(*op, c)); }};
+}
+
 // An allreduce of `buffer` in place. Bitwise operators gather every rank's buffer and
 // fold them in rank order, the same on every rank.
 ReductionSteps AllReduceSteps(const at::Tensor& buffer, const Reduction& red, int size) {
@@ -83,16 +96,9 @@ ReductionSteps AllReduceSteps(const at::Tensor& buffer, const Reduction& red, in
     return {issue, finish};
   }
   at::Tensor wire = WireView(buffer, red);
-  auto op = std::make_shared<tesseraRedOp_t>(red.op);
-  Issue issue = [=](tesseraComm_t c) {
-    if (red.scale.defined()) {
-      Ok(tesseraRedOpCreatePreMulSum(op.get(), Data(red.scale), red.type, tesseraScalarHostImmediate, c));
-    }
-    Ok(tesseraAllReduce(CData(wire), Data(wire), wire.numel(), red.type, *op, c, nullptr));
-  };
-  Finish finish;
-  if (red.scale.defined()) finish = [=](tesseraComm_t c) { Ok(tesseraRedOpDestroy(*op, c)); };
-  return {issue, finish};
+  return DirectSteps(red, [=](tesseraComm_t c, tesseraRedOp_t op) {
+    return tesseraAllReduce(CData(wire), Data(wire), wire.numel(), red.type, op, c, nullptr);
+  });
 }
 
 Finish Then(Finish first, std::function<void()> second) {
@@ -103,7 +109,7 @@ Finish Then(Finish first, std::function<void()> second) {
 }
 
 // Runs `body` inside a tessera group, closing it if body throws.
-void InGroup(tesseraComm_t, const std::function<void()>& body) {
+void InGroup(const std::function<void()>& body) {
   Ok(tesseraGroupStart());
   try {
     body();
@@ -122,7 +128,7 @@ struct Exchange {
 };
 void RunExchange(tesseraComm_t c, int rank, const Exchange& x, const uint8_t* send, uint8_t* recv) {
   const int size = static_cast<int>(x.send_bytes.size());
-  InGroup(c, [&] {
+  InGroup([&] {
     for (int p = 0; p < size; ++p) {
       if (p == rank) {
         if (x.send_bytes[p] > 0) std::memcpy(recv + x.recv_offset[p], send + x.send_offset[p], x.send_bytes[p]);
@@ -157,6 +163,13 @@ std::vector<size_t> SplitBytes(const at::Tensor& t, const std::vector<int64_t>& 
   TORCH_CHECK(total == rows, "tessera alltoall_base: the ", which, " split sizes add up to ", total, ", not the ",
               rows, " rows");
   return bytes;
+}
+
+// `root` as a rank of a group of `size`, checked; `operation` names the call.
+int RootRank(int64_t root, int size, const char* operation) {
+  TORCH_CHECK(root >= 0 && root < size, "tessera ", operation, ": root ", root, " is not a rank of this group of ",
+              size);
+  return static_cast<int>(root);
 }
 
 std::vector<size_t> Offsets(const std::vector<size_t>& bytes) {
@@ -253,11 +266,9 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::allreduce_coalesced(
 c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::reduce(std::vector<at::Tensor>& tensors,
                                                            const c10d::ReduceOptions& opts) {
   at::Tensor t = SingleTensor(tensors, "reduce");
-  TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, "tessera reduce: root ", opts.rootRank,
-              " is not a rank of this group of ", size_);
   Reduction red = ReductionFor(t.scalar_type(), opts.reduceOp, "reduce");
   Buffer buffer = ContiguousBuffer(t);
-  const int root = static_cast<int>(opts.rootRank);
+  const int root = RootRank(opts.rootRank, size_, "reduce");
   const bool at_root = root == rank_;
   if (red.kind == Reduction::Kind::kBitwise) {  // the allreduce, kept on the root only
     at::Tensor result = buffer.tensor.clone();
@@ -267,23 +278,17 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::reduce(std::vector<at::Tenso
                         }));
   }
   at::Tensor wire = WireView(buffer.tensor, red);
-  auto op = std::make_shared<tesseraRedOp_t>(red.op);
-  Issue issue = [=](tesseraComm_t c) {
-    if (red.scale.defined()) {
-      Ok(tesseraRedOpCreatePreMulSum(op.get(), Data(red.scale), red.type, tesseraScalarHostImmediate, c));
-    }
-    Ok(tesseraReduce(CData(wire), Data(wire), wire.numel(), red.type, *op, root, c, nullptr));
-  };
-  Finish finish = [=](tesseraComm_t c) {
-    if (red.scale.defined()) Ok(tesseraRedOpDestroy(*op, c));
-    if (at_root) CopyBack(t, buffer);
-  };
-  return Post(c10d::OpType::REDUCE, "reduce", {t}, issue, finish);
+  ReductionSteps steps = DirectSteps(red, [=](tesseraComm_t c, tesseraRedOp_t op) {
+    return tesseraReduce(CData(wire), Data(wire), wire.numel(), red.type, op, root, c, nullptr);
+  });
+  return Post(c10d::OpType::REDUCE, "reduce", {t}, steps.issue, Then(steps.finish, [=] {
+                if (at_root) CopyBack(t, buffer);
+              }));
 }
 
 // Reduces `input` (size blocks of output's elements, contiguous) and leaves this rank's
 // block in `output`.
-static std::pair<Issue, Finish> ReduceScatterSteps(const at::Tensor& input, const at::Tensor& output,
+static ReductionSteps ReduceScatterSteps(const at::Tensor& input, const at::Tensor& output,
                                                    const Reduction& red, int rank, int size) {
   Buffer out = ContiguousBuffer(output);
   if (red.kind == Reduction::Kind::kBitwise) {  // the allreduce, this rank's block kept
@@ -297,18 +302,10 @@ static std::pair<Issue, Finish> ReduceScatterSteps(const at::Tensor& input, cons
   }
   at::Tensor in_wire = WireView(input, red);
   at::Tensor out_wire = WireView(out.tensor, red);
-  auto op = std::make_shared<tesseraRedOp_t>(red.op);
-  Issue issue = [=](tesseraComm_t c) {
-    if (red.scale.defined()) {
-      Ok(tesseraRedOpCreatePreMulSum(op.get(), Data(red.scale), red.type, tesseraScalarHostImmediate, c));
-    }
-    Ok(tesseraReduceScatter(CData(in_wire), Data(out_wire), out_wire.numel(), red.type, *op, c, nullptr));
-  };
-  Finish finish = [=](tesseraComm_t c) {
-    if (red.scale.defined()) Ok(tesseraRedOpDestroy(*op, c));
-    CopyBack(output, out);
-  };
-  return {issue, finish};
+  ReductionSteps steps = DirectSteps(red, [=](tesseraComm_t c, tesseraRedOp_t op) {
+    return tesseraReduceScatter(CData(in_wire), Data(out_wire), out_wire.numel(), red.type, op, c, nullptr);
+  });
+  return {steps.issue, Then(steps.finish, [=] { CopyBack(output, out); })};
 }
 
 c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::reduce_scatter(std::vector<at::Tensor>& outputs,
@@ -323,7 +320,7 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::reduce_scatter(std::vector<a
   at::Tensor flat = ByteBuffer(TotalBytes(inputs[0]));
   PackBytes(inputs[0], flat.data_ptr<uint8_t>());
   auto steps = ReduceScatterSteps(flat.view(out.scalar_type()), out, red, rank_, size_);
-  return Post(c10d::OpType::REDUCE_SCATTER, "reduce_scatter", {out}, steps.first, steps.second);
+  return Post(c10d::OpType::REDUCE_SCATTER, "reduce_scatter", {out}, steps.issue, steps.finish);
 }
 
 c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
@@ -336,7 +333,7 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::_reduce_scatter_base(at::Ten
   Reduction red = ReductionFor(output.scalar_type(), opts.reduceOp, "_reduce_scatter_base");
   at::Tensor in = input.contiguous();
   auto steps = ReduceScatterSteps(in, output, red, rank_, size_);
-  return Post(c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {output}, steps.first, steps.second);
+  return Post(c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {output}, steps.issue, steps.finish);
 }
 
 // --- Data movement (bytes) ----------------------------------------------------------
@@ -344,11 +341,9 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::_reduce_scatter_base(at::Ten
 c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::broadcast(std::vector<at::Tensor>& tensors,
                                                               const c10d::BroadcastOptions& opts) {
   at::Tensor t = SingleTensor(tensors, "broadcast");
-  TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, "tessera broadcast: root ", opts.rootRank,
-              " is not a rank of this group of ", size_);
   TORCH_CHECK(opts.rootTensor == 0, "tessera broadcast: rootTensor must be 0 (one tensor per process)");
   Buffer buffer = ContiguousBuffer(t);
-  const int root = static_cast<int>(opts.rootRank);
+  const int root = RootRank(opts.rootRank, size_, "broadcast");
   at::Tensor b = buffer.tensor;
   Issue issue = [=](tesseraComm_t c) {
     Ok(tesseraBroadcast(CData(b), Data(b), b.nbytes(), tesseraUint8, root, c, nullptr));
@@ -421,9 +416,7 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::gather(std::vector<std::vect
                                                            std::vector<at::Tensor>& inputs,
                                                            const c10d::GatherOptions& opts) {
   at::Tensor in = SingleTensor(inputs, "gather");
-  TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, "tessera gather: root ", opts.rootRank,
-              " is not a rank of this group of ", size_);
-  const int root = static_cast<int>(opts.rootRank);
+  const int root = RootRank(opts.rootRank, size_, "gather");
   std::vector<at::Tensor> outs;
   if (rank_ == root) {
     TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == size_,
@@ -448,9 +441,7 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::scatter(std::vector<at::Tens
                                                             std::vector<std::vector<at::Tensor>>& inputs,
                                                             const c10d::ScatterOptions& opts) {
   at::Tensor out = SingleTensor(outputs, "scatter");
-  TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, "tessera scatter: root ", opts.rootRank,
-              " is not a rank of this group of ", size_);
-  const int root = static_cast<int>(opts.rootRank);
+  const int root = RootRank(opts.rootRank, size_, "scatter");
   at::Tensor flat = ByteBuffer(0);
   if (rank_ == root) {
     TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == size_,
