@@ -21,7 +21,7 @@
 #include "collectives/grid.h"
 #include "collectives/host_memory_pool.h"
 #include "comm/operation.h"
-#include "transport/cuda_ipc/device_engine.h"
+#include "device/device_engine.h"
 #include "transport/link_table.h"
 #include "transport/shm/shm_transport.h"
 

@@ -34,7 +34,7 @@
 #include "base/status.h"
 #include "base/types.h"
 #include "comm/operation.h"
-#include "transport/cuda_ipc/device_engine.h"
+#include "device/device_engine.h"
 
 namespace tessera {
 

@@ -1,4 +1,4 @@
-// CudaDeviceEngine: the DeviceEngine (transport/cuda_ipc/device_engine.h) of the CUDA
+// CudaDeviceEngine: the DeviceEngine (device/device_engine.h) of the CUDA
 // build, for device-resident collectives over the cuda_ipc transport.
 //  - Export: cudaMalloc'd slots, described by the 96-byte CUDA IPC record of
 //    cuda/ipc_handles.h; Map: cudaIpcOpenMemHandle of a peer's record.
@@ -14,7 +14,7 @@
 
 #include <memory>
 
-#include "transport/cuda_ipc/device_engine.h"
+#include "device/device_engine.h"
 
 namespace tessera {
 namespace cuda {

@@ -1,4 +1,4 @@
-// HostDeviceEngine: a DeviceEngine (transport/cuda_ipc/device_engine.h) whose "device"
+// HostDeviceEngine: a DeviceEngine (device/device_engine.h) whose "device"
 // is this host, so that the cuda_ipc link protocol and the device-resident collectives
 // run in CI across real processes on a machine without a GPU.
 //
@@ -25,7 +25,7 @@
 #include <memory>
 #include <string>
 
-#include "transport/cuda_ipc/device_engine.h"
+#include "device/device_engine.h"
 
 namespace tessera {
 

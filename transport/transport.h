@@ -40,20 +40,22 @@ struct Reducer {
   RedOp op = RedOp::kSum;
 };
 
-// A wake-up word in shared memory, one per rank: peers ring it when they publish data
-// for that rank or free space it is waiting for. Sleeping is a futex wait on `bell`.
-struct Doorbell {
-  std::atomic<uint32_t> bell{0};
-  std::atomic<uint32_t> sleepers{0};
-  void Ring();  // after publishing: if anyone sleeps, bell++ and futex-wake
-};
-
-// What a rank with stalled links sleeps on: sockets and/or its own doorbell.
+// What a rank with stalled links sleeps on: sockets and/or one wake-up word in shared
+// memory that peers bump and futex-wake when they publish data for this rank (the
+// shared-memory transport's doorbell, transport/shm/doorbell.h). `sleepers` counts the
+// ranks asleep on `bell`, so a peer wakes them only when someone sleeps.
 class WaitSet {
  public:
   void AddFd(int fd, short events) { fds_.push_back(pollfd{fd, events, 0}); }
-  void AddDoorbell(Doorbell* d) { doorbell_ = d; }
-  void Clear() { fds_.clear(); doorbell_ = nullptr; }
+  void AddWakeWord(std::atomic<uint32_t>* bell, std::atomic<uint32_t>* sleepers) {
+    bell_ = bell;
+    sleepers_ = sleepers;
+  }
+  void Clear() {
+    fds_.clear();
+    bell_ = nullptr;
+    sleepers_ = nullptr;
+  }
 
   // The protocol: token = Announce(); re-check for progress; if none, Sleep(token, us);
   // always Retire() afterwards. Announcing before the re-check makes a ring that
@@ -64,7 +66,8 @@ class WaitSet {
 
  private:
   std::vector<pollfd> fds_;
-  Doorbell* doorbell_ = nullptr;
+  std::atomic<uint32_t>* bell_ = nullptr;
+  std::atomic<uint32_t>* sleepers_ = nullptr;
 };
 
 class Link;

@@ -1,4 +1,4 @@
-// Sleeping without missing a wake-up: futex on the rank's doorbell, poll on sockets.
+// Sleeping without missing a wake-up: futex on a wake-up word, poll on sockets.
 #include <linux/futex.h>
 #include <poll.h>
 #include <sys/syscall.h>
@@ -24,49 +24,35 @@ timespec ToTimespec(int64_t us) {
   return ts;
 }
 
-// With both sockets and a doorbell to watch, poll in short slices so a ring is noticed.
+// With both sockets and a wake-up word to watch, poll in short slices so a ring is noticed.
 constexpr int64_t kMixedSliceUs = 200;
 
 }  // namespace
 
-// The publisher has stored its data (head or tail) before calling Ring. The fence
-// orders that store before the load of `sleepers`; the sleeper increments `sleepers`
-// (a full barrier) before re-checking for data. So either the sleeper's re-check sees
-// the data, or this load sees the sleeper and the bell changes under its futex wait.
-// A rank that nobody waits for costs a fence and a read of a line that rarely changes,
-// instead of a locked increment of a line the two processes would keep stealing.
-void Doorbell::Ring() {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (sleepers.load(std::memory_order_relaxed) != 0) {
-    bell.fetch_add(1, std::memory_order_seq_cst);
-    Futex(&bell, FUTEX_WAKE, INT32_MAX, nullptr);
-  }
-}
-
 uint32_t WaitSet::Announce() {
-  if (doorbell_ == nullptr) return 0;
-  doorbell_->sleepers.fetch_add(1, std::memory_order_seq_cst);
-  return doorbell_->bell.load(std::memory_order_seq_cst);
+  if (bell_ == nullptr) return 0;
+  sleepers_->fetch_add(1, std::memory_order_seq_cst);
+  return bell_->load(std::memory_order_seq_cst);
 }
 
 void WaitSet::Retire() {
-  if (doorbell_ != nullptr) doorbell_->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+  if (bell_ != nullptr) sleepers_->fetch_sub(1, std::memory_order_seq_cst);
 }
 
 void WaitSet::Sleep(uint32_t token, int64_t max_us) {
   if (max_us <= 0) return;
-  if (fds_.empty() && doorbell_ == nullptr) {
+  if (fds_.empty() && bell_ == nullptr) {
     timespec ts = ToTimespec(max_us);
     nanosleep(&ts, nullptr);
     return;
   }
   if (fds_.empty()) {
     timespec ts = ToTimespec(max_us);
-    Futex(&doorbell_->bell, FUTEX_WAIT, token, &ts);  // returns at once if the bell rang
+    Futex(bell_, FUTEX_WAIT, token, &ts);  // returns at once if the bell rang
     return;
   }
-  if (doorbell_ != nullptr) {
-    if (doorbell_->bell.load(std::memory_order_seq_cst) != token) return;
+  if (bell_ != nullptr) {
+    if (bell_->load(std::memory_order_seq_cst) != token) return;
     max_us = std::min(max_us, kMixedSliceUs);
   }
   timespec ts = ToTimespec(max_us);

@@ -7,7 +7,7 @@
 #include <deque>
 #include <memory>
 
-#include "transport/cuda_ipc/device_engine.h"
+#include "device/device_engine.h"
 #include "transport/transport.h"
 
 namespace tessera {

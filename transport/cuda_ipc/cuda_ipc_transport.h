@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "transport/cuda_ipc/device_engine.h"
+#include "device/device_engine.h"
 #include "transport/shm/shm_transport.h"
 #include "transport/transport.h"
 

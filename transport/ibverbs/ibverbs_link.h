@@ -42,7 +42,7 @@
 #include "transport/ibverbs/verbs_device.h"
 #include "transport/ibverbs/verbs_registrar.h"
 #include "transport/ibverbs/wire_format.h"
-#include "transport/cuda_ipc/device_engine.h"
+#include "device/device_engine.h"
 #include "transport/transport.h"
 
 namespace tessera {

@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "transport/cuda_ipc/device_engine.h"
+#include "device/device_engine.h"
 #include "transport/transport.h"
 
 namespace tessera {

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <thread>
 
+#include "transport/shm/doorbell.h"
+
 namespace tessera {
 namespace {
 
@@ -172,7 +174,7 @@ class ShmLink : public Link {
     return Status::Ok();
   }
 
-  void AddWaits(WaitSet* set, bool, bool) override { set->AddDoorbell(mine_); }
+  void AddWaits(WaitSet* set, bool, bool) override { mine_->AddTo(set); }
 
   Status CheckPeer() override {
     if (peer_header_->failed.load(std::memory_order_acquire) != 0) {

@@ -1,6 +1,6 @@
 // DeviceStream::Drain, the one piece of DeviceEngine (device_engine.h) shared by both
 // engines: a bounded wait built from Record and Done.
-#include "transport/cuda_ipc/device_engine.h"
+#include "device/device_engine.h"
 
 #include <unistd.h>
 

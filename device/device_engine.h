@@ -14,8 +14,8 @@
 //
 // Thread-safety: an engine and its streams are used by one thread at a time (the
 // communicator's proxy thread, or the caller's thread for a blocking call).
-#ifndef TESSERA_TRANSPORT_CUDA_IPC_DEVICE_ENGINE_H_
-#define TESSERA_TRANSPORT_CUDA_IPC_DEVICE_ENGINE_H_
+#ifndef TESSERA_DEVICE_DEVICE_ENGINE_H_
+#define TESSERA_DEVICE_DEVICE_ENGINE_H_
 
 #include <atomic>
 #include <cstddef>
@@ -99,4 +99,4 @@ class DeviceEngine {
 
 }  // namespace tessera
 
-#endif  // TESSERA_TRANSPORT_CUDA_IPC_DEVICE_ENGINE_H_
+#endif  // TESSERA_DEVICE_DEVICE_ENGINE_H_
