@@ -32,8 +32,6 @@ Status Validate(const Settings& s) {
   if (s.debug != "NONE" && s.debug != "WARN" && s.debug != "INFO") {
     return InvalidArgument("TESSERA_DEBUG must be NONE, WARN or INFO, not '" + s.debug + "'");
   }
-  std::vector<std::string> transports;
-  TESSERA_RETURN_IF_ERROR(Settings::TransportList(s.transport, &transports));
   if (s.ucx_chunk_bytes < 4096 || s.ucx_chunk_bytes % 64 != 0 || s.ucx_chunk_bytes > (1 << 28)) {
     return InvalidArgument("TESSERA_UCX_CHUNK_BYTES must be a multiple of 64 in [4096, 256 MiB]");
   }
@@ -79,34 +77,6 @@ Status Settings::FromEnvironment(Settings* out, const Lookup& lookup) {
 #undef TESSERA_SETTING_PARSE
   TESSERA_RETURN_IF_ERROR(Validate(s));
   *out = s;
-  return Status::Ok();
-}
-
-Status Settings::TransportList(const std::string& text, std::vector<std::string>* out) {
-  // cuda_ipc last: it carries only device-resident calls, in a link table of its own,
-  // and auto allows it without listing it (auto is the host transports' order).
-  static const char* const kKnown[] = {"shm", "ibverbs", "ucx", "tcp", "cuda_ipc"};
-  out->clear();
-  if (text == "auto") {
-    out->assign(std::begin(kKnown), std::end(kKnown) - 1);
-    return Status::Ok();
-  }
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    const std::string name = text.substr(start, comma - start);
-    const bool known = std::find(std::begin(kKnown), std::end(kKnown), name) != std::end(kKnown);
-    if (!known || std::find(out->begin(), out->end(), name) != out->end()) {
-      return InvalidArgument("TESSERA_TRANSPORT must be auto or a list of distinct names among shm, ibverbs, ucx, "
-                             "tcp, cuda_ipc (e.g. ucx or shm,tcp), not '" + text + "'");
-    }
-    out->push_back(name);
-    start = comma + 1;
-  }
-  if (out->size() == 1 && (*out)[0] == "cuda_ipc") {
-    return InvalidArgument("TESSERA_TRANSPORT=cuda_ipc: cuda_ipc carries only device buffers; name a host transport "
-                           "beside it (e.g. cuda_ipc,shm,tcp)");
-  }
   return Status::Ok();
 }
 

@@ -108,11 +108,6 @@ struct Settings {
   // out-of-range value is an InvalidArgument naming the variable.
   using Lookup = std::function<const char*(const char* name)>;
   static Status FromEnvironment(Settings* out, const Lookup& lookup = nullptr);
-
-  // TESSERA_TRANSPORT as a list of transport names in priority order ("auto" expanded
-  // to shm,ibverbs,ucx,tcp; cuda_ipc, for device-resident calls, only when named).
-  // InvalidArgument for an unknown or repeated name, or cuda_ipc alone.
-  static Status TransportList(const std::string& text, std::vector<std::string>* out);
 };
 
 // One row of the table, for documentation and tests.

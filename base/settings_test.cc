@@ -39,26 +39,13 @@ TEST(Settings, ReadsEveryKind) {
   EXPECT_EQ(s.shm_slot_bytes, 4096);
 }
 
-TEST(Settings, TransportListsKeepTheirOrder) {
-  std::vector<std::string> order;
-  ASSERT_TRUE(Settings::TransportList("auto", &order).ok());
-  EXPECT_EQ(order, (std::vector<std::string>{"shm", "ibverbs", "ucx", "tcp"}));
-  ASSERT_TRUE(Settings::TransportList("ucx", &order).ok());
-  EXPECT_EQ(order, (std::vector<std::string>{"ucx"}));
-  ASSERT_TRUE(Settings::TransportList("tcp,shm", &order).ok());
-  EXPECT_EQ(order, (std::vector<std::string>{"tcp", "shm"}));
-  EXPECT_EQ(Settings::TransportList("", &order).code(), Code::kInvalidArgument);
-  EXPECT_EQ(Settings::TransportList("shm,,tcp", &order).code(), Code::kInvalidArgument);
-}
-
 TEST(Settings, MalformedValuesNameTheVariable) {
   const std::map<std::string, std::string> bad[] = {
       {{"TESSERA_TIMEOUT_MS", "soon"}},  {{"TESSERA_TIMEOUT_MS", "0"}},
-      {{"TESSERA_TRANSPORT", "pigeon"}}, {{"TESSERA_SHM_SLOT_BYTES", "100"}},
+      {{"TESSERA_SHM_SLOT_BYTES", "100"}},
       {{"TESSERA_SHM_SLOTS", "1"}},      {{"TESSERA_TCP_STREAMS", "0"}},
       {{"TESSERA_DEBUG", "LOUD"}},       {{"TESSERA_TCP_CHUNK_BYTES", "12x"}},
-      {{"TESSERA_TRANSPORT", "ucx,ucx"}}, {{"TESSERA_TRANSPORT", "shm,"}},
-      {{"TESSERA_TRANSPORT", ",tcp"}},   {{"TESSERA_UCX_CHUNK_BYTES", "100"}},
+      {{"TESSERA_UCX_CHUNK_BYTES", "100"}},
       {{"TESSERA_IB_GID_INDEX", "-2"}},  {{"TESSERA_TCP_CONGESTION", "Cubic"}},
       {{"TESSERA_TCP_CONGESTION", "a_name_far_too_long"}},
   };

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/random.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <map>
@@ -50,15 +51,26 @@ std::string MissingRanks(const std::vector<Socket>& joined) {
   return out;
 }
 
+// The agreed settings as lines, at most the bytes the struct holds.
+std::vector<std::string> AgreedLines(const RankInfo& info) {
+  const std::string text(info.agreed, std::min<size_t>(info.agreed_len, sizeof(info.agreed)));
+  std::vector<std::string> lines;
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
 // Names the first agreed setting in which b differs from a, or "".
-std::string SettingMismatch(const AgreedSettings& a, const AgreedSettings& b) {
-  if (a.shm_slot_bytes != b.shm_slot_bytes) return "TESSERA_SHM_SLOT_BYTES";
-  if (a.shm_slots != b.shm_slots) return "TESSERA_SHM_SLOTS";
-  if (a.tcp_streams != b.tcp_streams) return "TESSERA_TCP_STREAMS";
-  if (a.tcp_chunk_bytes != b.tcp_chunk_bytes) return "TESSERA_TCP_CHUNK_BYTES";
-  if (a.transports != b.transports) return "TESSERA_TRANSPORT";
-  if (a.ucx_chunk_bytes != b.ucx_chunk_bytes) return "TESSERA_UCX_CHUNK_BYTES";
-  if (a.half_wire != b.half_wire) return "TESSERA_HALF_WIRE";
+std::string SettingMismatch(const RankInfo& a, const RankInfo& b) {
+  const std::vector<std::string> x = AgreedLines(a), y = AgreedLines(b);
+  for (size_t i = 0; i < std::max(x.size(), y.size()); ++i) {
+    if (i < x.size() && i < y.size() && x[i] == y[i]) continue;
+    const std::string& line = i < x.size() ? x[i] : y[i];
+    return line.substr(0, line.find('='));
+  }
   return "";
 }
 
@@ -129,7 +141,7 @@ class RendezvousService {
     if (nranks_ == 0) {
       nranks_ = hello.nranks;
       first_rank_ = rank;
-      first_agreed_ = hello.info.agreed;
+      first_info_ = hello.info;
       joined_.resize(nranks_);
       infos_.resize(nranks_);
     }
@@ -141,7 +153,7 @@ class RendezvousService {
       failure_ = InvalidUsage("rank " + std::to_string(rank) + " out of range for nranks " + std::to_string(nranks_));
     } else if (joined_[rank].valid()) {
       failure_ = InvalidUsage("two processes joined as rank " + std::to_string(rank));
-    } else if (std::string name = SettingMismatch(first_agreed_, hello.info.agreed); !name.empty()) {
+    } else if (std::string name = SettingMismatch(first_info_, hello.info); !name.empty()) {
       failure_ = InvalidUsage(name + " differs between rank " + std::to_string(first_rank_) + " and rank " +
                               std::to_string(rank) + "; it must be the same on every rank");
     }
@@ -182,7 +194,7 @@ class RendezvousService {
   const int64_t timeout_ms_;
   int nranks_ = 0;
   int first_rank_ = 0;
-  AgreedSettings first_agreed_;
+  RankInfo first_info_;
   int joined_count_ = 0;
   std::vector<Socket> joined_;
   std::vector<RankInfo> infos_;
@@ -197,6 +209,53 @@ void EncodeUniqueId(const UniqueIdData& id, char out[kUniqueIdBytes]) {
   std::memcpy(out + 8, &id.root.ip_be, sizeof(id.root.ip_be));
   std::memcpy(out + 12, &id.root.port_be, sizeof(id.root.port_be));
   std::memcpy(out + 16, &id.secret, sizeof(id.secret));
+}
+
+Status AddAgreed(const std::string& lines, RankInfo* info) {
+  if (info->agreed_len + lines.size() > sizeof(info->agreed)) {
+    return InvalidArgument("agreed settings exceed " + std::to_string(sizeof(info->agreed)) + " bytes");
+  }
+  std::memcpy(info->agreed + info->agreed_len, lines.data(), lines.size());
+  info->agreed_len += static_cast<uint32_t>(lines.size());
+  return Status::Ok();
+}
+
+Status AddCard(const std::string& name, const std::string& bytes, RankInfo* info) {
+  const size_t record = 1 + name.size() + 2 + bytes.size();
+  if (name.size() > 255 || bytes.size() > 65535 || info->cards_len + record > sizeof(info->cards)) {
+    return InvalidArgument("the " + name + " transport's card of " + std::to_string(bytes.size()) +
+                           " bytes does not fit the rendezvous' " + std::to_string(sizeof(info->cards)) +
+                           " bytes beside the others' " + std::to_string(info->cards_len));
+  }
+  char* p = info->cards + info->cards_len;
+  *p++ = static_cast<char>(name.size());
+  std::memcpy(p, name.data(), name.size());
+  p += name.size();
+  *p++ = static_cast<char>(bytes.size() & 0xff);
+  *p++ = static_cast<char>(bytes.size() >> 8);
+  std::memcpy(p, bytes.data(), bytes.size());
+  info->cards_len += static_cast<uint32_t>(record);
+  return Status::Ok();
+}
+
+Status FindCard(const RankInfo& info, const std::string& name, std::string* bytes) {
+  bytes->clear();
+  const size_t end = std::min<size_t>(info.cards_len, sizeof(info.cards));
+  const unsigned char* c = reinterpret_cast<const unsigned char*>(info.cards);
+  for (size_t at = 0; at < end;) {
+    const size_t name_len = c[at];
+    if (at + 1 + name_len + 2 > end) return InvalidArgument("malformed transport cards (a name overruns)");
+    const std::string card_name(info.cards + at + 1, name_len);
+    const size_t len_at = at + 1 + name_len;
+    const size_t len = c[len_at] | (static_cast<size_t>(c[len_at + 1]) << 8);
+    if (len_at + 2 + len > end) return InvalidArgument("malformed transport cards (the " + card_name + " card overruns)");
+    if (card_name == name) {
+      bytes->assign(info.cards + len_at + 2, len);
+      return Status::Ok();
+    }
+    at = len_at + 2 + len;
+  }
+  return Status::Ok();
 }
 
 Status DecodeUniqueId(const char in[kUniqueIdBytes], UniqueIdData* out) {

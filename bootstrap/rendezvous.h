@@ -33,29 +33,30 @@ void EncodeUniqueId(const UniqueIdData& id, char out[kUniqueIdBytes]);
 Status DecodeUniqueId(const char in[kUniqueIdBytes], UniqueIdData* out);
 uint64_t RandomSecret();
 
-// Settings that every rank of a communicator must agree on; checked at rendezvous.
-struct AgreedSettings {
-  int64_t shm_slot_bytes = 0;
-  int64_t shm_slots = 0;
-  int64_t tcp_streams = 0;
-  int64_t tcp_chunk_bytes = 0;
-  int64_t transports = 0;       // TESSERA_TRANSPORT, encoded (the priority order matters)
-  int64_t ucx_chunk_bytes = 0;
-  int64_t half_wire = 0;        // TESSERA_HALF_WIRE=half
+// What a rank tells all others: who it is, the settings every rank must agree on, and
+// one card per transport backend (the bytes peers need to reach this rank through it: an
+// address, a segment name). The bootstrap carries cards as opaque bytes under the
+// backend's name and knows no backend (transport/plugin.h).
+struct RankInfo {
+  int32_t pid = 0;
+  char host[128] = {0};  // host identity (topology/host_identity.h)
+  // "NAME=value" lines, one per setting that must be equal on every rank; the
+  // rendezvous names the first that differs.
+  uint32_t agreed_len = 0;
+  char agreed[512] = {0};
+  // Records {name length (1 byte), name, bytes length (2 bytes), bytes}, one per card.
+  uint32_t cards_len = 0;
+  char cards[2048] = {0};
 };
 
-// What a rank tells all others.
-struct RankInfo {
-  SocketAddress listen;       // where the rank accepts TCP connections from peers
-  int32_t pid = 0;
-  char host[128] = {0};       // host identity (topology/host_identity.h)
-  char shm_name[64] = {0};    // its shared-memory segment, "" when it has none
-  AgreedSettings agreed;
-  uint32_t ucx_address_len = 0;  // 0: the rank has no UCX
-  uint32_t ib_summary_len = 0;   // 0: the rank has no ibverbs
-  char ucx_address[1024] = {0};  // its UCX worker address
-  char ib_summary[32] = {0};     // its ibverbs summary (device kind, subnet)
-};
+// Appends `lines` ("NAME=value" lines, each ended by a newline) to info's agreed
+// settings. InvalidArgument when they do not fit.
+Status AddAgreed(const std::string& lines, RankInfo* info);
+// Appends a card. InvalidArgument when it does not fit (the message says how big it is).
+Status AddCard(const std::string& name, const std::string& bytes, RankInfo* info);
+// The card of backend `name`, "" when the rank published none. InvalidArgument when
+// the records are malformed (the table comes from the network).
+Status FindCard(const RankInfo& info, const std::string& name, std::string* bytes);
 
 // Starts the service on listen_ip:port (port 0: any) in a background thread that ends by
 // itself; `bound` receives the address ranks must contact.

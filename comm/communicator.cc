@@ -1,7 +1,5 @@
 #include "comm/communicator.h"
 
-#include "comm/transport_setup.h"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,8 +13,6 @@
 #include "collectives/ring_allreduce.h"
 #include "topology/host_identity.h"
 #include "topology/layout.h"
-#include "transport/cuda_ipc/cuda_ipc_transport.h"
-#include "transport/ibverbs/ibverbs_transport.h"
 
 namespace tessera {
 
@@ -52,35 +48,33 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
     TESSERA_RETURN_IF_ERROR(HostIdFromLayoutFile(settings.topo_file, rank, nranks, &host).Annotate("TESSERA_TOPO_FILE"));
   }
   std::strncpy(mine.host, host.c_str(), sizeof(mine.host) - 1);
-  mine.agreed.shm_slot_bytes = settings.shm_slot_bytes;
-  mine.agreed.shm_slots = settings.shm_slots;
-  mine.agreed.tcp_streams = settings.tcp_streams;
-  mine.agreed.tcp_chunk_bytes = settings.tcp_chunk_bytes;
-  mine.agreed.half_wire = settings.half_wire == "half" ? 1 : 0;
   // Open what peers will reach this rank by before telling them where it is.
-  TransportSetup setup;
-  TESSERA_RETURN_IF_ERROR(setup.Prepare(settings, rank, nranks, &mine));
+  TESSERA_RETURN_IF_ERROR(transports_.Open(settings, rank, nranks, id.secret));
+  TESSERA_RETURN_IF_ERROR(AddAgreed(transports_.agreed() + "TESSERA_HALF_WIRE=" + settings.half_wire + "\n", &mine));
+  for (const auto& [name, bytes] : transports_.cards()) TESSERA_RETURN_IF_ERROR(AddCard(name, bytes, &mine));
 
   std::vector<RankInfo> all;
   TESSERA_RETURN_IF_ERROR(JoinRendezvous(id, rank, nranks, mine, settings.timeout_ms, &all));
-  int local_ranks = 1;
-  TESSERA_RETURN_IF_ERROR(setup.Finish(all, id.secret, deadline, &links_, &local_ranks));
-  local_ = setup.local_ranks();
-  allows_cuda_ipc_ = setup.allows_cuda_ipc();
-  ibverbs_ = setup.ibverbs();
+  std::vector<std::string> hosts;
+  std::vector<int> pids;
+  for (const RankInfo& info : all) {
+    hosts.emplace_back(info.host, strnlen(info.host, sizeof(info.host)));
+    pids.push_back(info.pid);
+  }
+  const std::vector<LocalRank> local = LocalRanks(hosts, pids, rank);
+  auto card_of = [&all](int r, const std::string& name, std::string* bytes) { return FindCard(all[r], name, bytes); };
+  TESSERA_RETURN_IF_ERROR(transports_.Finish(card_of, local, deadline, &links_));
+  const int local_ranks = static_cast<int>(local.size());
   TESSERA_RETURN_IF_ERROR(InitShape(all));
   if (!settings.trace_dir.empty()) tracer_ = std::make_unique<Tracer>();
 
   const int64_t cores = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
-  // Waking from UCX's event fd costs far more than from the shm doorbell or a socket,
-  // and a UCX chunk's rendezvous takes longer than 50 us: spin longer over UCX
-  // (docs/performance.md#ucx measured 1.7-4x from never sleeping).
-  const int64_t spin_when_fits = setup.uses_ucx() ? 1000 : 50;
+  // A backend may ask for a longer spin (UCX: waking from its event fd is slow).
+  const int64_t spin_when_fits = std::max<int64_t>(50, transports_.spin_us_hint());
   spin_us_ = settings.spin_us >= 0 ? settings.spin_us : (local_ranks <= cores ? spin_when_fits : 0);
   Log(log_level_, LogLevel::kInfo,
       "rank " + std::to_string(rank) + " of " + std::to_string(nranks) + " ready: host " + mine.host + ", " +
-          std::to_string(local_ranks) + " rank(s) on this host, transports " + setup.description() +
-          ", listening on " + mine.listen.ToString() +
+          std::to_string(local_ranks) + " rank(s) on this host, transports " + transports_.description() +
           ", spin " + std::to_string(spin_us_) + " us");
   return Status::Ok();
 }
@@ -93,7 +87,6 @@ Status Communicator::InitShape(const std::vector<RankInfo>& all) {
   TESSERA_RETURN_IF_ERROR(Layout::FromHostIds(ids, &layout));
   shape_.p = nranks_;
   shape_.hosts = layout.num_hosts();
-  hosts_ = layout.num_hosts();
   Grid grid;
   if (GridFromHosts(layout.host_of_rank(), &grid).ok()) {
     host_grid_ = std::make_unique<Grid>(grid);
@@ -618,13 +611,7 @@ class EngineMemory : public LocalMemory {
 
 }  // namespace
 
-bool Communicator::device_resident_possible() const {
-  if (nranks_ < 2) return false;
-  if (hosts_ == 1) return allows_cuda_ipc_ && static_cast<int>(local_.size()) == nranks_;
-  // Across hosts: GPUDirect RDMA between hosts, cuda_ipc inside those with several ranks.
-  // Both terms are the same on every rank (summaries all ranks saw, agreed settings).
-  return ibverbs_ != nullptr && ibverbs_->gpu_direct_everywhere() && (allows_cuda_ipc_ || hosts_ == nranks_);
-}
+bool Communicator::device_resident_possible() const { return transports_.DevicePossible(); }
 
 Status Communicator::EnableDeviceLinks(std::unique_ptr<DeviceEngine> engine) {
   if (device_links_) return InvalidUsage("device links are already enabled");
@@ -637,36 +624,15 @@ Status Communicator::EnableDeviceLinks(std::unique_ptr<DeviceEngine> engine) {
   const Deadline deadline = Deadline::AfterMs(settings_.timeout_ms);
   std::unique_ptr<DeviceStream> stream;
   TESSERA_RETURN_IF_ERROR(engine->CreateStream(&stream).Annotate("device stream"));
-  std::vector<std::unique_ptr<Transport>> transports;
   std::string described;
-  if (local_.size() > 1) {  // the ranks of this host: CUDA IPC
-    CudaIpcTransport::Options options;
-    options.slot_bytes = settings_.cuda_ipc_slot_bytes;
-    std::unique_ptr<CudaIpcTransport> cuda_ipc;
-    Status s = CudaIpcTransport::Create(options, engine.get(), rank_, local_, deadline, &cuda_ipc);
-    if (!s.ok()) return Break(s.Annotate(where));
-    transports.push_back(std::move(cuda_ipc));
-    described = "cuda_ipc (4 slots of " + std::to_string(settings_.cuda_ipc_slot_bytes) + " B per peer)";
-  }
-  if (hosts_ > 1) {  // the other hosts: GPUDirect RDMA
-    std::unique_ptr<IbverbsTransport> gpu_direct;
-    Status s = ibverbs_->CreateDeviceTransport(engine.get(), &gpu_direct);
-    if (!s.ok()) return Break(s.Annotate(where));
-    transports.push_back(std::move(gpu_direct));
-    described += std::string(described.empty() ? "" : " and ") + "ibverbs with GPUDirect RDMA (" +
-                 ibverbs_->Describe() + ")";
+  Status s = transports_.FinishDevice(engine.get(), deadline, &device_links_, &described);
+  if (!s.ok()) {
+    s = Break(s.Annotate(where));  // also over the device links made so far
+    device_links_.reset();         // before the engine they use
+    return s;
   }
   device_engine_ = std::move(engine);
   device_stream_ = std::move(stream);
-  device_links_ = std::make_unique<LinkTable>(nranks_, std::move(transports));
-  // Every link now, in increasing peer order: a link's set-up waits for its peer's, and
-  // pairs taken in one global order cannot wait in a cycle (lazily, a ring would).
-  for (int peer = 0; peer < nranks_; ++peer) {
-    Link* link = nullptr;
-    if (peer == rank_) continue;
-    Status s = device_links_->Get(peer, deadline, &link);
-    if (!s.ok()) return Break(s.Annotate(where));
-  }
   Log(log_level_, LogLevel::kInfo,
       "rank " + std::to_string(rank_) + ": device-resident calls over " + described + ", " + device_engine_->name() +
           " engine");

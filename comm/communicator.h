@@ -23,11 +23,9 @@
 #include "comm/operation.h"
 #include "device/device_engine.h"
 #include "transport/link_table.h"
-#include "transport/shm/shm_transport.h"
+#include "transport/registry.h"
 
 namespace tessera {
-
-class IbverbsTransport;
 
 class Communicator {
  public:
@@ -138,18 +136,16 @@ class Communicator {
   int rank_ = 0;
   int nranks_ = 1;
   int64_t spin_us_ = 0;
-  std::unique_ptr<LinkTable> links_;
   std::atomic<bool> abort_{false};
   mutable std::mutex error_mu_;
   Status error_;
   std::map<int, PreMulSumOp> custom_ops_;  // by operator id (>= kNumRedOps)
   int next_op_ = kNumRedOps;
-  // Device-resident calls: this host's ranks, and once enabled the engine, its stream
-  // for local work, and the cuda_ipc links (declared after the engine: closed first).
-  std::vector<ShmTransport::LocalRank> local_;
-  bool allows_cuda_ipc_ = false;
-  int hosts_ = 1;
-  IbverbsTransport* ibverbs_ = nullptr;  // in links_, if ibverbs carries some pair
+  // The backends, from their opening to the device links (declared before the link
+  // tables: destroyed after them). Once device links are enabled: the engine, its
+  // stream for local work, and the device links (declared after the engine: closed first).
+  TransportSet transports_;
+  std::unique_ptr<LinkTable> links_;
   std::unique_ptr<DeviceEngine> device_engine_;
   std::unique_ptr<DeviceStream> device_stream_;
   std::unique_ptr<LinkTable> device_links_;

@@ -533,7 +533,7 @@ TEST(CudaIpcLink, SlotAccountingMismatchAndHostBuffers) {
       if (deadline.Expired()) return "the peer's pid never came";
       usleep(1000);
     }
-    std::vector<ShmTransport::LocalRank> local;
+    std::vector<ShmTransport::Member> local;
     for (int r = 0; r < 2; ++r) local.push_back({r, pids->pid[r].load(), prefix + std::to_string(r)});
     HostDeviceEngine engine(HostDeviceEngine::Options{3});
     CudaIpcTransport::Options options;

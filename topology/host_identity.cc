@@ -20,4 +20,12 @@ std::string HostIdentity(const std::string& override_id) {
   return id;
 }
 
+std::vector<LocalRank> LocalRanks(const std::vector<std::string>& hosts, const std::vector<int>& pids, int my_rank) {
+  std::vector<LocalRank> local;
+  for (size_t r = 0; r < hosts.size(); ++r) {
+    if (hosts[r] == hosts[my_rank]) local.push_back({static_cast<int>(r), pids[r]});
+  }
+  return local;
+}
+
 }  // namespace tessera

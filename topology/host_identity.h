@@ -6,11 +6,21 @@
 #define TESSERA_TOPOLOGY_HOST_IDENTITY_H_
 
 #include <string>
+#include <vector>
 
 namespace tessera {
 
 // `override_id` is the TESSERA_HOST_ID setting ("" = detect).
 std::string HostIdentity(const std::string& override_id);
+
+// A rank on the same host as this one (this one included).
+struct LocalRank {
+  int rank;
+  int pid;
+};
+// The ranks whose host identity equals my_rank's, in rank order. `hosts` and `pids`
+// are indexed by rank.
+std::vector<LocalRank> LocalRanks(const std::vector<std::string>& hosts, const std::vector<int>& pids, int my_rank);
 
 }  // namespace tessera
 

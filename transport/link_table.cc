@@ -1,11 +1,19 @@
 #include "transport/link_table.h"
 
+#include <algorithm>
 #include <string>
+
+#include "transport/exchange.h"
 
 namespace tessera {
 
 LinkTable::LinkTable(int nranks, std::vector<std::unique_ptr<Transport>> transports)
     : links_(nranks), control_links_(nranks), transports_(std::move(transports)) {}
+
+void LinkTable::Add(std::unique_ptr<Transport> transport, bool control) {
+  if (control) control_ = transport.get();
+  transports_.push_back(std::move(transport));
+}
 
 LinkTable::~LinkTable() {
   links_.clear();  // links point into transports' memory: release them first
@@ -58,23 +66,24 @@ Status LinkTable::Get(int peer, const Deadline& deadline, Link** out) {
   return Status::Ok();
 }
 
-Status LinkTable::Control(int peer, const Deadline& deadline, Link** out) {
-  if (peer < 0 || peer >= static_cast<int>(control_links_.size())) {
-    return InternalError("no rank " + std::to_string(peer));
+Status LinkTable::Swap(int peer, const std::string& mine, const Deadline& deadline, std::string* theirs) {
+  const std::string what = "connection set-up with rank " + std::to_string(peer);
+  if (peer < 0 || peer >= static_cast<int>(control_links_.size())) return InternalError("no rank " + std::to_string(peer));
+  if (control_ == nullptr) {
+    return InvalidUsage(what + " needs a control transport for its messages: add tcp to TESSERA_TRANSPORT");
   }
   if (!control_links_[peer]) {
-    Transport* tcp = nullptr;
-    for (const auto& t : transports_) {
-      if (std::string(t->name()) == "tcp") tcp = t.get();
-    }
-    if (tcp == nullptr) {
-      return InvalidUsage("connecting to rank " + std::to_string(peer) +
-                          " needs TCP for its set-up messages: add tcp to TESSERA_TRANSPORT");
-    }
-    TESSERA_RETURN_IF_ERROR(tcp->Connect(peer, deadline, &control_links_[peer]).Annotate("control link"));
+    TESSERA_RETURN_IF_ERROR(control_->Connect(peer, deadline, &control_links_[peer]).Annotate("control link"));
   }
-  *out = control_links_[peer].get();
-  return Status::Ok();
+  Link* link = control_links_[peer].get();
+  theirs->assign(mine.size(), '\0');
+  Transfer transfers[2] = {Transfer::Send(link, mine.data(), mine.size()),
+                           Transfer::Recv(link, &(*theirs)[0], theirs->size())};
+  ExchangeOptions options;
+  options.deadline = deadline;
+  options.timeout_ms = std::max<int64_t>(1, deadline.RemainingMs());
+  options.notices = this;
+  return Exchange(transfers, 2, options).Annotate(what);
 }
 
 }  // namespace tessera

@@ -68,15 +68,15 @@ Status Swap(Link* control, const SetupMessage& mine, const Deadline& deadline, S
 std::string CudaIpcTransport::ControlSegmentName(const std::string& segment) { return segment + "-dev"; }
 
 Status CudaIpcTransport::Create(const Options& options, DeviceEngine* engine, int my_rank,
-                                const std::vector<ShmTransport::LocalRank>& local, const Deadline& deadline,
+                                const std::vector<ShmTransport::Member>& local, const Deadline& deadline,
                                 std::unique_ptr<CudaIpcTransport>* out) {
   if (options.slot_bytes <= 0 || options.slots <= 0) return InvalidArgument("cuda_ipc: slot size and count must be positive");
   std::unique_ptr<CudaIpcTransport> t(new CudaIpcTransport());
   t->options_ = options;
   t->engine_ = engine;
   t->local_ = local;
-  std::vector<ShmTransport::LocalRank> control = local;
-  for (ShmTransport::LocalRank& r : control) {
+  std::vector<ShmTransport::Member> control = local;
+  for (ShmTransport::Member& r : control) {
     if (r.segment.empty()) return InternalError("cuda_ipc: rank " + std::to_string(r.rank) + " has no segment name");
     r.segment = ControlSegmentName(r.segment);
   }
@@ -104,7 +104,7 @@ void CudaIpcTransport::PublishFailure(const Status& failure) {
 Status CudaIpcTransport::Connect(int peer, const Deadline& deadline, std::unique_ptr<Link>* out) {
   const std::string what = "cuda_ipc connection set-up with rank " + std::to_string(peer);
   int peer_pid = 0;
-  for (const ShmTransport::LocalRank& r : local_) {
+  for (const ShmTransport::Member& r : local_) {
     if (r.rank == peer) peer_pid = r.pid;
   }
   CudaIpcLink::Parts parts;

@@ -30,6 +30,7 @@
 
 #include "device/device_engine.h"
 #include "transport/shm/shm_transport.h"
+#include "transport/plugin.h"
 #include "transport/transport.h"
 
 namespace tessera {
@@ -48,7 +49,7 @@ class CudaIpcTransport : public Transport {
   // call it, as ShmTransport::Create). `local` lists them in rank order with their
   // ordinary segment names. The engine must outlive the transport and its links.
   static Status Create(const Options& options, DeviceEngine* engine, int my_rank,
-                       const std::vector<ShmTransport::LocalRank>& local, const Deadline& deadline,
+                       const std::vector<ShmTransport::Member>& local, const Deadline& deadline,
                        std::unique_ptr<CudaIpcTransport>* out);
   ~CudaIpcTransport() override;
 
@@ -67,10 +68,16 @@ class CudaIpcTransport : public Transport {
 
   Options options_;
   DeviceEngine* engine_ = nullptr;
-  std::vector<ShmTransport::LocalRank> local_;
+  std::vector<ShmTransport::Member> local_;
   std::unique_ptr<ShmTransport> control_;
   int busy_fd_ = -1;  // always readable: "do not sleep, device work is in flight"
 };
+
+// The plugin (transport/plugin.h): the card is a segment name of its own that the
+// control segments are named after; no host transport; the device transport reaches the
+// other ranks of this host. No agreed settings.
+Status OpenCudaIpcTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* out);
+std::string CudaIpcAgreedSettings(const Settings& settings);
 
 }  // namespace tessera
 

@@ -57,10 +57,9 @@ Status IbverbsTransport::CheckOptions(const Options& o) {
 
 bool IbverbsTransport::IsNoRdmaDevice(const Status& status) { return ibverbs::IsNoRdmaDevice(status); }
 
-Status IbverbsTransport::Create(const Options& options, int my_rank, int nranks, ExchangeFn exchange,
+Status IbverbsTransport::Create(const Options& options, int my_rank, int nranks,
                                 std::unique_ptr<IbverbsTransport>* out) {
   TESSERA_RETURN_IF_ERROR(CheckOptions(options));
-  if (!exchange) return InvalidArgument("ibverbs transport needs a way to exchange connection data");
   ibverbs::SelectionRequest request;
   TESSERA_RETURN_IF_ERROR(ibverbs::ParseDeviceFilter(options.device_filter, &request.filter));
   request.numa_node = options.numa_node >= 0 ? options.numa_node : ibverbs::CurrentNumaNode();
@@ -81,7 +80,6 @@ Status IbverbsTransport::Create(const Options& options, int my_rank, int nranks,
   t->options_ = options;
   t->my_rank_ = my_rank;
   t->nranks_ = nranks;
-  t->exchange_ = std::move(exchange);
   ibverbs::RankSummary summary;
   summary.link_layer = shared->device->link_layer();
   if (summary.link_layer == ibverbs::LinkLayer::kInfiniBand && shared->device->gid_index() >= 0) {
@@ -102,7 +100,9 @@ IbverbsTransport::~IbverbsTransport() {
   for (auto& r : registrations_) shared_->cache->Unpin(r->region);
 }
 
-Status IbverbsTransport::SetPeerSummaries(const std::vector<std::string>& summaries) {
+Status IbverbsTransport::SetPeerSummaries(const std::vector<std::string>& summaries, PeerExchange* exchange) {
+  if (exchange == nullptr) return InvalidArgument("ibverbs transport needs a way to exchange connection data");
+  exchange_ = exchange;
   if (summaries.size() != static_cast<size_t>(nranks_)) {
     return InvalidArgument("ibverbs summaries for " + std::to_string(summaries.size()) + " ranks, expected " +
                            std::to_string(nranks_));
@@ -151,7 +151,7 @@ Status IbverbsTransport::Connect(int peer, const Deadline& deadline, std::unique
   const std::string failed_info =
       kFailedMarker + std::string(ibverbs::kConnectionInfoBytes - kFailedMarker.size(), '\0');
   std::string theirs;
-  TESSERA_RETURN_IF_ERROR(exchange_(peer,
+  TESSERA_RETURN_IF_ERROR(exchange_->Swap(peer,
                                     created.ok() ? ibverbs::SerializeConnectionInfo(link->LocalInfo()) : failed_info,
                                     deadline, &theirs)
                               .Annotate(where + ": exchanging connection data"));
@@ -165,7 +165,7 @@ Status IbverbsTransport::Connect(int peer, const Deadline& deadline, std::unique
       if (connected.ok()) connected = link->ConnectTo(remote);
     }
   }
-  TESSERA_RETURN_IF_ERROR(exchange_(peer, connected.ok() ? kReadyMarker : kFailedMarker, deadline, &theirs)
+  TESSERA_RETURN_IF_ERROR(exchange_->Swap(peer, connected.ok() ? kReadyMarker : kFailedMarker, deadline, &theirs)
                               .Annotate(where + ": waiting for both queue pairs to be ready"));
   TESSERA_RETURN_IF_ERROR(connected.Annotate(where));
   if (theirs != kReadyMarker) {

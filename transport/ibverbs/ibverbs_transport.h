@@ -8,10 +8,10 @@
 //    (IsNoRdmaDevice), in which case the caller goes on without ibverbs.
 // 2. summary() is published at the rendezvous; SetPeerSummaries gives every rank's, so
 //    CanConnect is true exactly for the peers that can also reach this rank by RDMA
-//    (both ranks must pick the same transport for their pair).
+//    (both ranks must pick the same transport for their pair), and the PeerExchange
+//    to set connections up with (transport/plugin.h; the link table's TCP links).
 // 3. Connect, on both ranks of a pair, creates the queue pair and swaps connection data
-//    through the ExchangeFn the caller provides (an existing TCP connection or the
-//    bootstrap): first the ConnectionInfo (80 bytes), then, once both queue pairs are
+//    through that PeerExchange: first the ConnectionInfo (80 bytes), then, once both queue pairs are
 //    ready to send (RTS), an 8-byte readiness marker, so no write reaches a queue pair
 //    not yet ready to receive it.
 //
@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "device/device_engine.h"
+#include "transport/plugin.h"
 #include "transport/transport.h"
 
 namespace tessera {
@@ -65,22 +66,12 @@ class IbverbsTransport : public Transport {
     int64_t cache_bytes = int64_t{4} << 30;
   };
 
-  // Swaps connection data with `peer`: sends `mine`, returns what the peer sent in
-  // *theirs. The peer calls it for this rank at the same point of its own Connect, so
-  // calls pair up in order: twice per Connect, first 80 bytes (connection data), then 8
-  // (readiness). Both sides' messages of a round have the same length, so an
-  // implementation may receive exactly mine.size() bytes. Must give up at `deadline`
-  // (TimeoutError) and never block past it.
-  using ExchangeFn =
-      std::function<Status(int peer, const std::string& mine, const Deadline& deadline, std::string* theirs)>;
-
   // Opens the device and prepares the transport. Fails with:
   // - the "no RDMA device" SystemError (IsNoRdmaDevice) on a host without RDMA, so the
   //   caller uses the next transport without a warning;
   // - InvalidArgument for options out of range;
   // - SystemError naming the verbs call for a device that is present but unusable.
-  static Status Create(const Options& options, int my_rank, int nranks, ExchangeFn exchange,
-                       std::unique_ptr<IbverbsTransport>* out);
+  static Status Create(const Options& options, int my_rank, int nranks, std::unique_ptr<IbverbsTransport>* out);
   ~IbverbsTransport() override;
 
   // InvalidArgument naming the first option out of range (Create checks this first).
@@ -91,10 +82,11 @@ class IbverbsTransport : public Transport {
 
   // This rank's summary (16 bytes) for the rendezvous.
   const std::string& summary() const { return summary_; }
-  // Every rank's summary, by rank (empty: that rank has no ibverbs). InvalidArgument
-  // naming the rank if one is malformed or of another version. Call once, before the
-  // first Connect.
-  Status SetPeerSummaries(const std::vector<std::string>& summaries);
+  // Every rank's summary, by rank (empty: that rank has no ibverbs), and how to swap
+  // connection data with a peer (it must outlive the transport). InvalidArgument naming
+  // the rank if one is malformed or of another version, or without an exchange. Call
+  // once, before the first Connect.
+  Status SetPeerSummaries(const std::vector<std::string>& summaries, PeerExchange* exchange);
 
   // After SetPeerSummaries: whether every rank of the communicator (this one included)
   // published a summary that says GPUDirect RDMA and that is compatible with this
@@ -106,7 +98,7 @@ class IbverbsTransport : public Transport {
   // A transport for device-resident calls: same device, registration cache and failure
   // notices as this one, with links in GPUDirect mode on `engine` (which must outlive
   // it and its links). Connect pairs up as this transport's does, and uses the same
-  // ExchangeFn. InvalidUsage unless gpu_direct_everywhere().
+  // PeerExchange. InvalidUsage unless gpu_direct_everywhere().
   Status CreateDeviceTransport(DeviceEngine* engine, std::unique_ptr<IbverbsTransport>* out);
 
   // The device in use, for logs: "mlx5_0:1 InfiniBand lid 7 mtu 4096 gid[0] ... numa 0".
@@ -135,7 +127,7 @@ class IbverbsTransport : public Transport {
   Options options_;
   int my_rank_ = -1;
   int nranks_ = 0;
-  ExchangeFn exchange_;
+  PeerExchange* exchange_ = nullptr;
   std::shared_ptr<ibverbs::SharedState> shared_;
   std::string summary_;
   std::vector<bool> reachable_;  // by rank, from the summaries
@@ -147,6 +139,13 @@ class IbverbsTransport : public Transport {
   struct BufferRegistration;  // one RegisterBuffer; its address is the handle
   std::vector<std::unique_ptr<BufferRegistration>> registrations_;
 };
+
+// The plugin (transport/plugin.h): the card is the summary; no agreed settings. In
+// auto, a host without an RDMA device goes without ibverbs quietly. Device-resident
+// calls: the GPUDirect sibling transport reaches the ranks of other hosts when every
+// rank can do GPUDirect RDMA.
+Status OpenIbverbsTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* out);
+std::string IbverbsAgreedSettings(const Settings& settings);
 
 }  // namespace tessera
 

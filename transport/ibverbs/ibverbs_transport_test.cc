@@ -21,13 +21,6 @@ bool HostHasRdmaDevices() {
   return any;
 }
 
-IbverbsTransport::ExchangeFn NeverCalled() {
-  return [](int, const std::string&, const Deadline&, std::string*) {
-    ADD_FAILURE() << "no connection data should be exchanged without a device";
-    return InternalError("unexpected");
-  };
-}
-
 TEST(IbverbsTransportTest, DiscoveryOnThisHostFindsNoDevice) {
   if (HostHasRdmaDevices()) GTEST_SKIP() << "this host has RDMA devices";
   std::vector<ibverbs::DeviceInfo> devices;
@@ -41,7 +34,7 @@ TEST(IbverbsTransportTest, DiscoveryOnThisHostFindsNoDevice) {
 TEST(IbverbsTransportTest, CreateAnswersNoRdmaDevice) {
   if (HostHasRdmaDevices()) GTEST_SKIP() << "this host has RDMA devices";
   std::unique_ptr<IbverbsTransport> t;
-  Status s = IbverbsTransport::Create(IbverbsTransport::Options(), 0, 2, NeverCalled(), &t);
+  Status s = IbverbsTransport::Create(IbverbsTransport::Options(), 0, 2, &t);
   EXPECT_TRUE(IbverbsTransport::IsNoRdmaDevice(s)) << s.ToString();
   EXPECT_NE(s.message().find("no RDMA device"), std::string::npos);
   EXPECT_EQ(t, nullptr);
@@ -80,15 +73,8 @@ TEST(IbverbsTransportTest, RefusesOptionsOutOfRange) {
     EXPECT_NE(s.message().find(c.what), std::string::npos) << c.what << ": " << s.message();
     // Create refuses them the same way, before looking for a device.
     std::unique_ptr<IbverbsTransport> t;
-    EXPECT_EQ(IbverbsTransport::Create(o, 0, 2, NeverCalled(), &t).code(), Code::kInvalidArgument) << c.what;
+    EXPECT_EQ(IbverbsTransport::Create(o, 0, 2, &t).code(), Code::kInvalidArgument) << c.what;
   }
-}
-
-TEST(IbverbsTransportTest, CreateNeedsAnExchange) {
-  std::unique_ptr<IbverbsTransport> t;
-  Status s = IbverbsTransport::Create(IbverbsTransport::Options(), 0, 2, nullptr, &t);
-  EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_NE(s.message().find("exchange"), std::string::npos) << s.message();
 }
 
 }  // namespace

@@ -225,7 +225,7 @@ std::string ShmTransport::NewSegmentName() {
          std::to_string(NowMicros() % 1000000);
 }
 
-Status ShmTransport::Create(const Options& options, int my_rank, const std::vector<LocalRank>& local,
+Status ShmTransport::Create(const Options& options, int my_rank, const std::vector<Member>& local,
                             const Deadline& deadline, std::unique_ptr<ShmTransport>* out) {
   std::unique_ptr<ShmTransport> t(new ShmTransport());
   TESSERA_RETURN_IF_ERROR(t->Init(options, my_rank, local, deadline).Annotate("shared-memory transport"));
@@ -233,7 +233,7 @@ Status ShmTransport::Create(const Options& options, int my_rank, const std::vect
   return Status::Ok();
 }
 
-Status ShmTransport::Init(const Options& options, int my_rank, const std::vector<LocalRank>& local,
+Status ShmTransport::Init(const Options& options, int my_rank, const std::vector<Member>& local,
                           const Deadline& deadline) {
   options_ = options;
   my_rank_ = my_rank;
@@ -288,7 +288,7 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
   // 2. Map every local peer's segment (it may not exist yet: retry until the deadline).
   for (size_t i = 0; i < n; ++i) {
     if (static_cast<int>(i) == my_index_) continue;
-    const LocalRank& peer = local[i];
+    const Member& peer = local[i];
     for (;;) {
       int pfd = shm_open(peer.segment.c_str(), O_RDWR | O_CLOEXEC, 0600);
       if (pfd >= 0) {

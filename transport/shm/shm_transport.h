@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/plugin.h"
 #include "transport/transport.h"
 
 namespace tessera {
@@ -28,8 +29,8 @@ class ShmTransport : public Transport {
     int64_t slot_bytes = 131072;
     int64_t slots = 8;
   };
-  // A rank on this host (the caller included).
-  struct LocalRank {
+  // A rank on this host (the caller included) and its segment.
+  struct Member {
     int rank;
     int pid;
     std::string segment;  // its segment's name
@@ -40,7 +41,7 @@ class ShmTransport : public Transport {
 
   // Creates this rank's segment, maps every local peer's, and unlinks its own once all
   // have mapped it. `local` lists the ranks of this host in rank order.
-  static Status Create(const Options& options, int my_rank, const std::vector<LocalRank>& local,
+  static Status Create(const Options& options, int my_rank, const std::vector<Member>& local,
                        const Deadline& deadline, std::unique_ptr<ShmTransport>* out);
   ~ShmTransport() override;
 
@@ -53,18 +54,23 @@ class ShmTransport : public Transport {
 
  private:
   ShmTransport() = default;
-  Status Init(const Options& options, int my_rank, const std::vector<LocalRank>& local, const Deadline& deadline);
+  Status Init(const Options& options, int my_rank, const std::vector<Member>& local, const Deadline& deadline);
   int LocalIndex(int rank) const;
 
   Options options_;
   int my_rank_ = -1;
   int my_index_ = -1;
-  std::vector<LocalRank> local_;
+  std::vector<Member> local_;
   std::vector<std::unique_ptr<Mapping>> maps_;  // indexed like local_
   std::vector<int> pidfds_;                      // indexed like local_, -1 for self
   std::string own_name_;
   bool own_unlinked_ = true;
 };
+
+// The plugin (transport/plugin.h): the card is the segment's name, the agreed settings
+// TESSERA_SHM_SLOT_BYTES and TESSERA_SHM_SLOTS; no transport with one rank on the host.
+Status OpenShmTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* out);
+std::string ShmAgreedSettings(const Settings& settings);
 
 }  // namespace tessera
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/socket.h"
+#include "transport/plugin.h"
 #include "transport/transport.h"
 
 namespace tessera {
@@ -70,6 +71,12 @@ class TcpTransport : public Transport {
   std::vector<int> linked_peers_;                 // peers with a link, in connection order
   std::vector<int> link_fds_;                     // their sockets (owned by the links)
 };
+
+// The plugin (transport/plugin.h): Open opens the listener (TESSERA_SOCKET_IFNAME), the
+// card is its address; the agreed settings are TESSERA_TCP_STREAMS and
+// TESSERA_TCP_CHUNK_BYTES. TCP is the registry's control transport.
+Status OpenTcpTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* out);
+std::string TcpAgreedSettings(const Settings& settings);
 
 }  // namespace tessera
 

@@ -48,6 +48,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/plugin.h"
 #include "transport/transport.h"
 
 namespace tessera {
@@ -113,6 +114,13 @@ class UcxTransport : public Transport {
   std::string notice_payload_;                // our failure notice: outlives its sends
   std::vector<void*> notice_requests_;
 };
+
+// The plugin (transport/plugin.h): the card is the worker address; the agreed setting
+// TESSERA_UCX_CHUNK_BYTES. In auto, UCX opens only on a host with an RDMA device that
+// ibverbs could not open: elsewhere UCX would run over TCP, which tessera's own TCP
+// does faster.
+Status OpenUcxTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* out);
+std::string UcxAgreedSettings(const Settings& settings);
 
 }  // namespace tessera
 

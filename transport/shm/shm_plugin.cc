@@ -1,0 +1,46 @@
+// The shared-memory backend's side of the plugin contract (transport/plugin.h).
+#include "transport/shm/shm_transport.h"
+
+namespace tessera {
+namespace {
+
+class OpenShm : public OpenTransport {
+ public:
+  explicit OpenShm(const Settings& settings)
+      : options_{settings.shm_slot_bytes, settings.shm_slots}, segment_(ShmTransport::NewSegmentName()) {}
+
+  std::string card() const override { return segment_; }
+
+  Status Finish(const FinishContext& ctx, std::unique_ptr<Transport>* out) override {
+    if (ctx.local.size() < 2) return Status::Ok();
+    std::vector<ShmTransport::Member> members;
+    for (const LocalRank& r : ctx.local) {
+      if (ctx.cards[r.rank].empty()) {
+        return InvalidArgument("rank " + std::to_string(r.rank) + " on this host published no shared-memory segment");
+      }
+      members.push_back({r.rank, r.pid, ctx.cards[r.rank]});
+    }
+    std::unique_ptr<ShmTransport> shm;
+    TESSERA_RETURN_IF_ERROR(ShmTransport::Create(options_, ctx.rank, members, ctx.deadline, &shm));
+    *out = std::move(shm);
+    return Status::Ok();
+  }
+
+ private:
+  ShmTransport::Options options_;
+  std::string segment_;
+};
+
+}  // namespace
+
+Status OpenShmTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* out) {
+  *out = std::make_unique<OpenShm>(*ctx.settings);
+  return Status::Ok();
+}
+
+std::string ShmAgreedSettings(const Settings& settings) {
+  return "TESSERA_SHM_SLOT_BYTES=" + std::to_string(settings.shm_slot_bytes) + "\nTESSERA_SHM_SLOTS=" +
+         std::to_string(settings.shm_slots) + "\n";
+}
+
+}  // namespace tessera
