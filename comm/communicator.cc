@@ -193,7 +193,7 @@ Status Communicator::ProbeAndAgree() {
 }
 
 Selection Communicator::ChooseAllReduce(size_t bytes) const {
-  return SelectAllReduce(settings_.algo, model_, shape_, bytes);
+  return SelectAlgorithm(Collective::kAllReduce, settings_.algo, model_, shape_, bytes);
 }
 
 size_t Communicator::WireElementSize(DataType type) const {
@@ -377,38 +377,52 @@ Status Communicator::RunPointToPointGroup(const std::vector<Operation>& p2p, con
 
 namespace {
 
-// Allgather and reduce-scatter: the flat ring or the grid schedule, as chosen by
-// SelectGatherScatter (the same choice on every rank: the model and the shape agree).
-// Logs the choice at INFO and names it in the trace.
-Status RunGatherScatter(GatherScatterOp op, const GatherScatterSelection& choice, const CollectiveContext& ctx,
-                        const CollectiveArgs& args, LogLevel level, Tracer* tracer, uint64_t op_count) {
-  const std::string what = op == GatherScatterOp::kAllGather ? "allgather" : "reduce-scatter";
-  if (level >= LogLevel::kInfo) {
-    Log(level, LogLevel::kInfo,
-        "rank " + std::to_string(ctx.rank) + ": " + what + " of " + std::to_string(ctx.nranks * args.count * args.elem_size) +
-            " B: " + choice.name + " (predicted " + std::to_string(choice.predicted_s * 1e6) + " us; " + choice.reason + ")");
+// The collective of an operation that is not a send or a receive.
+Collective CollectiveOf(OpKind kind) {
+  switch (kind) {
+    case OpKind::kAllReduce: return Collective::kAllReduce;
+    case OpKind::kBroadcast: return Collective::kBroadcast;
+    case OpKind::kReduce: return Collective::kReduce;
+    case OpKind::kAllGather: return Collective::kAllGather;
+    case OpKind::kReduceScatter: return Collective::kReduceScatter;
+    case OpKind::kAlltoAll: return Collective::kAlltoAll;
+    case OpKind::kGather: return Collective::kGather;
+    case OpKind::kScatter: return Collective::kScatter;
+    case OpKind::kSend:
+    case OpKind::kRecv: break;
   }
-  if (tracer) tracer->BeginOperation(what + "#" + std::to_string(op_count) + " (" + choice.name + ")");
-  const Grid* grid = choice.algo == GatherScatterAlgorithm::kTorusGrid  ? ctx.torus_grid
-                     : choice.algo == GatherScatterAlgorithm::kHostGrid ? ctx.host_grid
-                                                                         : nullptr;
-  Status s;
-  if (grid == nullptr || grid->X == 1 || grid->Y == 1) {
-    s = op == GatherScatterOp::kAllGather ? RingAllGather(ctx, args) : RingReduceScatter(ctx, args);
-  } else {
-    s = op == GatherScatterOp::kAllGather ? GridAllGather(ctx, args, *grid) : GridReduceScatter(ctx, args, *grid);
-  }
-  return s.Annotate(choice.name);
+  return Collective::kAllReduce;  // not reached: RunOne never sees sends and receives
 }
 
 }  // namespace
 
-Status Communicator::RunOne(const Operation& op, const CollectiveContext& ctx, bool on_device) {
-  const std::string suffix = on_device ? " (device)" : "";
-  if (tracer_) tracer_->BeginOperation(std::string(OpName(op.kind)) + "#" + std::to_string(++op_count_) + suffix);
-  if (IsReduction(op.kind)) {
-    return on_device ? RunReductionOnDevice(op, ctx).Annotate(OpName(op.kind) + suffix) : RunReduction(op, ctx);
+// The collective's algorithm from its table: the same choice on every rank (the model and
+// the shape agree). The choice is logged at INFO with every candidate's prediction (the
+// text is built only then) and names the operation in the trace.
+Status Communicator::Dispatch(Collective c, const CollectiveContext& ctx, const CollectiveArgs& args,
+                              bool on_device) {
+  const size_t bytes = PredictedBytes(c, nranks_, args.count, args.elem_size);
+  const bool explain = log_level_ >= LogLevel::kInfo;
+  std::string why;
+  const Selection choice = SelectAlgorithm(c, settings_.algo, model_, shape_, bytes, explain ? &why : nullptr);
+  const char* label = choice.algo->Label();
+  if (explain) {
+    Log(log_level_, LogLevel::kInfo,
+        "rank " + std::to_string(rank_) + ": " + (on_device ? "device " : "") + CollectiveName(c) + " of " +
+            std::to_string(bytes) + " B: " + label + " (predicted " + std::to_string(choice.predicted_s * 1e6) +
+            " us; " + why + ")");
   }
+  if (tracer_) tracer_->BeginOperation(std::string(CollectiveName(c)) + "#" + std::to_string(op_count_) + " (" + label + ")");
+  const Status s = choice.algo->run(ctx, args);
+  if (s.ok()) return s;
+  return s.Annotate(std::string(CollectiveName(c)) + " (" + label + (on_device ? ", device" : "") + ")");
+}
+
+Status Communicator::RunOne(const Operation& op, const CollectiveContext& ctx, bool on_device) {
+  if (tracer_) {
+    tracer_->BeginOperation(std::string(OpName(op.kind)) + "#" + std::to_string(++op_count_) + (on_device ? " (device)" : ""));
+  }
+  if (IsReduction(op.kind)) return on_device ? RunReductionOnDevice(op, ctx) : RunReduction(op, ctx);
   CollectiveArgs args;
   args.send = op.send;
   args.recv = op.recv;
@@ -416,21 +430,7 @@ Status Communicator::RunOne(const Operation& op, const CollectiveContext& ctx, b
   args.elem_size = SizeOf(op.type);
   args.root = op.root;
   if (op.count == 0) return Status::Ok();
-  Status s;
-  switch (op.kind) {
-    case OpKind::kBroadcast: s = ChainBroadcast(ctx, args); break;
-    case OpKind::kAllGather: {
-      const GatherScatterSelection choice = SelectGatherScatter(GatherScatterOp::kAllGather, settings_.algo, model_,
-                                                                shape_, nranks_ * op.count * args.elem_size);
-      s = RunGatherScatter(GatherScatterOp::kAllGather, choice, ctx, args, log_level_, tracer_.get(), op_count_);
-      break;
-    }
-    case OpKind::kAlltoAll: s = PairwiseAlltoAll(ctx, args); break;
-    case OpKind::kGather: s = DirectGather(ctx, args); break;
-    case OpKind::kScatter: s = DirectScatter(ctx, args); break;
-    default: return InternalError(std::string("RunOne: unexpected ") + OpName(op.kind));
-  }
-  return s.Annotate(OpName(op.kind) + suffix);
+  return Dispatch(CollectiveOf(op.kind), ctx, args, on_device);
 }
 
 namespace {
@@ -526,26 +526,7 @@ Status Communicator::RunReduction(const Operation& op, const CollectiveContext& 
     }
   }
 
-  Status s;
-  const char* name = OpName(op.kind);
-  if (op.kind == OpKind::kAllReduce) {
-    const Selection choice = ChooseAllReduce(op.count * es);
-    if (log_level_ >= LogLevel::kInfo) {
-      Log(log_level_, LogLevel::kInfo,
-          "rank " + std::to_string(rank_) + ": allreduce of " + std::to_string(op.count * es) + " B: " +
-              choice.algo->name + " (predicted " + std::to_string(choice.predicted_s * 1e6) + " us; " + choice.reason + ")");
-    }
-    if (tracer_) tracer_->BeginOperation("allreduce#" + std::to_string(op_count_) + " (" + choice.algo->name + ")");
-    s = choice.algo->run(ctx, args);
-    name = choice.algo->name;
-  } else if (op.kind == OpKind::kReduce) {
-    s = ChainReduce(ctx, args);
-  } else {
-    const GatherScatterSelection choice =
-        SelectGatherScatter(GatherScatterOp::kReduceScatter, settings_.algo, model_, shape_, nranks_ * op.count * es);
-    s = RunGatherScatter(GatherScatterOp::kReduceScatter, choice, ctx, args, log_level_, tracer_.get(), op_count_);
-  }
-  TESSERA_RETURN_IF_ERROR(s.Annotate(std::string(OpName(op.kind)) + (op.kind == OpKind::kAllReduce ? std::string(" (") + name + ")" : "")));
+  TESSERA_RETURN_IF_ERROR(Dispatch(CollectiveOf(op.kind), ctx, args, false));
 
   if (writes_out && half_wire && base == RedOp::kAvg) {
     std::vector<float> wide(op.count);
@@ -722,23 +703,7 @@ Status Communicator::RunReductionOnDevice(const Operation& op, const CollectiveC
 
   // The same algorithms and choices as on the host: every algorithm makes its copies and
   // temporary buffers through ctx.local_memory, so they all run on device memory.
-  Status s;
-  if (op.kind == OpKind::kAllReduce) {
-    const Selection choice = ChooseAllReduce(op.count * es);
-    if (log_level_ >= LogLevel::kInfo) {
-      Log(log_level_, LogLevel::kInfo,
-          "rank " + std::to_string(rank_) + ": device allreduce of " + std::to_string(op.count * es) + " B: " +
-              choice.algo->name + " (" + choice.reason + ")");
-    }
-    s = choice.algo->run(ctx, args).Annotate(choice.algo->name);
-  } else if (op.kind == OpKind::kReduce) {
-    s = ChainReduce(ctx, args);
-  } else {
-    const GatherScatterSelection choice =
-        SelectGatherScatter(GatherScatterOp::kReduceScatter, settings_.algo, model_, shape_, in_count * es);
-    s = RunGatherScatter(GatherScatterOp::kReduceScatter, choice, ctx, args, log_level_, tracer_.get(), op_count_);
-  }
-  TESSERA_RETURN_IF_ERROR(s);
+  TESSERA_RETURN_IF_ERROR(Dispatch(CollectiveOf(op.kind), ctx, args, true));
   if (writes_out && base == RedOp::kAvg) {
     TESSERA_RETURN_IF_ERROR(device_stream_->Divide(op.type, op.recv, op.count, nranks_).Annotate("avg"));
     TESSERA_RETURN_IF_ERROR(device_stream_->Drain(ctx.exchange.deadline, ctx.exchange.abort, what + ": avg's division"));

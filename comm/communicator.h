@@ -109,6 +109,7 @@ class Communicator {
   // where each operation gets a fresh Context() (its own deadline).
   Status RunGroupIn(const std::vector<Operation>& ops, const CollectiveContext* device);
   Status RunOne(const Operation& op, const CollectiveContext& ctx, bool on_device);
+  Status Dispatch(Collective c, const CollectiveContext& ctx, const CollectiveArgs& args, bool on_device);
   Status RunReduction(const Operation& op, const CollectiveContext& ctx);
   Status RunPointToPoint(const std::vector<Operation>& ops, const CollectiveContext& ctx);
   Status RunReductionOnDevice(const Operation& op, const CollectiveContext& ctx);
