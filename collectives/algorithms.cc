@@ -1,77 +1,187 @@
 #include "collectives/algorithms.h"
 
+#include <array>
+#include <cmath>
 #include <cstdio>
 
+#include "collectives/collectives.h"
 #include "collectives/recursive_doubling_allreduce.h"
 #include "collectives/ring_allreduce.h"
 #include "collectives/topology_allreduce.h"
 
 namespace tessera {
+namespace {
 
-const std::vector<AllReduceAlgorithmInfo>& AllReduceAlgorithms() {
-  static const auto* table = new std::vector<AllReduceAlgorithmInfo>{
-      {AllReduceAlgorithm::kRing, "ring",
-       "reduce-scatter then allgather around a ring: bandwidth-optimal, 2(p-1) steps", &RingAllReduce, true},
-      {AllReduceAlgorithm::kRecursiveDoubling, "recursive_doubling",
-       "lg p rounds of whole-buffer exchanges with rank^2^k: latency-optimal for small buffers",
-       &RecursiveDoublingAllReduce},
-      {AllReduceAlgorithm::kRabenseifner, "rabenseifner",
-       "recursive-halving reduce-scatter + recursive-doubling allgather: 2 lg p steps, ring's volume",
-       &RabenseifnerAllReduce},
-      {AllReduceAlgorithm::kTorus, "torus",
-       "2D torus (Mikami et al.): row reduce-scatter, column allreduce on the shard, row allgather",
-       &TorusAllReduce, true},
-      {AllReduceAlgorithm::kHierarchical, "hierarchical",
-       "intra-host reduce-scatter, inter-host allreduce per local rank, intra-host allgather",
-       &HierarchicalAllReduce, true},
-      {AllReduceAlgorithm::kHierarchicalLeader, "hierarchical_leader",
-       "reduce to each host's leader, allreduce among leaders, broadcast inside each host",
-       &HierarchicalLeaderAllReduce, true},
+bool Everywhere(const Shape&) { return true; }
+bool HasTorusGrid(const Shape& s) { return s.torus_x > 0 && s.torus_y > 0; }
+bool HasEvenHosts(const Shape& s) { return s.hosts > 1 && s.per_host > 0; }
+bool IsGrid(int X, int Y, int p) { return X > 1 && Y > 1 && X * Y == p; }
+bool HasHostGrid(const Shape& s) { return IsGrid(s.per_host, s.hosts, s.p); }
+bool HasTorusGridOfRings(const Shape& s) { return IsGrid(s.torus_x, s.torus_y, s.p); }
+
+constexpr const char* kNoHostGrid = "the hosts form no grid with X > 1 and Y > 1";
+constexpr const char* kNoTorusGrid = "the torus grid has X or Y 1";
+
+// The table: every collective's rows, grouped by collective, in selection order.
+std::vector<AlgorithmInfo> Rows() {
+  using C = Collective;
+  return {
+      {C::kAllReduce, "ring", "reduce-scatter then allgather around a ring: bandwidth-optimal, 2(p-1) steps",
+       Everywhere, "", PredictRingAllReduce, RingAllReduce, true},
+      {C::kAllReduce, "recursive_doubling",
+       "lg p rounds of whole-buffer exchanges with rank^2^k: latency-optimal for small buffers", Everywhere, "",
+       PredictRecursiveDoublingAllReduce, RecursiveDoublingAllReduce, false},
+      {C::kAllReduce, "rabenseifner",
+       "recursive-halving reduce-scatter + recursive-doubling allgather: 2 lg p steps, ring's volume", Everywhere, "",
+       PredictRabenseifnerAllReduce, RabenseifnerAllReduce, false},
+      {C::kAllReduce, "torus",
+       "2D torus (Mikami et al.): row reduce-scatter, column allreduce on the shard, row allgather", HasTorusGrid,
+       "no torus grid (TESSERA_TORUS, else hosts with equal rank counts)", PredictTorusAllReduce, TorusAllReduce, true,
+       GridUse::kTorus},
+      {C::kAllReduce, "hierarchical",
+       "intra-host reduce-scatter, inter-host allreduce per local rank, intra-host allgather", HasEvenHosts,
+       "needs several hosts with equal rank counts", PredictHierarchicalAllReduce, HierarchicalAllReduce, true,
+       GridUse::kHost},
+      {C::kAllReduce, "hierarchical_leader",
+       "reduce to each host's leader, allreduce among leaders, broadcast inside each host", HasEvenHosts,
+       "needs several hosts with equal rank counts", PredictHierarchicalLeaderAllReduce, HierarchicalLeaderAllReduce,
+       true, GridUse::kHost},
+
+      {C::kBroadcast, "chain", "pipelined chain from the root: every link carries the buffer once", Everywhere, "",
+       PredictChainBroadcast, ChainBroadcast, true},
+      {C::kReduce, "chain", "pipelined chain ending at the root, reducing on the way: every link carries the buffer once",
+       Everywhere, "", PredictChainReduce, ChainReduce, true},
+
+      {C::kAllGather, "ring", "p - 1 steps around a ring, each block forwarded as it arrives", Everywhere, "",
+       PredictRingAllGather, RingAllGather, true},
+      {C::kAllGather, "hierarchical", "column ring across hosts, then row ring inside them, on the host grid",
+       HasHostGrid, kNoHostGrid, PredictHostGridAllGather, HostGridAllGather, true, GridUse::kHost, true, "grid"},
+      {C::kAllGather, "torus", "column ring, then row ring, on the torus grid (TESSERA_TORUS)", HasTorusGridOfRings,
+       kNoTorusGrid, PredictTorusGridAllGather, TorusGridAllGather, true, GridUse::kTorus, false, "grid"},
+
+      {C::kReduceScatter, "ring", "p - 1 steps around a ring, each partial forwarded as soon as reduced", Everywhere,
+       "", PredictRingReduceScatter, RingReduceScatter, true},
+      {C::kReduceScatter, "hierarchical", "row ring inside hosts, then column ring across them, on the host grid",
+       HasHostGrid, kNoHostGrid, PredictHostGridReduceScatter, HostGridReduceScatter, true, GridUse::kHost, true,
+       "grid"},
+      {C::kReduceScatter, "torus", "row ring, then column ring, on the torus grid (TESSERA_TORUS)",
+       HasTorusGridOfRings, kNoTorusGrid, PredictTorusGridReduceScatter, TorusGridReduceScatter, true, GridUse::kTorus,
+       false, "grid"},
+
+      {C::kAlltoAll, "pairwise", "every send and receive at once, ordered by distance", Everywhere, "",
+       PredictPairwiseAlltoAll, PairwiseAlltoAll, false},
+      {C::kGather, "direct", "every rank sends its block straight to the root", Everywhere, "", PredictDirectGather,
+       DirectGather, false},
+      {C::kScatter, "direct", "the root sends every rank its block directly", Everywhere, "", PredictDirectScatter,
+       DirectScatter, false},
   };
-  return *table;
+}
+
+// " XxY" of the row's grid on this shape; "" for a schedule on no grid.
+std::string GridDims(const AlgorithmInfo& a, const Shape& s) {
+  if (a.grid == GridUse::kNone) return "";
+  const bool host = a.grid == GridUse::kHost;
+  return " " + std::to_string(host ? s.per_host : s.torus_x) + "x" + std::to_string(host ? s.hosts : s.torus_y);
+}
+
+std::string ForcedText(const AlgorithmInfo& a, const Shape& s) {
+  if (a.grid == GridUse::kNone) return "forced by TESSERA_ALGO";
+  return std::string("forced by TESSERA_ALGO: the ") + (a.grid == GridUse::kHost ? "host" : "torus") + " grid" +
+         GridDims(a, s);
+}
+
+// Every automatic row's prediction (or why it does not apply), and why `chosen` is not
+// the fastest when it is not.
+std::string PredictionsText(Collective c, const std::string& forced, const CostModel& m, const Shape& s, size_t bytes,
+                            const Selection& fastest, const Selection& chosen) {
+  std::string text = forced == "auto" ? "" : "TESSERA_ALGO=" + forced + " does not apply to " + CollectiveName(c) + " here; ";
+  text += "predicted: ";
+  const char* separator = "";
+  for (const AlgorithmInfo& a : AlgorithmsOf(c)) {
+    if (!a.automatic) continue;
+    text += separator;
+    separator = ", ";
+    if (!a.applies(s)) {
+      text += std::string(a.Label()) + ": " + a.not_applicable;
+      continue;
+    }
+    char item[32];
+    std::snprintf(item, sizeof(item), " %.1f us", a.predict(m, s, bytes) * 1e6);
+    text += a.Label() + GridDims(a, s) + item;
+  }
+  if (chosen.algo != fastest.algo) {
+    text += "; " + std::string(chosen.algo->Label()) + " is pipelined and within " +
+            std::to_string(std::lround(kPipelinedPreference * 100)) + "% of " + fastest.algo->Label();
+  }
+  return text;
+}
+
+}  // namespace
+
+const char* CollectiveName(Collective c) {
+  static const char* const kNames[kNumCollectives] = {"allreduce",      "broadcast", "reduce", "allgather",
+                                                      "reduce-scatter", "alltoall",  "gather", "scatter"};
+  return kNames[static_cast<int>(c)];
+}
+
+size_t PredictedBytes(Collective c, int nranks, size_t count, size_t elem_size) {
+  const bool blocks = c == Collective::kAllGather || c == Collective::kReduceScatter || c == Collective::kAlltoAll ||
+                      c == Collective::kGather || c == Collective::kScatter;
+  return (blocks ? static_cast<size_t>(nranks) : 1) * count * elem_size;
+}
+
+const std::vector<AlgorithmInfo>& AlgorithmsOf(Collective c) {
+  static const auto* tables = [] {
+    auto* t = new std::array<std::vector<AlgorithmInfo>, kNumCollectives>();
+    for (const AlgorithmInfo& row : Rows()) (*t)[static_cast<int>(row.collective)].push_back(row);
+    return t;
+  }();
+  return (*tables)[static_cast<int>(c)];
+}
+
+const AlgorithmInfo* FindAlgorithm(Collective c, const std::string& name) {
+  for (const AlgorithmInfo& a : AlgorithmsOf(c)) {
+    if (name == a.name) return &a;
+  }
+  return nullptr;
+}
+
+double PredictSeconds(Collective c, const std::string& name, const CostModel& m, const Shape& s, size_t bytes) {
+  const AlgorithmInfo* a = FindAlgorithm(c, name);
+  return a != nullptr && a->applies(s) ? a->predict(m, s, bytes) : -1;
 }
 
 Status CheckAlgorithmName(const std::string& name) {
   if (name == "auto") return Status::Ok();
   std::string names = "auto";
-  for (const auto& a : AllReduceAlgorithms()) {
+  for (const auto& a : AlgorithmsOf(Collective::kAllReduce)) {
     if (name == a.name) return Status::Ok();
     names += std::string(", ") + a.name;
   }
   return InvalidArgument("TESSERA_ALGO='" + name + "' is not one of: " + names);
 }
 
-Selection SelectAllReduce(const std::string& forced, const CostModel& model, const Shape& shape, size_t bytes) {
-  Selection best, best_pipelined;
-  std::string predictions;
-  for (const auto& a : AllReduceAlgorithms()) {
-    const double t = PredictAllReduce(a.id, model, shape, bytes);
-    if (t < 0) continue;
-    char item[96];
-    std::snprintf(item, sizeof(item), "%s%s %.1f us", predictions.empty() ? "" : ", ", a.name, t * 1e6);
-    predictions += item;
-    if (forced == a.name) {
-      Selection s{&a, t, "forced by TESSERA_ALGO"};
-      return s;
-    }
-    if (best.algo == nullptr || t < best.predicted_s) {
-      best.algo = &a;
-      best.predicted_s = t;
-    }
-    if (a.pipelined && (best_pipelined.algo == nullptr || t < best_pipelined.predicted_s)) {
-      best_pipelined.algo = &a;
-      best_pipelined.predicted_s = t;
+Selection SelectAlgorithm(Collective c, const std::string& forced, const CostModel& m, const Shape& s, size_t bytes,
+                          std::string* why) {
+  if (forced != "auto") {
+    const AlgorithmInfo* a = FindAlgorithm(c, forced);
+    if (a != nullptr && a->applies(s)) {
+      if (why != nullptr) *why = ForcedText(*a, s);
+      return Selection{a, a->predict(m, s, bytes)};
     }
   }
-  std::string note;
-  if (best.algo != nullptr && !best.algo->pipelined && best_pipelined.algo != nullptr &&
-      best_pipelined.predicted_s <= best.predicted_s * (1 + kPipelinedPreference)) {
-    note = "; " + std::string(best_pipelined.algo->name) + " is pipelined and within 5% of " + best.algo->name;
-    best = best_pipelined;
+  Selection fastest, pipelined;
+  for (const AlgorithmInfo& a : AlgorithmsOf(c)) {
+    if (!a.automatic || !a.applies(s)) continue;
+    const double t = a.predict(m, s, bytes);
+    if (fastest.algo == nullptr || t < fastest.predicted_s) fastest = Selection{&a, t};
+    if (a.pipelined && (pipelined.algo == nullptr || t < pipelined.predicted_s)) pipelined = Selection{&a, t};
   }
-  best.reason = (forced == "auto" ? "" : "TESSERA_ALGO=" + forced + " does not apply here; ") + "predicted: " +
-                predictions + note;
-  return best;
+  const bool near_tie = fastest.algo != nullptr && !fastest.algo->pipelined && pipelined.algo != nullptr &&
+                        pipelined.predicted_s <= fastest.predicted_s * (1 + kPipelinedPreference);
+  const Selection chosen = near_tie ? pipelined : fastest;
+  if (why != nullptr) *why = PredictionsText(c, forced, m, s, bytes, fastest, chosen);
+  return chosen;
 }
 
 }  // namespace tessera

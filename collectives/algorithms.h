@@ -1,6 +1,9 @@
-// The allreduce algorithms, registered in one table {id, name, description}, and the
-// choice among them: TESSERA_ALGO forces one by name; "auto" asks the cost model
-// (cost_model.h) for the fastest that applies to the communicator's shape.
+// Every collective's algorithms, registered in one table of one shape, and the choice
+// among them. A row names an algorithm, says whether it applies to the communicator's
+// shape, points to its cost formula (in the algorithm's own file, built from
+// cost_model.h) and to its schedule. Selection, TESSERA_ALGO, tesseraAllReduceAlgorithm
+// and the tests all read these rows: "auto" asks the cost model for the fastest row
+// that applies; TESSERA_ALGO forces one by name.
 #ifndef TESSERA_COLLECTIVES_ALGORITHMS_H_
 #define TESSERA_COLLECTIVES_ALGORITHMS_H_
 
@@ -12,16 +15,47 @@
 
 namespace tessera {
 
-enum class AllReduceAlgorithm { kRing, kRecursiveDoubling, kRabenseifner, kTorus, kHierarchical, kHierarchicalLeader };
+enum class Collective { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAlltoAll, kGather, kScatter };
+constexpr int kNumCollectives = 8;
 
-struct AllReduceAlgorithmInfo {
-  AllReduceAlgorithm id;
+// "allreduce", "broadcast", "reduce", "allgather", "reduce-scatter", "alltoall",
+// "gather", "scatter".
+const char* CollectiveName(Collective c);
+
+// The size that predictions of `c` take: the whole buffer of p blocks for allgather (its
+// result), reduce-scatter (its input), alltoall, gather and scatter, whose `count` is
+// one block; count * elem_size for the others.
+size_t PredictedBytes(Collective c, int nranks, size_t count, size_t elem_size);
+
+// Which of the context's grids a schedule runs on; logs show that grid's X x Y.
+enum class GridUse { kNone, kHost, kTorus };
+
+struct AlgorithmInfo {
+  Collective collective;
+  // Unique within the collective: TESSERA_ALGO forces the row by it, and
+  // tesseraAllReduceAlgorithm answers it.
   const char* name;
   const char* description;
+  // Whether the schedule exists on the shape, and why not when it does not (for the log
+  // of a choice: "<label>: <not_applicable>").
+  bool (*applies)(const Shape& s);
+  const char* not_applicable;
+  // Predicted seconds for PredictedBytes of a call, where the row applies.
+  double (*predict)(const CostModel& m, const Shape& s, size_t bytes);
+  // Runs the schedule; ctx and args as collective.h says.
   Status (*run)(const CollectiveContext& ctx, const CollectiveArgs& args);
   // Whether the schedule streams chunks from step to step (the ring-based ones), rather
   // than finishing each round before the next starts (recursive doubling, Rabenseifner).
-  bool pipelined = false;
+  bool pipelined;
+  GridUse grid = GridUse::kNone;
+  // Whether "auto" considers the row; false: only TESSERA_ALGO chooses it.
+  bool automatic = true;
+  // What logs, traces and error breadcrumbs call the schedule when not its name: "grid"
+  // for the grid rows of allgather and reduce-scatter (forced by "hierarchical" for the
+  // host grid, "torus" for the torus grid).
+  const char* label = nullptr;
+
+  const char* Label() const { return label != nullptr ? label : name; }
 };
 
 // When a pipelined schedule's prediction is within this fraction of the best one, it is
@@ -30,21 +64,34 @@ struct AllReduceAlgorithmInfo {
 // than the torus at 2-16 MiB and measured 15-20% slower.
 constexpr double kPipelinedPreference = 0.05;
 
-const std::vector<AllReduceAlgorithmInfo>& AllReduceAlgorithms();
+// The rows of one collective, in the order selection walks them (first wins a tie).
+const std::vector<AlgorithmInfo>& AlgorithmsOf(Collective c);
+// The row of `c` named `name`, or null.
+const AlgorithmInfo* FindAlgorithm(Collective c, const std::string& name);
+// The row's prediction, or a negative value when it does not apply to the shape (or
+// there is no such row).
+double PredictSeconds(Collective c, const std::string& name, const CostModel& m, const Shape& s, size_t bytes);
 
-// "auto" or a name from the table; InvalidArgument listing the names otherwise.
+// TESSERA_ALGO: "auto" or the name of an allreduce algorithm; InvalidArgument listing
+// the names otherwise. The other collectives' rows answer to some of those names
+// ("ring", "hierarchical", "torus"); a name that one collective lacks lets the model
+// choose for it.
 Status CheckAlgorithmName(const std::string& name);
 
 struct Selection {
-  const AllReduceAlgorithmInfo* algo = nullptr;
+  const AlgorithmInfo* algo = nullptr;
   double predicted_s = -1;  // the model's prediction for the chosen algorithm
-  std::string reason;       // "forced", or the predictions of every candidate
 };
 
-// The algorithm for `bytes`: the smallest prediction, or a pipelined schedule within
-// kPipelinedPreference of it. A forced name that does not apply to the shape falls back
-// to the model's choice (the reason says so).
-Selection SelectAllReduce(const std::string& forced, const CostModel& model, const Shape& shape, size_t bytes);
+// The algorithm of `c` for `bytes` (PredictedBytes). A `forced` name (TESSERA_ALGO) is
+// chosen where its row applies. Otherwise, and for "auto", the automatic row with the
+// smallest prediction, or a pipelined one within kPipelinedPreference of it. Every call
+// returns a row: each collective has one that applies to every shape.
+// Text is built only when `why` is not null: then it says "forced by TESSERA_ALGO", or
+// lists every candidate's prediction (and, for a forced name that does not apply here,
+// says so first).
+Selection SelectAlgorithm(Collective c, const std::string& forced, const CostModel& m, const Shape& s, size_t bytes,
+                          std::string* why = nullptr);
 
 }  // namespace tessera
 

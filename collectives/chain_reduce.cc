@@ -43,4 +43,11 @@ Status ChainReduceOver(const CollectiveContext& ctx, const RingGroup& group, con
   return Exchange(t, 2, ctx.exchange);
 }
 
+// As the chain broadcast, each rank reducing the buffer as it streams through.
+double PredictChainReduce(const CostModel& m, const Shape& s, size_t bytes) {
+  if (s.p <= 1) return 0;
+  const LinkCost& slow = SlowestLink(m, s);
+  return (s.p - 1) * slow.alpha + static_cast<double>(bytes) * (slow.beta + m.gamma);
+}
+
 }  // namespace tessera

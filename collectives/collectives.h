@@ -1,26 +1,49 @@
-// The collective algorithms other than allreduce (whose several algorithms are chosen
-// in algorithms.h). One algorithm per file; each is a schedule of exchanges over the
-// links of CollectiveContext and never knows the transport.
+// The collective algorithms other than allreduce's (ring_allreduce.h,
+// recursive_doubling_allreduce.h, topology_allreduce.h). One algorithm per file; each is a
+// schedule of exchanges over the links of CollectiveContext and never knows the
+// transport, and each file also predicts its schedule's time (cost_model.h). The table
+// in algorithms.h registers them all.
 #ifndef TESSERA_COLLECTIVES_COLLECTIVES_H_
 #define TESSERA_COLLECTIVES_COLLECTIVES_H_
 
 #include "collectives/collective.h"
+#include "collectives/cost_model.h"
 #include "collectives/grid.h"
 #include "collectives/ring_allreduce.h"
 
 namespace tessera {
 
-Status ChainBroadcast(const CollectiveContext& ctx, const CollectiveArgs& args);     // chain_broadcast.cc
-Status ChainReduce(const CollectiveContext& ctx, const CollectiveArgs& args);        // chain_reduce.cc
-Status RingAllGather(const CollectiveContext& ctx, const CollectiveArgs& args);      // ring_allgather.cc
+// The schedules: Status Run(ctx, args). Predictions: seconds for a call of `bytes`
+// (algorithms.h: PredictedBytes) on the shape, where the schedule applies.
+Status ChainBroadcast(const CollectiveContext& ctx, const CollectiveArgs& args);  // chain_broadcast.cc
+double PredictChainBroadcast(const CostModel& m, const Shape& s, size_t bytes);
+Status ChainReduce(const CollectiveContext& ctx, const CollectiveArgs& args);  // chain_reduce.cc
+double PredictChainReduce(const CostModel& m, const Shape& s, size_t bytes);
+Status RingAllGather(const CollectiveContext& ctx, const CollectiveArgs& args);  // ring_allgather.cc
+double PredictRingAllGather(const CostModel& m, const Shape& s, size_t bytes);
 Status RingReduceScatter(const CollectiveContext& ctx, const CollectiveArgs& args);  // ring_reduce_scatter.cc
-// The same two collectives along an X x Y grid: a column ring and a row ring (see the
-// files). They handle any grid; the communicator takes the flat ring when X or Y is 1.
-Status GridAllGather(const CollectiveContext& ctx, const CollectiveArgs& args, const Grid& grid);      // grid_allgather.cc
-Status GridReduceScatter(const CollectiveContext& ctx, const CollectiveArgs& args, const Grid& grid);  // grid_reduce_scatter.cc
-Status PairwiseAlltoAll(const CollectiveContext& ctx, const CollectiveArgs& args);   // pairwise_alltoall.cc
-Status DirectGather(const CollectiveContext& ctx, const CollectiveArgs& args);       // direct_gather.cc
-Status DirectScatter(const CollectiveContext& ctx, const CollectiveArgs& args);      // direct_scatter.cc
+double PredictRingReduceScatter(const CostModel& m, const Shape& s, size_t bytes);
+
+// The same two collectives along an X x Y grid, a column ring and a row ring
+// (grid_allgather.cc, grid_reduce_scatter.cc): on ctx.host_grid or ctx.torus_grid. Where
+// that grid is missing or has X or Y 1 they run the flat ring; their predictions need
+// X > 1 and Y > 1. The grid's rows are inside hosts when X divides the ranks per host,
+// as for the torus allreduce.
+Status HostGridAllGather(const CollectiveContext& ctx, const CollectiveArgs& args);
+Status TorusGridAllGather(const CollectiveContext& ctx, const CollectiveArgs& args);
+double PredictHostGridAllGather(const CostModel& m, const Shape& s, size_t bytes);
+double PredictTorusGridAllGather(const CostModel& m, const Shape& s, size_t bytes);
+Status HostGridReduceScatter(const CollectiveContext& ctx, const CollectiveArgs& args);
+Status TorusGridReduceScatter(const CollectiveContext& ctx, const CollectiveArgs& args);
+double PredictHostGridReduceScatter(const CostModel& m, const Shape& s, size_t bytes);
+double PredictTorusGridReduceScatter(const CostModel& m, const Shape& s, size_t bytes);
+
+Status PairwiseAlltoAll(const CollectiveContext& ctx, const CollectiveArgs& args);  // pairwise_alltoall.cc
+double PredictPairwiseAlltoAll(const CostModel& m, const Shape& s, size_t bytes);
+Status DirectGather(const CollectiveContext& ctx, const CollectiveArgs& args);  // direct_gather.cc
+double PredictDirectGather(const CostModel& m, const Shape& s, size_t bytes);
+Status DirectScatter(const CollectiveContext& ctx, const CollectiveArgs& args);  // direct_scatter.cc
+double PredictDirectScatter(const CostModel& m, const Shape& s, size_t bytes);
 
 // The chains over some of the ranks (args.root is a position in the group).
 Status ChainBroadcastOver(const CollectiveContext& ctx, const RingGroup& group, const CollectiveArgs& args);

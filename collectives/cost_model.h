@@ -1,8 +1,8 @@
-// The cost model that picks an allreduce algorithm, and the ring or the grid for
-// allgather and reduce-scatter: alpha (latency, s), beta (s/byte) per link class
-// (inside a host, across hosts) and gamma (reduction, s/byte), applied to each
-// algorithm's schedule on the communicator's shape (p ranks on H hosts of R).
-// Formulas are in cost_model.cc; docs/algorithms.md derives them.
+// The cost model that picks every collective's algorithm (algorithms.h): alpha
+// (latency, s), beta (s/byte) per link class (inside a host, across hosts) and gamma
+// (reduction, s/byte), applied to each algorithm's schedule on the communicator's shape
+// (p ranks on H hosts of R). Each algorithm's formula sits in its own file, built from
+// the blocks below; docs/algorithms.md derives them.
 #ifndef TESSERA_COLLECTIVES_COST_MODEL_H_
 #define TESSERA_COLLECTIVES_COST_MODEL_H_
 
@@ -37,43 +37,45 @@ struct Shape {
   int torus_x = 0, torus_y = 0;  // the torus grid (0: none)
 };
 
-enum class AllReduceAlgorithm;
+// --- Building blocks of the algorithms' formulas ------------------------------------
+// Each algorithm's file predicts its own schedule from these, and its row in the table
+// (algorithms.h) points to that prediction; docs/algorithms.md derives them.
 
-// Predicted seconds for an allreduce of `bytes`, or a negative value when the
-// algorithm does not apply to the shape.
-double PredictAllReduce(AllReduceAlgorithm algo, const CostModel& m, const Shape& s, size_t bytes);
+// The link that limits a schedule over all ranks: across hosts when there are several.
+const LinkCost& SlowestLink(const CostModel& m, const Shape& s);
 
-// Allgather and reduce-scatter: the flat ring over all p ranks, or the grid schedule
-// (grid_allgather.cc, grid_reduce_scatter.cc) of a column ring and a row ring.
-enum class GatherScatterOp { kAllGather, kReduceScatter };
+// floor(log2 v), and 0 for v < 1.
+int Log2Floor(int v);
 
-// Predicted seconds when the whole buffer (p blocks: the allgather's result, the
-// reduce-scatter's input) is `bytes`. The grid's rows are inside hosts when X divides
-// the ranks per host, as for the torus allreduce. The grid predicts a negative value
-// when X or Y is 1 (it is then the flat ring).
-double PredictRingGatherScatter(GatherScatterOp op, const CostModel& m, const Shape& s, size_t bytes);
-double PredictGridGatherScatter(GatherScatterOp op, const CostModel& m, const Shape& s, int X, int Y, size_t bytes);
+// A ring of q ranks over n bytes: 2(q-1) steps for an allreduce, else q-1, each moving
+// n/q through link `l` shared by `share` flows, and (q-1)/q of n reduced.
+double RingSeconds(int q, double n, const LinkCost& l, double share, double gamma, bool allreduce);
 
-enum class GatherScatterAlgorithm {
-  kRing,       // ring_allgather.cc, ring_reduce_scatter.cc
-  kHostGrid,   // the grid schedule on the host grid (rows = hosts)
-  kTorusGrid,  // the grid schedule on the torus grid (TESSERA_TORUS, else the host grid)
+// Of the `rounds` rounds (distance 2^k in round k) of a recursive schedule, how many
+// cross hosts: the last lg H when every host has R ranks (block placement), all of them
+// on uneven hosts, none on one host.
+int CrossHostRounds(const Shape& s, int rounds);
+
+// The links of an X x (p/X) grid schedule (torus allreduce, grid allgather and
+// reduce-scatter): rows stay inside hosts when X divides the ranks per host; columns
+// cross hosts when there are several, min(X, R) ranks of a host sharing its link.
+struct GridLinks {
+  const LinkCost* row;
+  const LinkCost* col;
+  double share;
 };
+GridLinks GridLinksOf(const CostModel& m, const Shape& s, int X);
 
-struct GatherScatterSelection {
-  GatherScatterAlgorithm algo = GatherScatterAlgorithm::kRing;
-  const char* name = "ring";  // "ring" or "grid"
-  double predicted_s = -1;
-  std::string reason;         // "forced ...", or the predictions of both candidates
+// An X x Y grid schedule (grid allgather and reduce-scatter) over `bytes`, p blocks of
+// bytes / p: its column ring alone (Y - 1 steps of one block), its row ring alone
+// (X - 1 steps of Y blocks), and X - 1 row steps of one block.
+struct GridPhaseSeconds {
+  double block;  // bytes
+  double col;
+  double row;
+  double row_of_one_block;
 };
-
-// The choice for one call. `forced` is TESSERA_ALGO: "ring" forces the flat ring;
-// "torus" the grid on the torus grid and "hierarchical" the grid on the host grid,
-// where that grid has X > 1 and Y > 1; anything else ("auto", the other allreduce
-// names, a forced grid that does not apply) lets the model choose between the flat
-// ring and the host grid, and the reason says why.
-GatherScatterSelection SelectGatherScatter(GatherScatterOp op, const std::string& forced, const CostModel& m,
-                                           const Shape& s, size_t bytes);
+GridPhaseSeconds GridPhases(const CostModel& m, const Shape& s, int X, int Y, size_t bytes);
 
 }  // namespace tessera
 

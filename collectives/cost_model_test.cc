@@ -25,7 +25,7 @@ Shape HostsOf(int hosts, int per_host) {
 
 std::string Choice(const Shape& s, size_t bytes, const std::string& forced = "auto") {
   CostModel m;
-  return SelectAllReduce(forced, m, s, bytes).algo->name;
+  return SelectAlgorithm(Collective::kAllReduce, forced, m, s, bytes).algo->name;
 }
 
 TEST(CostModel, SmallMessagesTakeFewSteps) {
@@ -44,10 +44,10 @@ TEST(CostModel, LargeMessagesAcrossHostsAvoidTheFlatRing) {
     EXPECT_TRUE(c == "hierarchical" || c == "torus" || c == "rabenseifner")
         << c << " for " << shape.hosts << "x" << shape.per_host;
     CostModel m;
-    EXPECT_LT(PredictAllReduce(AllReduceAlgorithm::kRabenseifner, m, shape, 64 << 20),
-              PredictAllReduce(AllReduceAlgorithm::kRing, m, shape, 64 << 20));
-    EXPECT_LT(PredictAllReduce(AllReduceAlgorithm::kHierarchical, m, shape, 64 << 20),
-              PredictAllReduce(AllReduceAlgorithm::kRing, m, shape, 64 << 20));
+    EXPECT_LT(PredictSeconds(Collective::kAllReduce, "rabenseifner", m, shape, 64 << 20),
+              PredictSeconds(Collective::kAllReduce, "ring", m, shape, 64 << 20));
+    EXPECT_LT(PredictSeconds(Collective::kAllReduce, "hierarchical", m, shape, 64 << 20),
+              PredictSeconds(Collective::kAllReduce, "ring", m, shape, 64 << 20));
   }
 }
 
@@ -58,14 +58,15 @@ TEST(CostModel, PipelinedScheduleWinsANearTie) {
   CostModel m;
   const Shape s = HostsOf(4, 2);
   const size_t big = 64 << 20;
-  const double rab = PredictAllReduce(AllReduceAlgorithm::kRabenseifner, m, s, big);
-  const double torus = PredictAllReduce(AllReduceAlgorithm::kTorus, m, s, big);
-  const Selection pick = SelectAllReduce("auto", m, s, big);
+  const double rab = PredictSeconds(Collective::kAllReduce, "rabenseifner", m, s, big);
+  const double torus = PredictSeconds(Collective::kAllReduce, "torus", m, s, big);
+  std::string why;
+  const Selection pick = SelectAlgorithm(Collective::kAllReduce, "auto", m, s, big, &why);
   EXPECT_TRUE(pick.algo->pipelined) << pick.algo->name << " rab " << rab << " torus " << torus;
   ASSERT_LT(rab, torus);  // the round-based schedule is the model's best by a hair
   ASSERT_LT(torus, rab * (1 + kPipelinedPreference));
   EXPECT_EQ(std::string(pick.algo->name), "torus");
-  EXPECT_NE(pick.reason.find("torus is pipelined and within 5% of rabenseifner"), std::string::npos) << pick.reason;
+  EXPECT_NE(why.find("torus is pipelined and within 5% of rabenseifner"), std::string::npos) << why;
   EXPECT_EQ(Choice(HostsOf(1, 8), 8), "recursive_doubling");  // not a tie: 3 steps against 14
 }
 
@@ -75,17 +76,18 @@ TEST(CostModel, RingVolumeMatchesTheLowerBound) {
   m.intra = LinkCost{0, 1e-9};
   m.gamma = 0;
   const Shape s = HostsOf(1, 4);
-  EXPECT_DOUBLE_EQ(PredictAllReduce(AllReduceAlgorithm::kRing, m, s, 1000), 2.0 * 3 / 4 * 1000 * 1e-9);
+  EXPECT_DOUBLE_EQ(PredictSeconds(Collective::kAllReduce, "ring", m, s, 1000), 2.0 * 3 / 4 * 1000 * 1e-9);
 }
 
 TEST(CostModel, HierarchicalDoesNotApplyOnOneHost) {
   CostModel m;
-  EXPECT_LT(PredictAllReduce(AllReduceAlgorithm::kHierarchical, m, HostsOf(1, 4), 1024), 0);
+  EXPECT_LT(PredictSeconds(Collective::kAllReduce, "hierarchical", m, HostsOf(1, 4), 1024), 0);
   // Forced, it falls back to the model's choice and says why.
-  Selection s = SelectAllReduce("hierarchical", m, HostsOf(1, 4), 1024);
+  std::string why;
+  Selection s = SelectAlgorithm(Collective::kAllReduce, "hierarchical", m, HostsOf(1, 4), 1024, &why);
   EXPECT_NE(std::string(s.algo->name), "hierarchical");
-  EXPECT_NE(s.reason.find("does not apply"), std::string::npos);
-  EXPECT_EQ(std::string(SelectAllReduce("ring", m, HostsOf(1, 4), 8).algo->name), "ring");
+  EXPECT_NE(why.find("does not apply"), std::string::npos);
+  EXPECT_EQ(std::string(SelectAlgorithm(Collective::kAllReduce, "ring", m, HostsOf(1, 4), 8).algo->name), "ring");
 }
 
 TEST(CostModel, TuningFileReadsAndNamesBadLines) {
@@ -109,9 +111,9 @@ TEST(CostModel, TuningFileReadsAndNamesBadLines) {
 
 // --- Allgather and reduce-scatter: the flat ring or the grid ---------------------------
 
-std::string GatherScatterChoice(GatherScatterOp op, const CostModel& m, const Shape& s, size_t bytes,
+std::string GatherScatterChoice(Collective op, const CostModel& m, const Shape& s, size_t bytes,
                                 const std::string& forced = "auto") {
-  return SelectGatherScatter(op, forced, m, s, bytes).name;
+  return SelectAlgorithm(op, forced, m, s, bytes).algo->Label();
 }
 
 TEST(GatherScatterModel, HostLinkVolumes) {
@@ -123,12 +125,12 @@ TEST(GatherScatterModel, HostLinkVolumes) {
   m.inter = LinkCost{0, 1e-9};
   m.gamma = 0;
   const double n = 8000;
-  for (auto op : {GatherScatterOp::kAllGather, GatherScatterOp::kReduceScatter}) {
+  for (auto op : {Collective::kAllGather, Collective::kReduceScatter}) {
     const Shape s = HostsOf(4, 2);  // X = 2, Y = 4
-    EXPECT_DOUBLE_EQ(PredictRingGatherScatter(op, m, s, 8000), 7.0 / 8 * n * 1e-9);
-    EXPECT_DOUBLE_EQ(PredictGridGatherScatter(op, m, s, 2, 4, 8000), 3.0 / 4 * n * 1e-9);
+    EXPECT_DOUBLE_EQ(PredictSeconds(op, "ring", m, s, 8000), 7.0 / 8 * n * 1e-9);
+    EXPECT_DOUBLE_EQ(PredictSeconds(op, "hierarchical", m, s, 8000), 3.0 / 4 * n * 1e-9);
     const Shape t = HostsOf(2, 4);  // X = 4, Y = 2
-    EXPECT_DOUBLE_EQ(PredictGridGatherScatter(op, m, t, 4, 2, 8000), 1.0 / 2 * n * 1e-9);
+    EXPECT_DOUBLE_EQ(PredictSeconds(op, "hierarchical", m, t, 8000), 1.0 / 2 * n * 1e-9);
   }
 }
 
@@ -139,15 +141,15 @@ TEST(GatherScatterModel, ReductionCostMatchesTheRing) {
   m.inter = LinkCost{0, 0};
   m.gamma = 1e-9;
   const Shape s = HostsOf(3, 3);
-  EXPECT_DOUBLE_EQ(PredictRingGatherScatter(GatherScatterOp::kReduceScatter, m, s, 9000), 8000 * 1e-9);
-  EXPECT_DOUBLE_EQ(PredictGridGatherScatter(GatherScatterOp::kReduceScatter, m, s, 3, 3, 9000), 8000 * 1e-9);
-  EXPECT_DOUBLE_EQ(PredictRingGatherScatter(GatherScatterOp::kAllGather, m, s, 9000), 0);
+  EXPECT_DOUBLE_EQ(PredictSeconds(Collective::kReduceScatter, "ring", m, s, 9000), 8000 * 1e-9);
+  EXPECT_DOUBLE_EQ(PredictSeconds(Collective::kReduceScatter, "hierarchical", m, s, 9000), 8000 * 1e-9);
+  EXPECT_DOUBLE_EQ(PredictSeconds(Collective::kAllGather, "ring", m, s, 9000), 0);
 }
 
 TEST(GatherScatterModel, GridAcrossHostsForLargeBuffers) {
   CostModel two_gbit;  // the emulated cluster's links, as the probe measures them
   two_gbit.inter = LinkCost{100e-6, 1 / 0.25e9};
-  for (auto op : {GatherScatterOp::kAllGather, GatherScatterOp::kReduceScatter}) {
+  for (auto op : {Collective::kAllGather, Collective::kReduceScatter}) {
     for (auto shape : {HostsOf(2, 2), HostsOf(4, 2), HostsOf(2, 4), HostsOf(3, 3)}) {
       EXPECT_EQ(GatherScatterChoice(op, two_gbit, shape, 64 << 20), "grid") << shape.hosts << "x" << shape.per_host;
     }
@@ -158,7 +160,7 @@ TEST(GatherScatterModel, GridAcrossHostsForLargeBuffers) {
 
 TEST(GatherScatterModel, GridForSmallBuffersOnManyHosts) {
   // Latency: Y - 1 network steps instead of p - 1.
-  for (auto op : {GatherScatterOp::kAllGather, GatherScatterOp::kReduceScatter}) {
+  for (auto op : {Collective::kAllGather, Collective::kReduceScatter}) {
     EXPECT_EQ(GatherScatterChoice(op, CostModel(), HostsOf(8, 2), 8 * 16), "grid");
   }
 }
@@ -168,22 +170,23 @@ TEST(GatherScatterModel, RingWhenTheHostLinkIsAsFastAsSharedMemory) {
   // (the row phase carries Y blocks a step), while the ring moves p - 1: the ring wins.
   CostModel m;
   m.inter = m.intra;
-  for (auto op : {GatherScatterOp::kAllGather, GatherScatterOp::kReduceScatter}) {
+  for (auto op : {Collective::kAllGather, Collective::kReduceScatter}) {
     EXPECT_EQ(GatherScatterChoice(op, m, HostsOf(4, 4), 64 << 20), "ring");
   }
 }
 
 TEST(GatherScatterModel, OneHostOrOneRankPerHostIsTheRing) {
   CostModel m;
-  for (auto op : {GatherScatterOp::kAllGather, GatherScatterOp::kReduceScatter}) {
+  for (auto op : {Collective::kAllGather, Collective::kReduceScatter}) {
     for (auto shape : {HostsOf(1, 4), HostsOf(3, 1)}) {
-      EXPECT_LT(PredictGridGatherScatter(op, m, shape, shape.per_host, shape.hosts, 1 << 20), 0);
+      EXPECT_LT(PredictSeconds(op, "hierarchical", m, shape, 1 << 20), 0);
       for (const char* forced : {"auto", "hierarchical", "torus"}) {
-        GatherScatterSelection s = SelectGatherScatter(op, forced, m, shape, 1 << 20);
-        EXPECT_STREQ(s.name, "ring") << forced;
-        EXPECT_EQ(s.algo, GatherScatterAlgorithm::kRing);
+        std::string why;
+        Selection s = SelectAlgorithm(op, forced, m, shape, 1 << 20, &why);
+        EXPECT_STREQ(s.algo->Label(), "ring") << forced;
+        EXPECT_EQ(s.algo, FindAlgorithm(op, "ring"));
         if (std::string(forced) != "auto") {
-          EXPECT_NE(s.reason.find("does not apply"), std::string::npos) << s.reason;
+          EXPECT_NE(why.find("does not apply"), std::string::npos) << why;
         }
       }
     }
@@ -191,35 +194,74 @@ TEST(GatherScatterModel, OneHostOrOneRankPerHostIsTheRing) {
     Shape uneven;
     uneven.p = 5;
     uneven.hosts = 2;
-    EXPECT_STREQ(SelectGatherScatter(op, "hierarchical", m, uneven, 1 << 20).name, "ring");
+    EXPECT_STREQ(SelectAlgorithm(op, "hierarchical", m, uneven, 1 << 20).algo->Label(), "ring");
   }
 }
 
 TEST(GatherScatterModel, ForcedByTesseraAlgo) {
   CostModel m;
-  const auto ag = GatherScatterOp::kAllGather;
+  const auto ag = Collective::kAllGather;
+  std::string why;
   // ring forces the flat ring even where the grid is predicted faster.
-  GatherScatterSelection s = SelectGatherScatter(ag, "ring", m, HostsOf(2, 4), 64 << 20);
-  EXPECT_EQ(s.algo, GatherScatterAlgorithm::kRing);
-  EXPECT_EQ(s.reason, "forced by TESSERA_ALGO");
+  Selection s = SelectAlgorithm(ag, "ring", m, HostsOf(2, 4), 64 << 20, &why);
+  EXPECT_EQ(s.algo, FindAlgorithm(ag, "ring"));
+  EXPECT_EQ(why, "forced by TESSERA_ALGO");
   // hierarchical and torus force the grid even where the ring is predicted faster.
   CostModel flat = m;
   flat.inter = flat.intra;
-  s = SelectGatherScatter(ag, "hierarchical", flat, HostsOf(4, 4), 64 << 20);
-  EXPECT_EQ(s.algo, GatherScatterAlgorithm::kHostGrid);
-  EXPECT_NE(s.reason.find("host grid 4x4"), std::string::npos) << s.reason;
+  s = SelectAlgorithm(ag, "hierarchical", flat, HostsOf(4, 4), 64 << 20, &why);
+  EXPECT_EQ(s.algo, FindAlgorithm(ag, "hierarchical"));
+  EXPECT_NE(why.find("host grid 4x4"), std::string::npos) << why;
   Shape torus = HostsOf(2, 4);
   torus.torus_x = 2;  // TESSERA_TORUS=2x4
   torus.torus_y = 4;
-  s = SelectGatherScatter(GatherScatterOp::kReduceScatter, "torus", m, torus, 1024);
-  EXPECT_EQ(s.algo, GatherScatterAlgorithm::kTorusGrid);
-  EXPECT_NE(s.reason.find("torus grid 2x4"), std::string::npos) << s.reason;
+  s = SelectAlgorithm(Collective::kReduceScatter, "torus", m, torus, 1024, &why);
+  EXPECT_EQ(s.algo, FindAlgorithm(Collective::kReduceScatter, "torus"));
+  EXPECT_NE(why.find("torus grid 2x4"), std::string::npos) << why;
   // Allreduce-only names leave the choice to the model and say so.
-  s = SelectGatherScatter(ag, "rabenseifner", m, HostsOf(2, 4), 64 << 20);
-  EXPECT_STREQ(s.name, "grid");
-  EXPECT_NE(s.reason.find("TESSERA_ALGO=rabenseifner does not apply to allgather"), std::string::npos) << s.reason;
-  EXPECT_NE(s.reason.find("ring "), std::string::npos) << s.reason;  // both predictions listed
-  EXPECT_NE(s.reason.find("grid 4x2 "), std::string::npos) << s.reason;
+  s = SelectAlgorithm(ag, "rabenseifner", m, HostsOf(2, 4), 64 << 20, &why);
+  EXPECT_STREQ(s.algo->Label(), "grid");
+  EXPECT_NE(why.find("TESSERA_ALGO=rabenseifner does not apply to allgather"), std::string::npos) << why;
+  EXPECT_NE(why.find("ring "), std::string::npos) << why;  // both predictions listed
+  EXPECT_NE(why.find("grid 4x2 "), std::string::npos) << why;
+}
+
+// --- The table: one shape of row for every collective ------------------------------
+
+TEST(AlgorithmTable, EveryCollectiveChoosesARowOnEveryShape) {
+  CostModel m;
+  Shape uneven;
+  uneven.p = 5;
+  uneven.hosts = 2;
+  for (int c = 0; c < kNumCollectives; ++c) {
+    const Collective collective = static_cast<Collective>(c);
+    const auto& rows = AlgorithmsOf(collective);
+    ASSERT_FALSE(rows.empty()) << CollectiveName(collective);
+    for (const AlgorithmInfo& a : rows) {
+      EXPECT_EQ(a.collective, collective) << a.name;
+      EXPECT_EQ(FindAlgorithm(collective, a.name), &a) << a.name << " is not unique in " << CollectiveName(collective);
+    }
+    for (const Shape& s : {HostsOf(1, 1), HostsOf(1, 4), HostsOf(3, 1), HostsOf(4, 2), uneven}) {
+      for (const char* forced : {"auto", "ring", "torus", "hierarchical_leader"}) {
+        const Selection pick = SelectAlgorithm(collective, forced, m, s, 1 << 20);
+        ASSERT_NE(pick.algo, nullptr) << CollectiveName(collective) << " forced " << forced;
+        EXPECT_TRUE(pick.algo->applies(s)) << pick.algo->name;
+        EXPECT_GE(pick.predicted_s, 0) << pick.algo->name;
+      }
+    }
+  }
+  EXPECT_STREQ(SelectAlgorithm(Collective::kBroadcast, "ring", m, HostsOf(2, 2), 64).algo->name, "chain");
+  EXPECT_STREQ(SelectAlgorithm(Collective::kAlltoAll, "auto", m, HostsOf(2, 2), 64).algo->name, "pairwise");
+}
+
+TEST(AlgorithmTable, TesseraAlgoNamesAreTheAllReduceRows) {
+  EXPECT_TRUE(CheckAlgorithmName("auto").ok());
+  for (const AlgorithmInfo& a : AlgorithmsOf(Collective::kAllReduce)) EXPECT_TRUE(CheckAlgorithmName(a.name).ok());
+  const Status s = CheckAlgorithmName("grid");
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "TESSERA_ALGO='grid' is not one of: auto, ring, recursive_doubling, rabenseifner, torus, hierarchical, "
+            "hierarchical_leader");
 }
 
 TEST(Grid, FromHostsAndForced) {

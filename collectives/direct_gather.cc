@@ -27,4 +27,10 @@ Status DirectGather(const CollectiveContext& ctx, const CollectiveArgs& args) {
   return Exchange(t.data(), t.size(), ctx.exchange);
 }
 
+// The root's link takes the p - 1 other blocks, one message each.
+double PredictDirectGather(const CostModel& m, const Shape& s, size_t bytes) {
+  const LinkCost& slow = SlowestLink(m, s);
+  return (s.p - 1) * (slow.alpha + static_cast<double>(bytes) / s.p * slow.beta);
+}
+
 }  // namespace tessera

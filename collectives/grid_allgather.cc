@@ -16,6 +16,7 @@
 // host grid each host link carries X (Y-1) B = (Y-1)/Y of the result per direction,
 // from all X local ranks at once, against the flat ring's (p-1)/p through one flow; the
 // latency is (Y-1) network steps instead of p - 1.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -23,6 +24,8 @@
 #include "collectives/ring_pattern.h"
 
 namespace tessera {
+
+namespace {
 
 Status GridAllGather(const CollectiveContext& ctx, const CollectiveArgs& args, const Grid& grid) {
   const int r = ctx.rank, X = grid.X, Y = grid.Y;
@@ -83,6 +86,34 @@ Status GridAllGather(const CollectiveContext& ctx, const CollectiveArgs& args, c
     arrived = next;
   }
   return Exchange(t.data(), t.size(), ctx.exchange);
+}
+
+// The grid's schedule, or the flat ring where the grid is missing or has X or Y 1.
+Status OnGrid(const CollectiveContext& ctx, const CollectiveArgs& args, const Grid* grid) {
+  if (grid == nullptr || grid->X == 1 || grid->Y == 1) return RingAllGather(ctx, args);
+  return GridAllGather(ctx, args, *grid);
+}
+
+// One gated exchange: the row forwards blocks while the column delivers them, so the
+// phases overlap; the last block to arrive still has X - 1 row steps to go.
+double PredictGridAllGather(const CostModel& m, const Shape& s, int X, int Y, size_t bytes) {
+  const GridPhaseSeconds t = GridPhases(m, s, X, Y, bytes);
+  return std::max(t.col, t.row) + t.row_of_one_block;
+}
+
+}  // namespace
+
+Status HostGridAllGather(const CollectiveContext& ctx, const CollectiveArgs& args) {
+  return OnGrid(ctx, args, ctx.host_grid);
+}
+Status TorusGridAllGather(const CollectiveContext& ctx, const CollectiveArgs& args) {
+  return OnGrid(ctx, args, ctx.torus_grid);
+}
+double PredictHostGridAllGather(const CostModel& m, const Shape& s, size_t bytes) {
+  return PredictGridAllGather(m, s, s.per_host, s.hosts, bytes);
+}
+double PredictTorusGridAllGather(const CostModel& m, const Shape& s, size_t bytes) {
+  return PredictGridAllGather(m, s, s.torus_x, s.torus_y, bytes);
 }
 
 }  // namespace tessera

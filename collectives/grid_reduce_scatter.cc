@@ -27,6 +27,8 @@
 
 namespace tessera {
 
+namespace {
+
 Status GridReduceScatter(const CollectiveContext& ctx, const CollectiveArgs& args, const Grid& grid) {
   const int r = ctx.rank, X = grid.X, Y = grid.Y;
   const size_t block = args.count * args.elem_size;
@@ -83,6 +85,33 @@ Status GridReduceScatter(const CollectiveContext& ctx, const CollectiveArgs& arg
     t.push_back(Transfer::RecvReduce(left, dst, slot(mine, in), &args.reducer, block));
   }
   return Exchange(t.data(), t.size(), ctx.exchange).Annotate("column reduce-scatter");
+}
+
+// The grid's schedule, or the flat ring where the grid is missing or has X or Y 1.
+Status OnGrid(const CollectiveContext& ctx, const CollectiveArgs& args, const Grid* grid) {
+  if (grid == nullptr || grid->X == 1 || grid->Y == 1) return RingReduceScatter(ctx, args);
+  return GridReduceScatter(ctx, args, *grid);
+}
+
+// Two exchanges, one after the other; (p-1)/p of the input is reduced, as in the ring.
+double PredictGridReduceScatter(const CostModel& m, const Shape& s, int X, int Y, size_t bytes) {
+  const GridPhaseSeconds t = GridPhases(m, s, X, Y, bytes);
+  return t.row + t.col + (s.p - 1) * t.block * m.gamma;
+}
+
+}  // namespace
+
+Status HostGridReduceScatter(const CollectiveContext& ctx, const CollectiveArgs& args) {
+  return OnGrid(ctx, args, ctx.host_grid);
+}
+Status TorusGridReduceScatter(const CollectiveContext& ctx, const CollectiveArgs& args) {
+  return OnGrid(ctx, args, ctx.torus_grid);
+}
+double PredictHostGridReduceScatter(const CostModel& m, const Shape& s, size_t bytes) {
+  return PredictGridReduceScatter(m, s, s.per_host, s.hosts, bytes);
+}
+double PredictTorusGridReduceScatter(const CostModel& m, const Shape& s, size_t bytes) {
+  return PredictGridReduceScatter(m, s, s.torus_x, s.torus_y, bytes);
 }
 
 }  // namespace tessera

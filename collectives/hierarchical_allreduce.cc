@@ -39,4 +39,21 @@ Status HierarchicalLeaderAllReduce(const CollectiveContext& ctx, const Collectiv
   return ChainBroadcastOver(ctx, host, step).Annotate("broadcast from the host leader");
 }
 
+// A ring inside each host, then R rings of H across hosts on 1/R of the buffer each,
+// all R sharing the host's link.
+double PredictHierarchicalAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
+  const double n = static_cast<double>(bytes);
+  const int H = s.hosts, R = s.per_host;
+  return RingSeconds(R, n, m.intra, 1.0, m.gamma, true) + RingSeconds(H, n / R, m.inter, R, m.gamma, true);
+}
+
+// A chain reduce and a chain broadcast inside each host (the whole buffer through one
+// shared-memory link each), a ring of the H leaders between them.
+double PredictHierarchicalLeaderAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
+  const double n = static_cast<double>(bytes);
+  const int H = s.hosts, R = s.per_host;
+  return 2 * ((R - 1) * m.intra.alpha + (R > 1 ? n * m.intra.beta : 0)) + (R - 1) * n * m.gamma +
+         RingSeconds(H, n, m.inter, 1.0, m.gamma, true);
+}
+
 }  // namespace tessera

@@ -87,4 +87,20 @@ Status RabenseifnerAllReduce(const CollectiveContext& ctx, const CollectiveArgs&
   return Status::Ok();
 }
 
+// Halving: the largest halves stay inside hosts (the rounds that cross hosts come last);
+// a rank count that is not a power of two adds a whole-buffer fold in and out.
+double PredictRabenseifnerAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
+  const int R = s.per_host, rounds = Log2Floor(s.p), cross = CrossHostRounds(s, rounds);
+  const double n = static_cast<double>(bytes);
+  double t = 0, part = n;
+  for (int k = 0; k < rounds; ++k) {
+    part /= 2;
+    const bool inter = k >= rounds - cross;
+    const LinkCost& l = inter ? m.inter : m.intra;
+    t += 2 * (l.alpha + part * l.beta * (inter && R > 0 ? R : 1)) + part * m.gamma;
+  }
+  const LinkCost& slow = SlowestLink(m, s);
+  return t + (s.p != (1 << rounds) ? 2 * (slow.alpha + n * slow.beta) : 0);
+}
+
 }  // namespace tessera

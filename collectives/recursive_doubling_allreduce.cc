@@ -64,4 +64,19 @@ Status RecursiveDoublingAllReduce(const CollectiveContext& ctx, const Collective
   return Status::Ok();
 }
 
+// Rounds at distance >= R cross hosts (block placement), all R ranks of a host at once;
+// a rank count that is not a power of two adds a whole-buffer fold in and out.
+double PredictRecursiveDoublingAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
+  const double n = static_cast<double>(bytes);
+  const int R = s.per_host, rounds = Log2Floor(s.p), cross = CrossHostRounds(s, rounds);
+  double t = 0;
+  for (int k = 0; k < rounds; ++k) {
+    const bool inter = k >= rounds - cross;
+    const LinkCost& l = inter ? m.inter : m.intra;
+    t += l.alpha + n * l.beta * (inter && R > 0 ? R : 1) + n * m.gamma;
+  }
+  const LinkCost& slow = SlowestLink(m, s);
+  return t + (s.p != (1 << rounds) ? 2 * (slow.alpha + n * slow.beta) : 0);
+}
+
 }  // namespace tessera

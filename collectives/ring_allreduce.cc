@@ -76,4 +76,9 @@ Status RingAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args) {
                  args.elem_size, &args.reducer, kRingReduceScatter | kRingAllGather);
 }
 
+// Each host link carries one ring flow.
+double PredictRingAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
+  return RingSeconds(s.p, static_cast<double>(bytes), SlowestLink(m, s), 1.0, m.gamma, true);
+}
+
 }  // namespace tessera

@@ -4,11 +4,13 @@
 #include <vector>
 
 #include "collectives/collective.h"
+#include "collectives/cost_model.h"
 
 namespace tessera {
 
 // Ring allreduce (reduce-scatter, then allgather); see ring_allreduce.cc.
 Status RingAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);
+double PredictRingAllReduce(const CostModel& m, const Shape& s, size_t bytes);
 
 // A ring over some of the communicator's ranks, for algorithms built from rings (2D
 // torus, hierarchical): `ranks` in ring order, `pos` this rank's place in it.

@@ -44,4 +44,13 @@ Status RingReduceScatter(const CollectiveContext& ctx, const CollectiveArgs& arg
   return Exchange(t.data(), t.size(), ctx.exchange);
 }
 
+// p - 1 steps of one block, each limited by the slowest link the ring crosses, and p - 1
+// blocks reduced.
+double PredictRingReduceScatter(const CostModel& m, const Shape& s, size_t bytes) {
+  if (s.p <= 1) return 0;
+  const LinkCost& slow = SlowestLink(m, s);
+  const double block = static_cast<double>(bytes) / s.p;
+  return (s.p - 1) * (slow.alpha + block * slow.beta) + (s.p - 1) * block * m.gamma;
+}
+
 }  // namespace tessera

@@ -4,6 +4,7 @@
 #define TESSERA_COLLECTIVES_TOPOLOGY_ALLREDUCE_H_
 
 #include "collectives/collective.h"
+#include "collectives/cost_model.h"
 #include "collectives/grid.h"
 
 namespace tessera {
@@ -14,6 +15,13 @@ Status TorusAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);
 Status HierarchicalAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);         // ctx.host_grid
 Status HierarchicalLeaderAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);   // ctx.host_grid
 Status RabenseifnerAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);
+
+// Their predictions (cost_model.h), each in the algorithm's file. Torus: where the shape
+// has a torus grid; the hierarchical two: on several hosts of equal rank counts.
+double PredictTorusAllReduce(const CostModel& m, const Shape& s, size_t bytes);
+double PredictHierarchicalAllReduce(const CostModel& m, const Shape& s, size_t bytes);
+double PredictHierarchicalLeaderAllReduce(const CostModel& m, const Shape& s, size_t bytes);
+double PredictRabenseifnerAllReduce(const CostModel& m, const Shape& s, size_t bytes);
 
 }  // namespace tessera
 

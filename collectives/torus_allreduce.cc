@@ -39,4 +39,12 @@ Status TorusAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args) 
   return GridAllReduce(ctx, args, *ctx.torus_grid);
 }
 
+// A row allreduce of the buffer, then a column allreduce of its 1/X shard.
+double PredictTorusAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
+  const double n = static_cast<double>(bytes);
+  const int X = s.torus_x, Y = s.torus_y;
+  const GridLinks g = GridLinksOf(m, s, X);
+  return RingSeconds(X, n, *g.row, 1.0, m.gamma, true) + RingSeconds(Y, n / X, *g.col, g.share, m.gamma, true);
+}
+
 }  // namespace tessera

@@ -250,7 +250,7 @@ Status ValidateOperation(tesseraComm* comm, const Operation& op, tesseraStream_t
                                  : "sendbuff and recvbuff overlap without being equal (in-place needs sendbuff == recvbuff)");
     }
   }
-  if (comm->impl) TESSERA_RETURN_IF_ERROR(comm->impl->CheckOperation(op));
+  if (comm->impl) TESSERA_RETURN_IF_ERROR(comm->impl->executor().CheckOperation(op));
   return Status::Ok();
 }
 
@@ -554,7 +554,8 @@ const char* tesseraAllReduceAlgorithm(tesseraComm_t comm, size_t count, tesseraD
   }
   // The bytes the host path moves: half types widened unless TESSERA_HALF_WIRE=half.
   const tessera::DataType t = static_cast<tessera::DataType>(datatype);
-  return comm->impl->ChooseAllReduce(count * comm->impl->WireElementSize(t)).algo->name;
+  const tessera::Executor& executor = comm->impl->executor();
+  return executor.Choose(tessera::Collective::kAllReduce, count * executor.WireElementSize(t)).algo->name;
 }
 
 tesseraResult_t tesseraBroadcast(const void* sendbuff, void* recvbuff, size_t count, tesseraDataType_t datatype,

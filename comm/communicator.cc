@@ -7,8 +7,6 @@
 #include <thread>
 
 #include "collectives/algorithms.h"
-#include "collectives/collectives.h"
-#include "collectives/elementwise.h"
 #include "collectives/reduce_kernels.h"
 #include "collectives/ring_allreduce.h"
 #include "topology/host_identity.h"
@@ -20,6 +18,7 @@ Status Communicator::Create(const Settings& settings, const UniqueIdData& id, in
                             std::unique_ptr<Communicator>* out) {
   std::unique_ptr<Communicator> c(new Communicator());
   TESSERA_RETURN_IF_ERROR(c->Init(settings, id, nranks, rank));
+  c->executor_ = std::make_unique<Executor>(c->Site());
   *out = std::move(c);
   return Status::Ok();
 }
@@ -185,13 +184,20 @@ Status Communicator::ProbeAndAgree() {
   return Status::Ok();
 }
 
-Selection Communicator::ChooseAllReduce(size_t bytes) const {
-  return SelectAllReduce(settings_.algo, model_, shape_, bytes);
-}
-
-size_t Communicator::WireElementSize(DataType type) const {
-  if (!IsHalf(type)) return SizeOf(type);
-  return settings_.half_wire == "half" ? SizeOf(type) : SizeOf(DataType::kFloat32);
+// What the executor runs on: this rank's membership (it outlives the executor).
+ExecutionSite Communicator::Site() {
+  ExecutionSite site;
+  site.rank = rank_;
+  site.nranks = nranks_;
+  site.settings = &settings_;
+  site.log_level = log_level_;
+  site.model = &model_;
+  site.shape = &shape_;
+  site.tracer = tracer_.get();
+  site.premulsum = &premulsum_;
+  site.context = [this] { return Context(); };
+  site.fail = [this](const Status& s) { return Break(s); };
+  return site;
 }
 
 CollectiveContext Communicator::Context() const {
@@ -207,7 +213,6 @@ CollectiveContext Communicator::Context() const {
   ctx.exchange.tracer = tracer_.get();
   ctx.host_grid = host_grid_.get();
   ctx.torus_grid = torus_grid_.get();
-  ctx.local_memory = host_memory_.get();
   return ctx;
 }
 
@@ -228,64 +233,11 @@ Status Communicator::Break(const Status& s) {
   return s;
 }
 
-const char* OpName(OpKind kind) {
-  switch (kind) {
-    case OpKind::kAllReduce: return "allreduce";
-    case OpKind::kBroadcast: return "broadcast";
-    case OpKind::kReduce: return "reduce";
-    case OpKind::kAllGather: return "allgather";
-    case OpKind::kReduceScatter: return "reduce-scatter";
-    case OpKind::kAlltoAll: return "alltoall";
-    case OpKind::kGather: return "gather";
-    case OpKind::kScatter: return "scatter";
-    case OpKind::kSend: return "send";
-    case OpKind::kRecv: return "recv";
-  }
-  return "unknown";
-}
-
-bool IsReduction(OpKind k) { return k == OpKind::kAllReduce || k == OpKind::kReduce || k == OpKind::kReduceScatter; }
-bool IsPointToPoint(OpKind k) { return k == OpKind::kSend || k == OpKind::kRecv; }
-
 Status Communicator::CreatePreMulSum(const void* scalar, DataType type, bool read_now, int* op) {
-  PreMulSumOp custom{type, scalar, {0.0}, read_now};
-  if (read_now) std::memcpy(custom.value, scalar, SizeOf(type));
-  std::lock_guard<std::mutex> lock(error_mu_);
-  *op = next_op_++;
-  custom_ops_[*op] = custom;
-  return Status::Ok();
+  return premulsum_.Create(scalar, type, read_now, op);
 }
 
-Status Communicator::DestroyRedOp(int op) {
-  std::lock_guard<std::mutex> lock(error_mu_);
-  if (custom_ops_.erase(op) == 0) {
-    return InvalidArgument("op " + std::to_string(op) + " is not an operator created on this communicator (or was destroyed)");
-  }
-  return Status::Ok();
-}
-
-Status Communicator::ValidateOp(int op, DataType type) const {
-  if (op >= 0 && op < kNumRedOps) return Status::Ok();
-  std::lock_guard<std::mutex> lock(error_mu_);
-  auto it = custom_ops_.find(op);
-  if (it == custom_ops_.end()) {
-    return InvalidArgument("op " + std::to_string(op) +
-                           " is neither a built-in operator nor one created on this communicator (or it was destroyed)");
-  }
-  if (it->second.type != type) {
-    return InvalidArgument("op " + std::to_string(op) + " was created for datatype " + DataTypeName(it->second.type) +
-                           ", not " + DataTypeName(type));
-  }
-  return Status::Ok();
-}
-
-Status Communicator::CheckOperation(const Operation& op) const {
-  if (!IsReduction(op.kind)) return Status::Ok();
-  if (op.type == DataType::kFloat8e4m3 || op.type == DataType::kFloat8e5m2) {
-    return InvalidArgument(std::string("datatype ") + DataTypeName(op.type) + " is not supported by reductions");
-  }
-  return ValidateOp(op.op, op.type);
-}
+Status Communicator::DestroyRedOp(int op) { return premulsum_.Destroy(op); }
 
 Status Communicator::Run(const Operation& op) { return RunGroup({op}); }
 
@@ -335,281 +287,10 @@ Status Communicator::Split(int color, int key, const Settings& settings, std::un
 Status Communicator::RunGroup(const std::vector<Operation>& ops) {
   TESSERA_RETURN_IF_ERROR(sticky_error());
   if (abort_.load()) return Break(RemoteError("the communicator was aborted"));
-  return RunGroupIn(ops, nullptr);
-}
-
-Status Communicator::RunGroupIn(const std::vector<Operation>& ops, const CollectiveContext* device) {
-  std::vector<Operation> p2p;
-  for (const Operation& op : ops) {
-    if (IsPointToPoint(op.kind)) {
-      p2p.push_back(op);
-      continue;
-    }
-    Status s = RunOne(op, device ? *device : Context(), device != nullptr);
-    if (!s.ok()) return s.code() == Code::kInvalidArgument ? s : Break(s);
-  }
-  return RunPointToPointGroup(p2p, device ? *device : Context());
-}
-
-Status Communicator::RunPointToPointGroup(const std::vector<Operation>& p2p, const CollectiveContext& ctx) {
-  if (p2p.empty()) return Status::Ok();
-  // Sends to self must pair with receives from self: a local mistake, checked before
-  // communicating, so it does not break the communicator.
-  size_t self_sends = 0, self_recvs = 0;
-  for (const Operation& op : p2p) {
-    if (op.peer == rank_) ++(op.kind == OpKind::kSend ? self_sends : self_recvs);
-  }
-  if (self_sends != self_recvs) {
-    return InvalidUsage(std::to_string(self_sends) + " send(s) to self but " + std::to_string(self_recvs) +
-                        " receive(s) from self: a send to self needs its receive in the same group");
-  }
-  if (tracer_) tracer_->BeginOperation("send/recv#" + std::to_string(++op_count_));
-  Status s = RunPointToPoint(p2p, ctx);
-  return s.ok() ? s : Break(s.Annotate(p2p.size() == 1 ? OpName(p2p[0].kind) : "send/recv group"));
-}
-
-namespace {
-
-// Allgather and reduce-scatter: the flat ring or the grid schedule, as chosen by
-// SelectGatherScatter (the same choice on every rank: the model and the shape agree).
-// Logs the choice at INFO and names it in the trace.
-Status RunGatherScatter(GatherScatterOp op, const GatherScatterSelection& choice, const CollectiveContext& ctx,
-                        const CollectiveArgs& args, LogLevel level, Tracer* tracer, uint64_t op_count) {
-  const std::string what = op == GatherScatterOp::kAllGather ? "allgather" : "reduce-scatter";
-  if (level >= LogLevel::kInfo) {
-    Log(level, LogLevel::kInfo,
-        "rank " + std::to_string(ctx.rank) + ": " + what + " of " + std::to_string(ctx.nranks * args.count * args.elem_size) +
-            " B: " + choice.name + " (predicted " + std::to_string(choice.predicted_s * 1e6) + " us; " + choice.reason + ")");
-  }
-  if (tracer) tracer->BeginOperation(what + "#" + std::to_string(op_count) + " (" + choice.name + ")");
-  const Grid* grid = choice.algo == GatherScatterAlgorithm::kTorusGrid  ? ctx.torus_grid
-                     : choice.algo == GatherScatterAlgorithm::kHostGrid ? ctx.host_grid
-                                                                         : nullptr;
-  Status s;
-  if (grid == nullptr || grid->X == 1 || grid->Y == 1) {
-    s = op == GatherScatterOp::kAllGather ? RingAllGather(ctx, args) : RingReduceScatter(ctx, args);
-  } else {
-    s = op == GatherScatterOp::kAllGather ? GridAllGather(ctx, args, *grid) : GridReduceScatter(ctx, args, *grid);
-  }
-  return s.Annotate(choice.name);
-}
-
-}  // namespace
-
-Status Communicator::RunOne(const Operation& op, const CollectiveContext& ctx, bool on_device) {
-  const std::string suffix = on_device ? " (device)" : "";
-  if (tracer_) tracer_->BeginOperation(std::string(OpName(op.kind)) + "#" + std::to_string(++op_count_) + suffix);
-  if (IsReduction(op.kind)) {
-    return on_device ? RunReductionOnDevice(op, ctx).Annotate(OpName(op.kind) + suffix) : RunReduction(op, ctx);
-  }
-  CollectiveArgs args;
-  args.send = op.send;
-  args.recv = op.recv;
-  args.count = op.count;
-  args.elem_size = SizeOf(op.type);
-  args.root = op.root;
-  if (op.count == 0) return Status::Ok();
-  Status s;
-  switch (op.kind) {
-    case OpKind::kBroadcast: s = ChainBroadcast(ctx, args); break;
-    case OpKind::kAllGather: {
-      const GatherScatterSelection choice = SelectGatherScatter(GatherScatterOp::kAllGather, settings_.algo, model_,
-                                                                shape_, nranks_ * op.count * args.elem_size);
-      s = RunGatherScatter(GatherScatterOp::kAllGather, choice, ctx, args, log_level_, tracer_.get(), op_count_);
-      break;
-    }
-    case OpKind::kAlltoAll: s = PairwiseAlltoAll(ctx, args); break;
-    case OpKind::kGather: s = DirectGather(ctx, args); break;
-    case OpKind::kScatter: s = DirectScatter(ctx, args); break;
-    default: return InternalError(std::string("RunOne: unexpected ") + OpName(op.kind));
-  }
-  return s.Annotate(OpName(op.kind) + suffix);
-}
-
-namespace {
-
-// What the operator and the type decide, on the host path and the device path alike.
-struct ReductionTerms {
-  size_t in_count = 0;          // input elements (nranks blocks for reduce-scatter)
-  bool writes_out = false;      // false on a reduce's non-root ranks
-  bool custom = false;          // a PreMulSum operator
-  RedOp base = RedOp::kSum;     // the operator asked for (sum for PreMulSum)
-  RedOp combine = RedOp::kSum;  // how two elements combine (sum for avg)
-};
-
-Status TermsOf(const Operation& op, int rank, int nranks, ReductionTerms* t) {
-  if (op.type == DataType::kFloat8e4m3 || op.type == DataType::kFloat8e5m2) {
-    return InvalidArgument(std::string("datatype ") + DataTypeName(op.type) + " is not supported by reductions");
-  }
-  t->in_count = op.count * (op.kind == OpKind::kReduceScatter ? nranks : 1);
-  t->writes_out = op.kind != OpKind::kReduce || rank == op.root;
-  t->custom = op.op >= kNumRedOps;
-  t->base = t->custom ? RedOp::kSum : static_cast<RedOp>(op.op);
-  t->combine = t->base == RedOp::kAvg ? RedOp::kSum : t->base;
-  return Status::Ok();
-}
-
-}  // namespace
-
-// Reductions: the operator and the type decide what happens around the algorithm.
-// float16/bfloat16 are widened to float32, reduced in float32 and rounded once at the
-// end, or, with TESSERA_HALF_WIRE=half, reduced in their own type (each step in float32,
-// rounded: half the bytes on the wire); avg is a sum divided at the end (integers
-// truncate, as in NCCL); PreMulSum scales this rank's input by its scalar, then sums.
-Status Communicator::RunReduction(const Operation& op, const CollectiveContext& ctx) {
-  const bool half = IsHalf(op.type);
-  const bool half_wire = half && settings_.half_wire == "half";
-  const bool widen = half && !half_wire;
-  ReductionTerms terms;
-  TESSERA_RETURN_IF_ERROR(TermsOf(op, rank_, nranks_, &terms));
-  const auto [in_count, writes_out, custom, base, combine] = terms;
-  const DataType work = widen ? DataType::kFloat32 : op.type;
-  const size_t es = WireElementSize(op.type);
-  CollectiveArgs args;
-  args.count = op.count;
-  args.elem_size = es;
-  args.root = op.root;
-  TESSERA_RETURN_IF_ERROR(half_wire ? GetHalfReducer(op.type, combine, &args.reducer)
-                                    : GetReducer(work, combine, &args.reducer));
-  if (op.count == 0) return Status::Ok();
-
-  // The input in the working type, scaled for PreMulSum (half types in float32, then
-  // rounded back when they travel as they are).
-  Scratch in_buf, out_buf;  // from the communicator's pool: no zero-fill per call
-  args.send = op.send;
-  args.recv = op.recv;
-  if (widen || custom) {
-    // Half types are scaled in float32: in in_buf when they travel widened, else in a
-    // temporary rounded back into in_buf.
-    std::vector<float> wide_tmp;
-    float* wide = nullptr;
-    if (widen) {
-      TESSERA_RETURN_IF_ERROR(in_buf.Allocate(ctx, in_count * es));
-      wide = reinterpret_cast<float*>(in_buf.data());
-    } else if (half) {
-      wide_tmp.resize(in_count);
-      wide = wide_tmp.data();
-    }
-    if (half) WidenHalf(op.type, op.send, wide, in_count);
-    if (custom) {
-      PreMulSumOp c;
-      {
-        std::lock_guard<std::mutex> lock(error_mu_);
-        c = custom_ops_.at(op.op);
-      }
-      const void* scalar = c.copied ? static_cast<const void*>(c.value) : c.scalar_ptr;
-      if (half) {
-        uint16_t bits;
-        std::memcpy(&bits, scalar, 2);
-        const float half_scalar = op.type == DataType::kFloat16 ? HalfToFloat(bits) : Bfloat16ToFloat(bits);
-        ScaleArray(DataType::kFloat32, &half_scalar, wide, wide, in_count);
-      } else {
-        TESSERA_RETURN_IF_ERROR(in_buf.Allocate(ctx, in_count * es));
-        ScaleArray(work, scalar, op.send, in_buf.data(), in_count);
-      }
-    }
-    if (half_wire) {
-      TESSERA_RETURN_IF_ERROR(in_buf.Allocate(ctx, in_count * es));
-      NarrowHalf(op.type, wide, in_buf.data(), in_count);
-    }
-    args.send = in_buf.data();
-    if (widen) {
-      if (writes_out) TESSERA_RETURN_IF_ERROR(out_buf.Allocate(ctx, op.count * es));
-      args.recv = writes_out ? out_buf.data() : nullptr;
-    }
-  }
-
-  Status s;
-  const char* name = OpName(op.kind);
-  if (op.kind == OpKind::kAllReduce) {
-    const Selection choice = ChooseAllReduce(op.count * es);
-    if (log_level_ >= LogLevel::kInfo) {
-      Log(log_level_, LogLevel::kInfo,
-          "rank " + std::to_string(rank_) + ": allreduce of " + std::to_string(op.count * es) + " B: " +
-              choice.algo->name + " (predicted " + std::to_string(choice.predicted_s * 1e6) + " us; " + choice.reason + ")");
-    }
-    if (tracer_) tracer_->BeginOperation("allreduce#" + std::to_string(op_count_) + " (" + choice.algo->name + ")");
-    s = choice.algo->run(ctx, args);
-    name = choice.algo->name;
-  } else if (op.kind == OpKind::kReduce) {
-    s = ChainReduce(ctx, args);
-  } else {
-    const GatherScatterSelection choice =
-        SelectGatherScatter(GatherScatterOp::kReduceScatter, settings_.algo, model_, shape_, nranks_ * op.count * es);
-    s = RunGatherScatter(GatherScatterOp::kReduceScatter, choice, ctx, args, log_level_, tracer_.get(), op_count_);
-  }
-  TESSERA_RETURN_IF_ERROR(s.Annotate(std::string(OpName(op.kind)) + (op.kind == OpKind::kAllReduce ? std::string(" (") + name + ")" : "")));
-
-  if (writes_out && half_wire && base == RedOp::kAvg) {
-    std::vector<float> wide(op.count);
-    WidenHalf(op.type, op.recv, wide.data(), op.count);
-    DivideArray(DataType::kFloat32, wide.data(), op.count, nranks_);
-    NarrowHalf(op.type, wide.data(), op.recv, op.count);
-  } else if (writes_out) {
-    if (base == RedOp::kAvg) DivideArray(work, args.recv, op.count, nranks_);
-    if (widen) NarrowHalf(op.type, reinterpret_cast<const float*>(out_buf.data()), op.recv, op.count);
-  }
-  return Status::Ok();
-}
-
-// Every send and receive of the group in one exchange: the engine progresses them all
-// together, so their order on each rank does not matter. Sends to self are copies,
-// matched in order with receives from self.
-Status Communicator::RunPointToPoint(const std::vector<Operation>& ops, const CollectiveContext& ctx) {
-  std::vector<Transfer> t;
-  std::vector<const Operation*> self_sends, self_recvs;
-  for (const Operation& op : ops) {
-    const size_t bytes = op.count * SizeOf(op.type);
-    if (op.peer == rank_) {
-      (op.kind == OpKind::kSend ? self_sends : self_recvs).push_back(&op);
-      continue;
-    }
-    Link* link = nullptr;
-    TESSERA_RETURN_IF_ERROR(ctx.links->Get(op.peer, ctx.exchange.deadline, &link));
-    t.push_back(op.kind == OpKind::kSend ? Transfer::Send(link, op.send, bytes) : Transfer::Recv(link, op.recv, bytes));
-  }
-  for (size_t i = 0; i < self_sends.size(); ++i) {
-    const size_t sb = self_sends[i]->count * SizeOf(self_sends[i]->type);
-    const size_t rb = self_recvs[i]->count * SizeOf(self_recvs[i]->type);
-    if (sb != rb) {
-      return InvalidUsage("send to self of " + std::to_string(sb) + " bytes matched with a receive of " +
-                          std::to_string(rb));
-    }
-    if (sb == 0 || self_recvs[i]->recv == self_sends[i]->send) continue;
-    if (ctx.local_memory != nullptr) {
-      TESSERA_RETURN_IF_ERROR(LocalCopy(ctx, self_recvs[i]->recv, self_sends[i]->send, sb));
-    } else {
-      std::memmove(self_recvs[i]->recv, self_sends[i]->send, sb);
-    }
-  }
-  return Exchange(t.data(), t.size(), ctx.exchange);
+  return executor_->RunGroup(ops);
 }
 
 // --- Device-resident calls ------------------------------------------------------------
-
-namespace {
-
-// An algorithm's local copies and temporary buffers on the device engine: copies run on
-// the communicator's device stream and are waited for (bounded) before returning.
-class EngineMemory : public LocalMemory {
- public:
-  EngineMemory(DeviceEngine* engine, DeviceStream* stream, const ExchangeOptions& exchange)
-      : engine_(engine), stream_(stream), exchange_(exchange) {}
-  Status Copy(void* dst, const void* src, size_t bytes) override {
-    TESSERA_RETURN_IF_ERROR(stream_->Copy(dst, src, bytes).Annotate("device copy"));
-    return stream_->Drain(exchange_.deadline, exchange_.abort, "device copy of " + std::to_string(bytes) + " bytes");
-  }
-  Status Allocate(size_t bytes, std::shared_ptr<void>* out) override {
-    return engine_->Allocate(bytes, out).Annotate("device scratch of " + std::to_string(bytes) + " bytes");
-  }
-
- private:
-  DeviceEngine* engine_;
-  DeviceStream* stream_;
-  const ExchangeOptions& exchange_;
-};
-
-}  // namespace
 
 bool Communicator::device_resident_possible() const { return transports_.DevicePossible(); }
 
@@ -646,70 +327,7 @@ Status Communicator::RunGroupOnDevice(const std::vector<Operation>& ops) {
   CollectiveContext ctx = Context();
   ctx.links = device_links_.get();
   ctx.exchange.notices = device_links_.get();
-  EngineMemory memory(device_engine_.get(), device_stream_.get(), ctx.exchange);
-  ctx.local_memory = &memory;
-  return RunGroupIn(ops, &ctx);
-}
-
-Status Communicator::RunReductionOnDevice(const Operation& op, const CollectiveContext& ctx) {
-  ReductionTerms terms;
-  TESSERA_RETURN_IF_ERROR(TermsOf(op, rank_, nranks_, &terms));
-  const auto [in_count, writes_out, custom, base, combine] = terms;
-  const size_t es = SizeOf(op.type);
-  CollectiveArgs args;
-  args.count = op.count;
-  args.elem_size = es;
-  args.root = op.root;
-  args.send = op.send;
-  args.recv = op.recv;
-  // The link's kernel for (type, op); half types are combined in float32 at each step.
-  TESSERA_RETURN_IF_ERROR(IsHalf(op.type) ? GetHalfReducer(op.type, combine, &args.reducer)
-                                          : GetReducer(op.type, combine, &args.reducer));
-  args.reducer.typed = true;
-  args.reducer.type = op.type;
-  args.reducer.op = combine;
-  if (op.count == 0) return Status::Ok();
-  const std::string what = "rank " + std::to_string(rank_);
-
-  // PreMulSum: this rank's input scaled on the device into a temporary buffer.
-  std::shared_ptr<void> scaled;
-  if (custom) {
-    PreMulSumOp c;
-    {
-      std::lock_guard<std::mutex> lock(error_mu_);
-      c = custom_ops_.at(op.op);
-    }
-    const void* scalar = c.copied ? static_cast<const void*>(c.value) : c.scalar_ptr;
-    TESSERA_RETURN_IF_ERROR(ctx.local_memory->Allocate(in_count * es, &scaled));
-    TESSERA_RETURN_IF_ERROR(device_stream_->Scale(op.type, scalar, op.send, scaled.get(), in_count).Annotate("PreMulSum"));
-    TESSERA_RETURN_IF_ERROR(device_stream_->Drain(ctx.exchange.deadline, ctx.exchange.abort, what + ": PreMulSum scaling"));
-    args.send = scaled.get();
-  }
-
-  // The same algorithms and choices as on the host: every algorithm makes its copies and
-  // temporary buffers through ctx.local_memory, so they all run on device memory.
-  Status s;
-  if (op.kind == OpKind::kAllReduce) {
-    const Selection choice = ChooseAllReduce(op.count * es);
-    if (log_level_ >= LogLevel::kInfo) {
-      Log(log_level_, LogLevel::kInfo,
-          "rank " + std::to_string(rank_) + ": device allreduce of " + std::to_string(op.count * es) + " B: " +
-              choice.algo->name + " (" + choice.reason + ")");
-    }
-    s = choice.algo->run(ctx, args).Annotate(choice.algo->name);
-  } else if (op.kind == OpKind::kReduce) {
-    s = ChainReduce(ctx, args);
-  } else {
-    const GatherScatterSelection choice =
-        SelectGatherScatter(GatherScatterOp::kReduceScatter, settings_.algo, model_, shape_, in_count * es);
-    s = RunGatherScatter(GatherScatterOp::kReduceScatter, choice, ctx, args, log_level_, tracer_.get(), op_count_);
-  }
-  TESSERA_RETURN_IF_ERROR(s);
-  if (writes_out && base == RedOp::kAvg) {
-    TESSERA_RETURN_IF_ERROR(device_stream_->Divide(op.type, op.recv, op.count, nranks_).Annotate("avg"));
-    TESSERA_RETURN_IF_ERROR(device_stream_->Drain(ctx.exchange.deadline, ctx.exchange.abort, what + ": avg's division"));
-  }
-  return Status::Ok();
+  return executor_->RunGroupOnDevice(ops, ctx, device_engine_.get(), device_stream_.get());
 }
 
 }  // namespace tessera

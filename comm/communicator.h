@@ -1,12 +1,12 @@
 // Communicator: one rank's membership of a group, owning its settings, its links to
-// peers and its sticky error. The C API (c_api.cc) is a thin shim over it.
+// peers, its sticky error and its PreMulSum operators. Its Executor (executor.h) runs
+// the operations. The C API (c_api.cc) is a thin shim over both.
 #ifndef TESSERA_COMM_COMMUNICATOR_H_
 #define TESSERA_COMM_COMMUNICATOR_H_
 
 #include <atomic>
 #include <memory>
 #include <mutex>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -19,8 +19,9 @@
 #include "collectives/collective.h"
 #include "collectives/cost_model.h"
 #include "collectives/grid.h"
-#include "collectives/host_memory_pool.h"
+#include "comm/executor.h"
 #include "comm/operation.h"
+#include "comm/premulsum_ops.h"
 #include "device/device_engine.h"
 #include "transport/link_table.h"
 #include "transport/registry.h"
@@ -40,28 +41,21 @@ class Communicator {
   const Settings& settings() const { return settings_; }
   LogLevel log_level() const { return log_level_; }
 
-  // The allreduce algorithm the communicator would choose for `bytes`.
-  Selection ChooseAllReduce(size_t bytes) const;
-  // Bytes per element that a host-path reduction of `type` moves: float16 and bfloat16
-  // travel widened to float32 (4) unless TESSERA_HALF_WIRE=half (2).
-  size_t WireElementSize(DataType type) const;
+  // What runs the operations: algorithm choice (Choose), the wire size of reductions,
+  // and the check of an operation before it runs (CheckOperation).
+  const Executor& executor() const { return *executor_; }
 
-  // InvalidArgument when the operation cannot run here (operator, datatype).
-  Status CheckOperation(const Operation& op) const;
-  // Runs one operation, or a group of them: the collectives in issue order, then all
-  // sends and receives together (so they cannot deadlock whatever their order).
-  // Arguments are validated by the caller (ValidateOp for the reduction operator). A
-  // failure while communicating breaks the communicator: later calls return the same
-  // error without communicating.
+  // Runs one operation, or a group of them (Executor::RunGroup): the collectives in
+  // issue order, then all sends and receives together. Arguments are validated by the
+  // caller (executor().CheckOperation for the operator and datatype). A failure while
+  // communicating breaks the communicator: later calls return the same error without
+  // communicating.
   Status Run(const Operation& op);
   Status RunGroup(const std::vector<Operation>& ops);
 
-  // Reduction operators created for this communicator (PreMulSum).
+  // Reduction operators created for this communicator (PreMulSumOps). Thread-safe.
   Status CreatePreMulSum(const void* scalar, DataType type, bool read_now, int* op);
   Status DestroyRedOp(int op);
-  // InvalidArgument unless `op` is a built-in operator or one of this communicator's
-  // operators created for `type`.
-  Status ValidateOp(int op, DataType type) const;
 
   // Collective over this communicator: the ranks passing the same color form a new
   // communicator ordered by (key, rank); color < 0 gives none (*out stays null).
@@ -100,25 +94,9 @@ class Communicator {
   Communicator() = default;
   Status Init(const Settings& settings, const UniqueIdData& id, int nranks, int rank);
   CollectiveContext Context() const;
+  ExecutionSite Site();
   Status InitShape(const std::vector<RankInfo>& all);
   Status ProbeAndAgree();
-  // The group's collectives one by one, then its sends and receives in one exchange.
-  // `device` is the device-resident context for the whole group; null on the host path,
-  // where each operation gets a fresh Context() (its own deadline).
-  Status RunGroupIn(const std::vector<Operation>& ops, const CollectiveContext* device);
-  Status RunOne(const Operation& op, const CollectiveContext& ctx, bool on_device);
-  Status RunReduction(const Operation& op, const CollectiveContext& ctx);
-  Status RunPointToPoint(const std::vector<Operation>& ops, const CollectiveContext& ctx);
-  Status RunReductionOnDevice(const Operation& op, const CollectiveContext& ctx);
-  // Runs the point-to-point operations of a group after checking sends to self.
-  Status RunPointToPointGroup(const std::vector<Operation>& p2p, const CollectiveContext& ctx);
-
-  struct PreMulSumOp {
-    DataType type;
-    const void* scalar_ptr;  // read at each call when not copied
-    double value[1];         // the scalar copied at creation (room for any type)
-    bool copied;
-  };
   // Records `s` as the sticky error (the first one wins) and returns it.
   Status Break(const Status& s);
 
@@ -129,18 +107,15 @@ class Communicator {
   CostModel model_;
   std::unique_ptr<Grid> host_grid_, torus_grid_;
   std::unique_ptr<Tracer> tracer_;  // TESSERA_TRACE_DIR only
-  // Algorithms' scratch on the host path, reused across calls (collectives run one at a
-  // time per communicator).
-  std::unique_ptr<HostMemoryPool> host_memory_ = std::make_unique<HostMemoryPool>();
-  uint64_t op_count_ = 0;
+  // Runs the operations on this membership; created once Init has succeeded.
+  std::unique_ptr<Executor> executor_;
   int rank_ = 0;
   int nranks_ = 1;
   int64_t spin_us_ = 0;
   std::atomic<bool> abort_{false};
   mutable std::mutex error_mu_;
   Status error_;
-  std::map<int, PreMulSumOp> custom_ops_;  // by operator id (>= kNumRedOps)
-  int next_op_ = kNumRedOps;
+  PreMulSumOps premulsum_;
   // The backends, from their opening to the device links (declared before the link
   // tables: destroyed after them). Once device links are enabled: the engine, its
   // stream for local work, and the device links (declared after the engine: closed first).

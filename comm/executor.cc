@@ -1,0 +1,291 @@
+#include "comm/executor.h"
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "collectives/elementwise.h"
+#include "collectives/reduce_kernels.h"
+
+namespace tessera {
+namespace {
+
+// The collective of an operation that is not a send or a receive.
+Collective CollectiveOf(OpKind kind) {
+  switch (kind) {
+    case OpKind::kAllReduce: return Collective::kAllReduce;
+    case OpKind::kBroadcast: return Collective::kBroadcast;
+    case OpKind::kReduce: return Collective::kReduce;
+    case OpKind::kAllGather: return Collective::kAllGather;
+    case OpKind::kReduceScatter: return Collective::kReduceScatter;
+    case OpKind::kAlltoAll: return Collective::kAlltoAll;
+    case OpKind::kGather: return Collective::kGather;
+    case OpKind::kScatter: return Collective::kScatter;
+    case OpKind::kSend:
+    case OpKind::kRecv: break;
+  }
+  return Collective::kAllReduce;  // not reached: sends and receives never get here
+}
+
+Status CheckReductionType(DataType type) {
+  if (type == DataType::kFloat8e4m3 || type == DataType::kFloat8e5m2) {
+    return InvalidArgument(std::string("datatype ") + DataTypeName(type) + " is not supported by reductions");
+  }
+  return Status::Ok();
+}
+
+// What the operator, the type and the path decide, on the host path and the device
+// path alike.
+struct ReductionTerms {
+  size_t in_count = 0;          // input elements (nranks blocks for reduce-scatter)
+  bool writes_out = false;      // false on a reduce's non-root ranks
+  bool custom = false;          // a PreMulSum operator
+  RedOp base = RedOp::kSum;     // the operator asked for (sum for PreMulSum)
+  RedOp combine = RedOp::kSum;  // how two elements combine (sum for avg)
+  bool widen = false;           // a half type that travels as float32
+  DataType wire = DataType::kFloat32;  // the type that travels and is combined
+};
+
+Status TermsOf(const Operation& op, int rank, int nranks, bool widens_half, ReductionTerms* t) {
+  TESSERA_RETURN_IF_ERROR(CheckReductionType(op.type));
+  t->in_count = op.count * (op.kind == OpKind::kReduceScatter ? nranks : 1);
+  t->writes_out = op.kind != OpKind::kReduce || rank == op.root;
+  t->custom = op.op >= kNumRedOps;
+  t->base = t->custom ? RedOp::kSum : static_cast<RedOp>(op.op);
+  t->combine = t->base == RedOp::kAvg ? RedOp::kSum : t->base;
+  t->widen = IsHalf(op.type) && widens_half;
+  t->wire = t->widen ? DataType::kFloat32 : op.type;
+  return Status::Ok();
+}
+
+// The algorithm's arguments on the operation's buffers, with the links' kernel for the
+// wire type: a half type that travels as it is combines in float32 at each step. The
+// reducer names its type and operator (device links launch kernels by them).
+Status ReductionArgs(const Operation& op, const ReductionTerms& t, CollectiveArgs* args) {
+  args->send = op.send;
+  args->recv = op.recv;
+  args->count = op.count;
+  args->elem_size = SizeOf(t.wire);
+  args->root = op.root;
+  TESSERA_RETURN_IF_ERROR(IsHalf(t.wire) ? GetHalfReducer(t.wire, t.combine, &args->reducer)
+                                         : GetReducer(t.wire, t.combine, &args->reducer));
+  args->reducer.typed = true;
+  args->reducer.type = t.wire;
+  args->reducer.op = t.combine;
+  return Status::Ok();
+}
+
+// The algorithm's input in `buf`: the operation's input widened to float32 (t.widen)
+// and/or scaled by its PreMulSum scalar (t.custom), in float32 for a widened half type.
+Status PrepareInput(const Operation& op, const ReductionTerms& t, const PreMulSumOps& premulsum,
+                    const CollectiveContext& ctx, ElementwiseOps& elementwise, Scratch* buf) {
+  TESSERA_RETURN_IF_ERROR(buf->Allocate(ctx, t.in_count * SizeOf(t.wire)));
+  const void* from = op.send;
+  if (t.widen) {
+    TESSERA_RETURN_IF_ERROR(elementwise.Widen(op.type, op.send, reinterpret_cast<float*>(buf->data()), t.in_count));
+    from = buf->data();
+  }
+  if (!t.custom) return Status::Ok();
+  PreMulSumOps::Scalar scalar;
+  TESSERA_RETURN_IF_ERROR(premulsum.Get(op.op, &scalar));
+  if (!t.widen) return elementwise.Scale(op.type, scalar.get(), from, buf->data(), t.in_count);
+  const float wide_scalar = HalfValueToFloat(op.type, scalar.get());
+  return elementwise.Scale(DataType::kFloat32, &wide_scalar, from, buf->data(), t.in_count);
+}
+
+// An algorithm's local copies and temporary buffers on the device engine: copies run on
+// the communicator's device stream and are waited for (bounded) before returning.
+class EngineMemory : public LocalMemory {
+ public:
+  EngineMemory(DeviceEngine* engine, DeviceStream* stream, const ExchangeOptions& exchange)
+      : engine_(engine), stream_(stream), exchange_(exchange) {}
+  Status Copy(void* dst, const void* src, size_t bytes) override {
+    TESSERA_RETURN_IF_ERROR(stream_->Copy(dst, src, bytes).Annotate("device copy"));
+    return stream_->Drain(exchange_.deadline, exchange_.abort, "device copy of " + std::to_string(bytes) + " bytes");
+  }
+  Status Allocate(size_t bytes, std::shared_ptr<void>* out) override {
+    return engine_->Allocate(bytes, out).Annotate("device scratch of " + std::to_string(bytes) + " bytes");
+  }
+
+ private:
+  DeviceEngine* engine_;
+  DeviceStream* stream_;
+  const ExchangeOptions& exchange_;
+};
+
+}  // namespace
+
+Selection Executor::Choose(Collective c, size_t bytes) const {
+  return SelectAlgorithm(c, site_.settings->algo, *site_.model, *site_.shape, bytes);
+}
+
+bool Executor::widens_half() const { return site_.settings->half_wire != "half"; }
+
+size_t Executor::WireElementSize(DataType type) const {
+  return IsHalf(type) && widens_half() ? SizeOf(DataType::kFloat32) : SizeOf(type);
+}
+
+Status Executor::CheckOperation(const Operation& op) const {
+  if (!IsReduction(op.kind)) return Status::Ok();
+  TESSERA_RETURN_IF_ERROR(CheckReductionType(op.type));
+  return site_.premulsum->Validate(op.op, op.type);
+}
+
+CollectiveContext Executor::HostContext() {
+  CollectiveContext ctx = site_.context();
+  ctx.local_memory = &host_memory_;
+  return ctx;
+}
+
+Status Executor::RunGroup(const std::vector<Operation>& ops) {
+  HostElementwiseOps elementwise(widens_half());
+  return RunGroupIn(ops, nullptr, elementwise);
+}
+
+Status Executor::RunGroupOnDevice(const std::vector<Operation>& ops, CollectiveContext ctx, DeviceEngine* engine,
+                                  DeviceStream* stream) {
+  EngineMemory memory(engine, stream, ctx.exchange);
+  ctx.local_memory = &memory;
+  DeviceElementwiseOps elementwise(stream, ctx.exchange, site_.rank);
+  return RunGroupIn(ops, &ctx, elementwise);
+}
+
+Status Executor::RunGroupIn(const std::vector<Operation>& ops, const CollectiveContext* device,
+                            ElementwiseOps& elementwise) {
+  std::vector<Operation> p2p;
+  for (const Operation& op : ops) {
+    if (IsPointToPoint(op.kind)) {
+      p2p.push_back(op);
+      continue;
+    }
+    Status s = RunOne(op, device ? *device : HostContext(), elementwise, device != nullptr);
+    if (!s.ok()) return s.code() == Code::kInvalidArgument ? s : site_.fail(s);
+  }
+  return RunPointToPointGroup(p2p, device ? *device : HostContext());
+}
+
+Status Executor::RunOne(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise,
+                        bool on_device) {
+  if (site_.tracer != nullptr) {
+    site_.tracer->BeginOperation(std::string(OpName(op.kind)) + "#" + std::to_string(++op_count_) +
+                                 (on_device ? " (device)" : ""));
+  }
+  if (IsReduction(op.kind)) return RunReduction(op, ctx, elementwise, on_device);
+  if (op.count == 0) return Status::Ok();
+  CollectiveArgs args;
+  args.send = op.send;
+  args.recv = op.recv;
+  args.count = op.count;
+  args.elem_size = SizeOf(op.type);
+  args.root = op.root;
+  return Dispatch(CollectiveOf(op.kind), ctx, args, on_device);
+}
+
+// Reductions, one front end for both paths: the operator, the type and the path decide
+// what happens around the algorithm, and `elementwise` does it in the path's memory.
+// float16/bfloat16 are widened to float32, reduced in float32 and rounded once at the
+// end where the path widens (the host, unless TESSERA_HALF_WIRE=half), else reduced in
+// their own type (each step in float32, rounded: half the bytes on the wire); avg is a
+// sum divided at the end (integers truncate, as in NCCL); PreMulSum scales this rank's
+// input by its scalar, then sums.
+Status Executor::RunReduction(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise,
+                              bool on_device) {
+  ReductionTerms t;
+  TESSERA_RETURN_IF_ERROR(TermsOf(op, site_.rank, site_.nranks, elementwise.widens_half(), &t));
+  CollectiveArgs args;
+  TESSERA_RETURN_IF_ERROR(ReductionArgs(op, t, &args));
+  if (op.count == 0) return Status::Ok();
+  const Collective c = CollectiveOf(op.kind);
+  auto where = [&] { return std::string(CollectiveName(c)) + (on_device ? " (device)" : ""); };
+  Scratch in_buf, out_buf;  // in the context's memory: the host pool (no zero-fill) or the device
+  if (t.widen || t.custom) {
+    const Status s = PrepareInput(op, t, *site_.premulsum, ctx, elementwise, &in_buf);
+    if (!s.ok()) return s.Annotate(where());
+    args.send = in_buf.data();
+  }
+  if (t.widen) {
+    if (t.writes_out) TESSERA_RETURN_IF_ERROR(out_buf.Allocate(ctx, op.count * args.elem_size));
+    args.recv = t.writes_out ? out_buf.data() : nullptr;
+  }
+  TESSERA_RETURN_IF_ERROR(Dispatch(c, ctx, args, on_device));
+  if (!t.writes_out) return Status::Ok();
+  Status s = t.base == RedOp::kAvg ? elementwise.Divide(t.wire, args.recv, op.count, site_.nranks) : Status::Ok();
+  if (s.ok() && t.widen) s = elementwise.Narrow(op.type, reinterpret_cast<const float*>(args.recv), op.recv, op.count);
+  return s.ok() ? s : s.Annotate(where());
+}
+
+// The collective's algorithm from its table: the same choice on every rank (the model
+// and the shape agree). The choice is logged at INFO with every candidate's prediction
+// (the text is built only then) and names the operation in the trace.
+Status Executor::Dispatch(Collective c, const CollectiveContext& ctx, const CollectiveArgs& args, bool on_device) {
+  const size_t bytes = PredictedBytes(c, site_.nranks, args.count, args.elem_size);
+  const bool explain = site_.log_level >= LogLevel::kInfo;
+  std::string why;
+  const Selection choice =
+      SelectAlgorithm(c, site_.settings->algo, *site_.model, *site_.shape, bytes, explain ? &why : nullptr);
+  const char* label = choice.algo->Label();
+  if (explain) {
+    Log(site_.log_level, LogLevel::kInfo,
+        "rank " + std::to_string(site_.rank) + ": " + (on_device ? "device " : "") + CollectiveName(c) + " of " +
+            std::to_string(bytes) + " B: " + label + " (predicted " + std::to_string(choice.predicted_s * 1e6) +
+            " us; " + why + ")");
+  }
+  if (site_.tracer != nullptr) {
+    site_.tracer->BeginOperation(std::string(CollectiveName(c)) + "#" + std::to_string(op_count_) + " (" + label + ")");
+  }
+  const Status s = choice.algo->run(ctx, args);
+  if (s.ok()) return s;
+  return s.Annotate(std::string(CollectiveName(c)) + " (" + label + (on_device ? ", device" : "") + ")");
+}
+
+Status Executor::RunPointToPointGroup(const std::vector<Operation>& p2p, const CollectiveContext& ctx) {
+  if (p2p.empty()) return Status::Ok();
+  // Sends to self must pair with receives from self: a local mistake, checked before
+  // communicating, so it does not break the communicator.
+  size_t self_sends = 0, self_recvs = 0;
+  for (const Operation& op : p2p) {
+    if (op.peer == site_.rank) ++(op.kind == OpKind::kSend ? self_sends : self_recvs);
+  }
+  if (self_sends != self_recvs) {
+    return InvalidUsage(std::to_string(self_sends) + " send(s) to self but " + std::to_string(self_recvs) +
+                        " receive(s) from self: a send to self needs its receive in the same group");
+  }
+  if (site_.tracer != nullptr) site_.tracer->BeginOperation("send/recv#" + std::to_string(++op_count_));
+  Status s = RunPointToPoint(p2p, ctx);
+  return s.ok() ? s : site_.fail(s.Annotate(p2p.size() == 1 ? OpName(p2p[0].kind) : "send/recv group"));
+}
+
+// Every send and receive of the group in one exchange: the engine progresses them all
+// together, so their order on each rank does not matter. Sends to self are copies,
+// matched in order with receives from self.
+Status Executor::RunPointToPoint(const std::vector<Operation>& ops, const CollectiveContext& ctx) {
+  std::vector<Transfer> t;
+  std::vector<const Operation*> self_sends, self_recvs;
+  for (const Operation& op : ops) {
+    const size_t bytes = op.count * SizeOf(op.type);
+    if (op.peer == site_.rank) {
+      (op.kind == OpKind::kSend ? self_sends : self_recvs).push_back(&op);
+      continue;
+    }
+    Link* link = nullptr;
+    TESSERA_RETURN_IF_ERROR(ctx.links->Get(op.peer, ctx.exchange.deadline, &link));
+    t.push_back(op.kind == OpKind::kSend ? Transfer::Send(link, op.send, bytes) : Transfer::Recv(link, op.recv, bytes));
+  }
+  for (size_t i = 0; i < self_sends.size(); ++i) {
+    const size_t sb = self_sends[i]->count * SizeOf(self_sends[i]->type);
+    const size_t rb = self_recvs[i]->count * SizeOf(self_recvs[i]->type);
+    if (sb != rb) {
+      return InvalidUsage("send to self of " + std::to_string(sb) + " bytes matched with a receive of " +
+                          std::to_string(rb));
+    }
+    if (sb == 0 || self_recvs[i]->recv == self_sends[i]->send) continue;
+    if (ctx.local_memory != nullptr) {
+      TESSERA_RETURN_IF_ERROR(LocalCopy(ctx, self_recvs[i]->recv, self_sends[i]->send, sb));
+    } else {
+      std::memmove(self_recvs[i]->recv, self_sends[i]->send, sb);
+    }
+  }
+  return Exchange(t.data(), t.size(), ctx.exchange);
+}
+
+}  // namespace tessera

@@ -1,0 +1,92 @@
+// Executor: runs a communicator's operations. It chooses every collective's algorithm
+// from the table (collectives/algorithms.h), puts the datatype and operator policy of
+// reductions around it (one front end for the host and device paths, the difference
+// confined to an ElementwiseOps), and runs a group's sends and receives together. The
+// Communicator owns it and keeps the membership: links, sticky error, abort, split.
+#ifndef TESSERA_COMM_EXECUTOR_H_
+#define TESSERA_COMM_EXECUTOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/log.h"
+#include "base/settings.h"
+#include "base/status.h"
+#include "base/types.h"
+#include "collectives/algorithms.h"
+#include "collectives/collective.h"
+#include "collectives/cost_model.h"
+#include "collectives/host_memory_pool.h"
+#include "comm/elementwise_ops.h"
+#include "comm/operation.h"
+#include "comm/premulsum_ops.h"
+#include "device/device_engine.h"
+#include "transport/trace.h"
+
+namespace tessera {
+
+// What an Executor runs on: one rank's membership, owned by its Communicator, which
+// outlives the Executor. Fixed once the communicator is created.
+struct ExecutionSite {
+  int rank = 0;
+  int nranks = 1;
+  const Settings* settings = nullptr;  // TESSERA_ALGO, TESSERA_HALF_WIRE
+  LogLevel log_level = LogLevel::kWarn;
+  const CostModel* model = nullptr;    // the same on every rank, as is the shape
+  const Shape* shape = nullptr;
+  Tracer* tracer = nullptr;            // null unless TESSERA_TRACE_DIR
+  const PreMulSumOps* premulsum = nullptr;
+  // A host-path context with a fresh deadline: the links, grids and exchange options.
+  std::function<CollectiveContext()> context;
+  // Records a communication failure as the communicator's sticky error; returns it.
+  std::function<Status(const Status&)> fail;
+};
+
+// Not thread-safe: a communicator runs one call at a time.
+class Executor {
+ public:
+  explicit Executor(ExecutionSite site) : site_(std::move(site)) {}
+
+  // The algorithm of `c` for `bytes` (collectives/algorithms.h: PredictedBytes).
+  Selection Choose(Collective c, size_t bytes) const;
+  // Bytes per element that a host-path reduction of `type` moves: float16 and bfloat16
+  // travel widened to float32 (4) unless TESSERA_HALF_WIRE=half (2).
+  size_t WireElementSize(DataType type) const;
+  // InvalidArgument when the operation cannot run here (operator, datatype).
+  Status CheckOperation(const Operation& op) const;
+
+  // Runs a group on the host path: the collectives in issue order, each with a fresh
+  // context (its own deadline), then all sends and receives together (so they cannot
+  // deadlock whatever their order). Arguments are validated by the caller. A failure
+  // while communicating goes to ExecutionSite::fail; InvalidArgument does not.
+  Status RunGroup(const std::vector<Operation>& ops);
+  // The same on the device path: `ctx` has the device links; every temporary buffer and
+  // local copy is device memory of `engine`, and reductions' element-wise work runs on
+  // `stream` (comm/communicator.h: RunGroupOnDevice).
+  Status RunGroupOnDevice(const std::vector<Operation>& ops, CollectiveContext ctx, DeviceEngine* engine,
+                          DeviceStream* stream);
+
+ private:
+  // Whether host-path reductions widen half types (TESSERA_HALF_WIRE is not "half").
+  bool widens_half() const;
+  CollectiveContext HostContext();
+  // `device`: the whole group's context on the device path; null on the host path.
+  Status RunGroupIn(const std::vector<Operation>& ops, const CollectiveContext* device, ElementwiseOps& elementwise);
+  Status RunOne(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise, bool on_device);
+  Status RunReduction(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise, bool on_device);
+  Status Dispatch(Collective c, const CollectiveContext& ctx, const CollectiveArgs& args, bool on_device);
+  Status RunPointToPointGroup(const std::vector<Operation>& p2p, const CollectiveContext& ctx);
+  Status RunPointToPoint(const std::vector<Operation>& ops, const CollectiveContext& ctx);
+
+  const ExecutionSite site_;
+  // Algorithms' scratch on the host path, reused across calls.
+  HostMemoryPool host_memory_;
+  uint64_t op_count_ = 0;  // operations traced so far
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_COMM_EXECUTOR_H_
