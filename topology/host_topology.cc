@@ -4,6 +4,7 @@
 
 #include <hwloc.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -182,6 +183,16 @@ std::string FormatHostTopology(const HostTopology& topology) {
   for (const PciDevice& gpu : topology.gpus) write_device(gpu);
   for (const PciDevice& nic : topology.nics) write_device(nic);
   return text.str();
+}
+
+int DeviceNumaNode(const HostTopology& topology, const std::string& os_name) {
+  for (const std::vector<PciDevice>* devices : {&topology.nics, &topology.gpus}) {
+    for (const PciDevice& d : *devices) {
+      if (std::find(d.os_names.begin(), d.os_names.end(), os_name) == d.os_names.end()) continue;
+      return d.numa_nodes.size() == 1 ? d.numa_nodes[0] : -1;
+    }
+  }
+  return -1;
 }
 
 }  // namespace tessera

@@ -84,6 +84,11 @@ Status DetectHostTopology(const TopologySource& source, HostTopology* out);
 // Shorthand for detecting this host.
 inline Status DetectHostTopology(HostTopology* out) { return DetectHostTopology(TopologySource(), out); }
 
+// Pure: the NUMA node that the GPU or NIC with operating-system name `os_name` ("mlx5_0",
+// "eth0", "cuda0") is local to, or -1 when no device has that name or it is local to
+// several nodes (or none). What the ibverbs transport chooses its RDMA device by.
+int DeviceNumaNode(const HostTopology& topology, const std::string& os_name);
+
 // Pure: a plain-text dump, one fact per line, e.g.
 //   packages 1
 //   numa_nodes 1

@@ -148,5 +148,16 @@ TEST(HostTopology, XmlMachineWithGpusAndNics) {
   EXPECT_NE(dump.find("numa 1 memory_mib 65536 cpus 4-7\n"), std::string::npos) << dump;
 }
 
+// The NUMA node an RDMA device is chosen by (transport/ibverbs): one node, or unknown.
+TEST(HostTopology, DeviceNumaNodeByOsName) {
+  HostTopology topology;
+  ASSERT_TRUE(DetectHostTopology({TopologySource::Kind::kXmlFile, kTwoPackagesXml}, &topology).ok());
+  EXPECT_EQ(DeviceNumaNode(topology, "mlx5_0"), 0);
+  EXPECT_EQ(DeviceNumaNode(topology, "ib0"), 0);
+  EXPECT_EQ(DeviceNumaNode(topology, "card2"), 1);
+  EXPECT_EQ(DeviceNumaNode(topology, "eth0"), -1);  // local to both nodes
+  EXPECT_EQ(DeviceNumaNode(topology, "mlx5_9"), -1);
+}
+
 }  // namespace
 }  // namespace tessera

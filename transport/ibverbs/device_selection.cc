@@ -138,13 +138,6 @@ Status SelectDevicePort(const std::vector<DeviceInfo>& devices, const SelectionR
   return Status::Ok();
 }
 
-int ReadDeviceNumaNode(const std::string& sysfs_root, const std::string& device) {
-  std::ifstream in(sysfs_root + "/class/infiniband/" + device + "/device/numa_node");
-  long node = -1;
-  if (!(in >> node) || node < -1 || node > 4095) return -1;
-  return static_cast<int>(node);
-}
-
 int CurrentNumaNode() {
   unsigned cpu = 0, node = 0;
   if (syscall(SYS_getcpu, &cpu, &node, nullptr) != 0) return -1;

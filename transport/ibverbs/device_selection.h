@@ -86,11 +86,6 @@ constexpr char kNoRdmaDevice[] = "no RDMA device";
 Status NoRdmaDevice(const std::string& detail);  // SystemError "no RDMA device: <detail>"
 bool IsNoRdmaDevice(const Status& status);
 
-// The NUMA node of an RDMA device as sysfs tells it:
-// <sysfs_root>/class/infiniband/<device>/device/numa_node ("/sys" normally). -1 when the
-// file is missing or says -1 (no NUMA information).
-int ReadDeviceNumaNode(const std::string& sysfs_root, const std::string& device);
-
 // The NUMA node of the CPU this thread runs on (getcpu), -1 if unknown. Meaningful when
 // the rank is bound to one node's cores, as launchers usually do.
 int CurrentNumaNode();

@@ -190,26 +190,6 @@ TEST(DeviceSelectionTest, NothingUsableIsTheNoDeviceAnswer) {
   EXPECT_FALSE(IsNoRdmaDevice(Status::Ok()));
 }
 
-TEST(DeviceSelectionTest, ReadsTheNumaNodeFromSysfs) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string root = std::string(tmp != nullptr ? tmp : "/tmp") + "/fake_sysfs_" + std::to_string(getpid());
-  auto write = [&](const std::string& device, const std::string& text) {
-    const std::string dir = root + "/class/infiniband/" + device + "/device";
-    for (const std::string& d :
-         {root, root + "/class", root + "/class/infiniband", root + "/class/infiniband/" + device, dir}) {
-      mkdir(d.c_str(), 0755);
-    }
-    std::ofstream(dir + "/numa_node") << text;
-  };
-  write("mlx5_0", "1\n");
-  write("mlx5_1", "-1\n");
-  write("mlx5_2", "garbage\n");
-  EXPECT_EQ(ReadDeviceNumaNode(root, "mlx5_0"), 1);
-  EXPECT_EQ(ReadDeviceNumaNode(root, "mlx5_1"), -1);
-  EXPECT_EQ(ReadDeviceNumaNode(root, "mlx5_2"), -1);
-  EXPECT_EQ(ReadDeviceNumaNode(root, "mlx5_9"), -1);  // no such device
-}
-
 TEST(DeviceSelectionTest, CurrentNumaNodeIsANodeOfThisMachine) {
   const int node = CurrentNumaNode();
   EXPECT_GE(node, 0);

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "topology/host_topology.h"
+
 namespace tessera {
 namespace ibverbs {
 namespace {
@@ -53,7 +55,6 @@ void ReadGidsOneByOne(ibv_context* ctx, const std::string& sysfs_root, const std
 
 Status DescribeDevice(ibv_device* dev, const std::string& sysfs_root, DeviceInfo* out) {
   out->name = ibv_get_device_name(dev);
-  out->numa_node = ReadDeviceNumaNode(sysfs_root, out->name);
   ContextCloser ctx{ibv_open_device(dev)};
   if (ctx.context == nullptr) return ErrnoError("ibv_open_device(" + out->name + ")", errno);
   ibv_device_attr attr;
@@ -129,6 +130,12 @@ Status DiscoverRdmaDevices(const std::string& sysfs_root, std::vector<DeviceInfo
 Status VerbsDevice::Open(const SelectionRequest& request, std::shared_ptr<VerbsDevice>* out) {
   std::vector<DeviceInfo> devices;
   TESSERA_RETURN_IF_ERROR(DiscoverRdmaDevices("/sys", &devices));
+  // Which NUMA node each device is local to, from the host's topology (hwloc): the
+  // selection prefers the rank's node. Unknown (-1) when hwloc cannot tell.
+  HostTopology topology;
+  if (DetectHostTopology(&topology).ok()) {
+    for (DeviceInfo& d : devices) d.numa_node = DeviceNumaNode(topology, d.name);
+  }
   DeviceChoice choice;
   TESSERA_RETURN_IF_ERROR(SelectDevicePort(devices, request, &choice));
 
