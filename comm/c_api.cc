@@ -31,6 +31,8 @@ using tessera::Status;
 
 // The handle: the communicator plus what the shim needs to manage its life.
 struct tesseraComm {
+  explicit tesseraComm(const tessera::Settings& settings) : device(&impl, settings) {}
+
   std::unique_ptr<Communicator> impl;  // set before any operation runs
   int rank = 0;
   int nranks = 0;
@@ -131,8 +133,9 @@ tesseraResult_t Release(tesseraComm_t comm, const char* function, bool abort) {
   return tesseraSuccess;
 }
 
-tesseraComm* NewHandle(int rank, int nranks, const char* name) {
-  auto* handle = new tesseraComm();
+// `settings`: those the communicator is (or will be) created with.
+tesseraComm* NewHandle(int rank, int nranks, const char* name, const tessera::Settings& settings) {
+  auto* handle = new tesseraComm(settings);
   handle->rank = rank;
   handle->nranks = nranks;
   if (name != nullptr) handle->name = name;
@@ -181,7 +184,7 @@ Status ReadConfig(const tesseraConfig_t* config, Config* out) {
 // Creates a communicator into a new handle; non-blocking: on the handle's worker.
 tesseraResult_t InitInto(const char* fn, tesseraComm_t* comm, int nranks, const tessera::UniqueIdData& id, int rank,
                          const tessera::Settings& settings, const Config& config) {
-  tesseraComm* handle = NewHandle(rank, nranks, config.name);
+  tesseraComm* handle = NewHandle(rank, nranks, config.name, settings);
   auto create = [handle, settings, id, nranks, rank]() -> Status {
     return Communicator::Create(settings, id, nranks, rank, &handle->impl)
         .Annotate("rank " + std::to_string(rank) + " of " + std::to_string(nranks));
@@ -254,17 +257,12 @@ Status ValidateOperation(tesseraComm* comm, const Operation& op, tesseraStream_t
   return Status::Ok();
 }
 
-// One communicator's calls for its device path (device_path.h): run on its proxy thread.
+// One communicator's calls for its device path (device_path.h), which runs a batch it
+// takes on its proxy thread and reports the result here.
 tessera::DeviceBatch DeviceBatchOf(tesseraComm* comm, const char* fn, std::vector<Operation> ops,
                                    std::vector<tesseraStream_t> streams) {
-  tessera::DeviceBatch b{std::move(ops), std::move(streams), comm->rank, comm->nranks, comm->worker.get(), nullptr};
-  b.comm = comm->impl.get();  // lets DevicePath run the batch device-resident
-  b.run = [comm, fn](const Status& ready, const std::vector<Operation>& host_ops) {
-    Status st = !ready.ok() ? ready : comm->impl ? comm->impl->RunGroup(host_ops)
-                                                : tessera::InvalidUsage("communicator creation failed");
-    Report(comm, fn, st);
-    return st;
-  };
+  tessera::DeviceBatch b{std::move(ops), std::move(streams), comm->rank, comm->nranks, comm->worker.get()};
+  b.report = [comm, fn](const Status& s) { Report(comm, fn, s); };
   return b;
 }
 
@@ -398,7 +396,7 @@ tesseraResult_t tesseraCommInitFromEnv(tesseraComm_t* comm) {
   std::unique_ptr<Communicator> impl;
   if (s.ok()) s = tessera::CreateFromLauncher(settings, &impl);
   if (!s.ok()) return Report(nullptr, fn, s);
-  tesseraComm* handle = NewHandle(impl->rank(), impl->nranks(), nullptr);
+  tesseraComm* handle = NewHandle(impl->rank(), impl->nranks(), nullptr, impl->settings());
   handle->impl = std::move(impl);
   *comm = handle;
   return tesseraSuccess;
@@ -428,7 +426,7 @@ tesseraResult_t tesseraCommSplit(tesseraComm_t comm, int color, int key, tessera
   s = comm->impl->Split(color, key, settings, &impl);
   if (!s.ok()) return Report(comm, fn, s);
   if (!impl) return tesseraSuccess;  // TESSERA_SPLIT_NOCOLOR
-  tesseraComm* handle = NewHandle(impl->rank(), impl->nranks(), cfg.name);
+  tesseraComm* handle = NewHandle(impl->rank(), impl->nranks(), cfg.name, impl->settings());
   handle->impl = std::move(impl);
   if (config != nullptr && !cfg.blocking) handle->worker = std::make_unique<tessera::AsyncWorker>();
   *newcomm = handle;

@@ -1,16 +1,24 @@
 // DevicePath (device_path.h): device buffers and CUDA streams in the communicator's calls.
-// One source, two builds: without TESSERA_WITH_CUDA the CPU answers at the end of this
-// file (nothing staged, streams refused); with it, the staged path:
+// One source, two builds: without TESSERA_WITH_CUDA the CPU answers (nothing staged,
+// streams refused) follow the shared part; with it, Submit takes three steps:
+//
+//   1. classify  every buffer and scalar: host, or device/managed memory (and its
+//                device); which operations are staged; the NULL-stream rule
+//   2. plan      host (nothing staged: the C API runs it), staged, or device-resident
+//                (ChooseDeviceResident); the stager and proxy exist from here on
+//   3. enqueue   StageGroup on the streams, one task to the proxy; a staged batch with
+//                a host operation on the NULL stream makes the call wait for it
 //
 //   caller's thread (Submit)              proxy thread (one task per call or group part)
-//   classify every buffer and scalar      WaitInput for every staged operation
-//   StageGroup: copies to pinned memory,  copy device PreMulSum scalars to their cells
-//     a GPU-side wait, copies back        run the host operations as one group (run)
-//   post the task, return                 Finish: every stream of the call continues
+//   StageGroup: copies to pinned memory,  WaitInput for every staged operation
+//     a GPU-side wait, copies back        copy device PreMulSum scalars to their cells
+//   post the task, return                 run the operations as one group on the
+//                                         communicator, report the result
+//                                         Finish: every stream of the call continues
 //
-// A device-resident batch (ChooseDeviceResident) stages nothing but the ordering (no
-// copies), and its task runs Communicator::RunGroupOnDevice on the device buffers,
-// creating the CUDA engine and the cuda_ipc links on the first one.
+// A device-resident batch stages nothing but the ordering (no copies), and its task runs
+// Communicator::RunGroupOnDevice on the device buffers, creating the CUDA engine and the
+// device links on the first one.
 #include "comm/device_path.h"
 
 #include <string>
@@ -25,7 +33,6 @@
 #include <mutex>
 
 #include "base/deadline.h"
-#include "base/settings.h"
 #include "cuda/availability.h"
 #include "cuda/cuda_device_engine.h"
 #include "cuda/device_buffers.h"
@@ -76,7 +83,7 @@ bool RunsOnDevice(const std::vector<Operation>& ops, int rank, int nranks, const
 
 struct DevicePath::State {};
 
-DevicePath::DevicePath() = default;
+DevicePath::DevicePath(const std::unique_ptr<Communicator>*, const Settings&) {}
 DevicePath::~DevicePath() = default;
 
 Status DevicePath::CheckStream(const void* stream) {
@@ -126,12 +133,64 @@ Status IsDeviceMemory(const void* p, size_t bytes, bool* staged, int* device) {
   return Status::Ok();
 }
 
+// Whether any buffer of `req`, or its scalar, is device or managed memory: then the
+// operation is staged. The first device found becomes *device.
+Status AnyOnDevice(const cuda::StagingRequest& req, int* device, bool* on_device) {
+  bool send = false, recv = false, scalar = false;
+  TESSERA_RETURN_IF_ERROR(IsDeviceMemory(req.send, req.send_bytes, &send, device).Annotate("sendbuff"));
+  TESSERA_RETURN_IF_ERROR(IsDeviceMemory(req.recv, req.recv_bytes, &recv, device).Annotate("recvbuff"));
+  TESSERA_RETURN_IF_ERROR(IsDeviceMemory(req.scalar, req.scalar_bytes, &scalar, device).Annotate("scalar"));
+  *on_device = send || recv || scalar;
+  return Status::Ok();
+}
+
+// A staged device scalar: the proxy copies it into `cell` before the run.
+struct ScalarCell {
+  size_t request;  // index into Classified::requests
+  double* cell;    // where the communicator reads the scalar
+  size_t bytes;
+};
+
+// Step 1, classify: the staged operations of a batch (a stream, or a device or managed
+// buffer or scalar), and whether host operations on the NULL stream sit beside them.
+struct Classified {
+  std::vector<cuda::StagingRequest> requests;
+  std::vector<void*> streams;  // streams[k] is requests[k]'s
+  std::vector<size_t> index;   // requests[k] is batch.ops[index[k]]
+  std::vector<ScalarCell> cells;
+  bool host_on_null = false;  // then the call completes before it returns
+  int device = -1;            // the device of the first device buffer or scalar; -1: none
+};
+
+// Step 2, plan: how a batch runs.
+enum class Route {
+  kHost,      // nothing staged: the C API runs it, as on the CPU build
+  kStaged,    // through pinned host memory, the host collective on the proxy
+  kResident,  // on the device buffers themselves; the streams get only the ordering
+};
+struct Plan {
+  Route route = Route::kHost;
+  int device = -1;               // the stager's device
+  AsyncWorker* proxy = nullptr;  // the thread that runs the batch
+};
+
+// Step 3, enqueue: what the proxy needs to run a staged or device-resident batch.
+struct ProxyBatch {
+  std::vector<cuda::StagedOp> staged;  // StageGroup's answer, one per request
+  std::vector<Operation> ops;          // staged: with the pinned buffers in place
+  std::vector<ScalarCell> cells;
+  std::vector<int> custom_ops;  // PreMulSum operators it uses (DestroyRedOp waits)
+  bool resident = false;
+  int device = -1;
+  std::function<void(const Status&)> report;
+};
+
 // Whether a batch runs device-resident (device_path.h): the communicator allows it and
 // every operation's buffers are device memory of `device`. A batch that does not is
 // staged whole.
-bool ChooseDeviceResident(const DeviceBatch& batch, int device) {
-  if (batch.comm == nullptr || device < 0 || !batch.comm->device_resident_possible()) return false;
-  DeviceEngine* engine = batch.comm->device_engine();
+bool ChooseDeviceResident(Communicator* comm, const DeviceBatch& batch, int device) {
+  if (comm == nullptr || device < 0 || !comm->device_resident_possible()) return false;
+  DeviceEngine* engine = comm->device_engine();
   if (engine != nullptr) return RunsOnDevice(batch.ops, batch.rank, batch.nranks, *engine);
   // Before the first device-resident call there is no engine yet: the same rule, asking
   // CUDA directly.
@@ -155,8 +214,11 @@ Status RunDeviceResident(Communicator* comm, int device, const std::vector<Opera
 }  // namespace
 
 struct DevicePath::State {
+  State(const std::unique_ptr<Communicator>* comm_slot, int64_t timeout) : comm(comm_slot), timeout_ms(timeout) {}
+
+  const std::unique_ptr<Communicator>* const comm;  // read when used (see DevicePath())
+  const int64_t timeout_ms;                         // the communicator's settings
   mutable std::mutex mu;
-  int64_t timeout_ms = 0;
   std::unique_ptr<cuda::DeviceStager> stager;  // created by the first staged call
   std::unique_ptr<AsyncWorker> proxy;          // a blocking communicator's proxy thread
   std::atomic<bool> aborted{false};
@@ -166,31 +228,272 @@ struct DevicePath::State {
   std::map<int, Communicator*> destroying;     // destroyed while in use: after those calls
   std::shared_ptr<Status> host_result;         // see WaitForHostBuffers
 
+  Communicator* Comm() const { return comm == nullptr ? nullptr : comm->get(); }
+
   void Fail(const Status& s) {
     std::lock_guard<std::mutex> lock(mu);
     if (failed.ok()) failed = s;
   }
 
-  // After a task: forgets its uses of operators and destroys those waiting for it.
-  void ReleaseUses(const std::vector<int>& ops) {
-    std::vector<std::pair<int, Communicator*>> ready;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      for (int op : ops) {
-        if (--uses[op] > 0) continue;
-        uses.erase(op);
-        auto it = destroying.find(op);
-        if (it == destroying.end()) continue;
-        ready.push_back(*it);
-        destroying.erase(it);
-        scalars.erase(op);
-      }
-    }
-    for (auto& [op, comm] : ready) (void)comm->DestroyRedOp(op);  // known to exist
-  }
+  // Step 1 (Submit's caller thread).
+  cuda::StagingRequest RequestOf(const Operation& op, const DeviceBatch& batch, double** cell);
+  Status Classify(const DeviceBatch& batch, Classified* c);
+  // Step 2.
+  Status PlanBatch(const DeviceBatch& batch, const Classified& c, Plan* plan);
+  Status StartStager(int device);
+  AsyncWorker* ProxyFor(AsyncWorker* worker);
+  Status AfterQueued(const DeviceBatch& batch, bool* taken);
+  // Step 3.
+  Status Enqueue(const DeviceBatch& batch, const Classified& c, const Plan& plan);
+  Status Stage(const DeviceBatch& batch, const Classified& c, const Plan& plan, ProxyBatch* b);
+  std::vector<int> AddUses(const std::vector<Operation>& ops);
+  Status Post(const DeviceBatch& batch, const Classified& c, const Plan& plan, std::function<Status()> task);
+  // The proxy thread.
+  Status RunOnProxy(const ProxyBatch& b);
+  Status WaitInputs(const ProxyBatch& b);
+  Status RunBatch(const ProxyBatch& b);
+  void ReleaseUses(const std::vector<int>& ops);
 };
 
-DevicePath::DevicePath() : state_(new State()) {}
+// --- Step 1: classify -------------------------------------------------------------------
+
+// The request for one operation: the bytes it uses on this rank and, for a PreMulSum
+// operator with a device scalar, the scalar and the host cell the communicator reads.
+cuda::StagingRequest DevicePath::State::RequestOf(const Operation& op, const DeviceBatch& batch, double** cell) {
+  const OperationBytes bytes = BytesOf(op, batch.rank, batch.nranks);
+  cuda::StagingRequest req;
+  req.send = op.send;
+  req.send_bytes = bytes.send;
+  req.recv = op.recv;
+  req.recv_bytes = bytes.recv;
+  *cell = nullptr;
+  if (!IsReduction(op.kind)) return req;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = scalars.find(op.op);
+  if (it == scalars.end()) return req;
+  req.scalar = it->second.device;
+  req.scalar_bytes = it->second.bytes;
+  *cell = it->second.cell.get();
+  return req;
+}
+
+// Which operations are staged, and the NULL-stream rule: a group cannot stage on the
+// NULL stream beside other streams.
+Status DevicePath::State::Classify(const DeviceBatch& batch, Classified* c) {
+  bool staged_on_null = false, any_stream = false;
+  for (size_t i = 0; i < batch.ops.size(); ++i) {
+    double* cell = nullptr;
+    const cuda::StagingRequest req = RequestOf(batch.ops[i], batch, &cell);
+    bool on_device = false;
+    TESSERA_RETURN_IF_ERROR(AnyOnDevice(req, &c->device, &on_device));
+    void* stream = batch.streams[i];
+    if (stream != nullptr) any_stream = true;
+    if (stream == nullptr && !on_device) {
+      c->host_on_null = true;
+      continue;
+    }
+    if (stream == nullptr) staged_on_null = true;
+    if (cell != nullptr) c->cells.push_back({c->requests.size(), cell, req.scalar_bytes});
+    c->requests.push_back(req);
+    c->streams.push_back(stream);
+    c->index.push_back(i);
+  }
+  if (staged_on_null && any_stream) {
+    return InvalidUsage(
+        "a group cannot stage device buffers on the NULL stream (CUDA's legacy default stream) beside other "
+        "streams: the legacy stream's implicit synchronisation would wait for the group itself; pass the stream");
+  }
+  return Status::Ok();
+}
+
+// --- Step 2: plan -----------------------------------------------------------------------
+
+// Host when nothing is staged; otherwise, once staged work has not failed before, the
+// stager and the proxy exist and ChooseDeviceResident decides.
+Status DevicePath::State::PlanBatch(const DeviceBatch& batch, const Classified& c, Plan* plan) {
+  if (c.requests.empty()) {
+    plan->route = Route::kHost;
+    return Status::Ok();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    TESSERA_RETURN_IF_ERROR(failed);
+  }
+  TESSERA_RETURN_IF_ERROR(StartStager(c.device));
+  plan->proxy = ProxyFor(batch.worker);
+  plan->device = stager->device();
+  plan->route = ChooseDeviceResident(Comm(), batch, plan->device) ? Route::kResident : Route::kStaged;
+  return Status::Ok();
+}
+
+// The first staged call creates the stager, on the device of its first device buffer
+// (the current device when it names only a stream).
+Status DevicePath::State::StartStager(int device) {
+  if (stager) return Status::Ok();
+  if (device < 0) TESSERA_RETURN_IF_ERROR(cuda::CurrentDevice(&device));
+  std::unique_ptr<cuda::DeviceStager> created;
+  TESSERA_RETURN_IF_ERROR(cuda::DeviceStager::Create(device, timeout_ms, &created));
+  std::lock_guard<std::mutex> lock(mu);
+  stager = std::move(created);
+  return Status::Ok();
+}
+
+// A non-blocking communicator's worker, else this path's own thread (created once).
+AsyncWorker* DevicePath::State::ProxyFor(AsyncWorker* worker) {
+  if (worker != nullptr) return worker;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!proxy) proxy.reset(new AsyncWorker());
+  return proxy.get();
+}
+
+// The host route: as on the CPU build, after the staged calls queued before it (a
+// blocking communicator's proxy; a worker keeps the order itself). Taken only to return
+// the sticky failure of staged work.
+Status DevicePath::State::AfterQueued(const DeviceBatch& batch, bool* taken) {
+  AsyncWorker* queued = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    queued = proxy.get();
+  }
+  if (batch.worker == nullptr && queued != nullptr) queued->WaitIdle();
+  std::lock_guard<std::mutex> lock(mu);
+  *taken = !failed.ok();
+  return failed;
+}
+
+// --- Step 3: enqueue --------------------------------------------------------------------
+
+Status DevicePath::State::Enqueue(const DeviceBatch& batch, const Classified& c, const Plan& plan) {
+  ProxyBatch b;
+  TESSERA_RETURN_IF_ERROR(Stage(batch, c, plan, &b));
+  b.custom_ops = AddUses(batch.ops);
+  return Post(batch, c, plan, [this, b] { return RunOnProxy(b); });
+}
+
+// StageGroup on the streams: copies to pinned memory (none when device-resident), the
+// input event, the GPU-side wait, the copies back.
+Status DevicePath::State::Stage(const DeviceBatch& batch, const Classified& c, const Plan& plan, ProxyBatch* b) {
+  b->resident = plan.route == Route::kResident;
+  std::vector<cuda::StagingRequest> requests = c.requests;
+  if (b->resident) {
+    for (cuda::StagingRequest& req : requests) req.send_bytes = req.recv_bytes = 0;  // the ordering only
+  }
+  const Status s = stager->StageGroup(requests, c.streams, &b->staged);
+  if (!s.ok()) {
+    // A bad argument leaves nothing behind; anything else means this rank misses a call
+    // that its peers make, so later calls must fail too.
+    if (s.code() != Code::kInvalidArgument && s.code() != Code::kInvalidUsage) Fail(s);
+    return s;
+  }
+  b->ops = batch.ops;
+  for (size_t k = 0; k < b->staged.size() && !b->resident; ++k) {
+    b->ops[c.index[k]].send = b->staged[k].host_send;
+    b->ops[c.index[k]].recv = b->staged[k].host_recv;
+  }
+  b->cells = c.cells;
+  b->device = plan.device;
+  b->report = batch.report;
+  return Status::Ok();
+}
+
+// Counts the batch's uses of PreMulSum operators, which ReleaseUses forgets after it.
+std::vector<int> DevicePath::State::AddUses(const std::vector<Operation>& ops) {
+  std::vector<int> custom_ops;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const Operation& op : ops) {
+    if (IsReduction(op.kind) && op.op >= kNumRedOps) {
+      ++uses[op.op];
+      custom_ops.push_back(op.op);
+    }
+  }
+  return custom_ops;
+}
+
+// On a worker the call answers InProgress. A staged batch with a host operation on the
+// NULL stream completes before the call returns: the caller waits in WaitForHostBuffers
+// (after GroupEnd has handed every communicator its part).
+Status DevicePath::State::Post(const DeviceBatch& batch, const Classified& c, const Plan& plan,
+                               std::function<Status()> task) {
+  if (batch.worker != nullptr) {
+    plan.proxy->Post(task);
+    return Status(Code::kInProgress, "staged on the communicator's worker");
+  }
+  if (!c.host_on_null) {
+    plan.proxy->Post(task);
+    return Status::Ok();
+  }
+  auto result = std::make_shared<Status>(RemoteError("the communicator was aborted before the call ran"));
+  plan.proxy->Post([task, result] {
+    *result = task();
+    return *result;
+  });
+  std::lock_guard<std::mutex> lock(mu);
+  host_result = result;
+  return Status::Ok();
+}
+
+// --- The proxy thread -------------------------------------------------------------------
+
+// Waits for the inputs, runs the batch, reports, then lets every stream continue (also
+// after a failure) and releases the operators.
+Status DevicePath::State::RunOnProxy(const ProxyBatch& b) {
+  const Status ready = WaitInputs(b);
+  Status result = ready.ok() ? RunBatch(b) : ready;
+  if (b.report) b.report(result);
+  for (const cuda::StagedOp& op : b.staged) {
+    const Status f = stager->Finish(op);
+    if (!f.ok() && result.ok()) result = f;
+  }
+  ReleaseUses(b.custom_ops);
+  return result;
+}
+
+// Every staged input on the host (bounded by the timeout and abort), then the device
+// scalars copied into their cells. Inputs that never arrive fail the path (sticky).
+Status DevicePath::State::WaitInputs(const ProxyBatch& b) {
+  const Deadline deadline = Deadline::AfterMs(timeout_ms);
+  for (const cuda::StagedOp& op : b.staged) {
+    const Status ready = stager->WaitInput(op, deadline, &aborted);
+    if (!ready.ok()) {
+      Fail(ready);
+      return ready;
+    }
+  }
+  for (const ScalarCell& c : b.cells) std::memcpy(c.cell, b.staged[c.request].host_scalar, c.bytes);
+  return Status::Ok();
+}
+
+// The communicator is read here, on the proxy: a non-blocking one is created on its
+// worker, possibly after the call was submitted.
+Status DevicePath::State::RunBatch(const ProxyBatch& b) {
+  Communicator* impl = Comm();
+  if (impl == nullptr) return InvalidUsage("communicator creation failed");
+  if (b.resident) return RunDeviceResident(impl, b.device, b.ops);
+  return impl->RunGroup(b.ops);
+}
+
+// After a task: forgets its uses of operators and destroys those waiting for it.
+void DevicePath::State::ReleaseUses(const std::vector<int>& ops) {
+  std::vector<std::pair<int, Communicator*>> ready;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (int op : ops) {
+      if (--uses[op] > 0) continue;
+      uses.erase(op);
+      auto it = destroying.find(op);
+      if (it == destroying.end()) continue;
+      ready.push_back(*it);
+      destroying.erase(it);
+      scalars.erase(op);
+    }
+  }
+  for (auto& [op, c] : ready) (void)c->DestroyRedOp(op);  // known to exist
+}
+
+// --- DevicePath -------------------------------------------------------------------------
+
+DevicePath::DevicePath(const std::unique_ptr<Communicator>* comm, const Settings& settings)
+    : state_(new State(comm, settings.timeout_ms)) {}
 
 DevicePath::~DevicePath() {
   state_->proxy.reset();   // runs what is queued: each part is bounded by the timeout
@@ -204,177 +507,17 @@ Status DevicePath::CheckStream(const void* stream) {
   return Status::Ok();
 }
 
+// Classify, plan, enqueue (the steps above). Never waits for the GPU.
 Status DevicePath::Submit(const DeviceBatch& batch, bool* taken) {
-  *taken = !cuda::CudaUsable().ok() ? false : true;  // without CUDA no device memory exists
+  *taken = cuda::CudaUsable().ok();  // without CUDA no device memory exists
   if (!*taken) return Status::Ok();
-  State& st = *state_;
-  const size_t n = batch.ops.size();
-  if (batch.streams.size() != n) return InternalError("DevicePath::Submit: one stream per operation");
-
-  // Which operations are staged: a stream, or a device buffer or scalar.
-  std::vector<cuda::StagingRequest> reqs;
-  std::vector<void*> streams;
-  std::vector<size_t> staged_index;  // reqs[k] is batch.ops[staged_index[k]]
-  struct Cell {
-    size_t request;  // index into reqs
-    double* cell;    // where the communicator reads the scalar
-    size_t bytes;
-  };
-  std::vector<Cell> cells;
-  bool host_on_null = false, staged_on_null = false, any_stream = false;
-  int device = -1;
-  for (size_t i = 0; i < n; ++i) {
-    const Operation& op = batch.ops[i];
-    const OperationBytes bytes = BytesOf(op, batch.rank, batch.nranks);
-    cuda::StagingRequest req;
-    req.send = op.send;
-    req.send_bytes = bytes.send;
-    req.recv = op.recv;
-    req.recv_bytes = bytes.recv;
-    double* cell = nullptr;
-    if (IsReduction(op.kind)) {
-      std::lock_guard<std::mutex> lock(st.mu);
-      auto it = st.scalars.find(op.op);
-      if (it != st.scalars.end()) {
-        req.scalar = it->second.device;
-        req.scalar_bytes = it->second.bytes;
-        cell = it->second.cell.get();
-      }
-    }
-    bool send_dev = false, recv_dev = false, scalar_dev = false;
-    TESSERA_RETURN_IF_ERROR(IsDeviceMemory(req.send, req.send_bytes, &send_dev, &device).Annotate("sendbuff"));
-    TESSERA_RETURN_IF_ERROR(IsDeviceMemory(req.recv, req.recv_bytes, &recv_dev, &device).Annotate("recvbuff"));
-    TESSERA_RETURN_IF_ERROR(IsDeviceMemory(req.scalar, req.scalar_bytes, &scalar_dev, &device).Annotate("scalar"));
-    const bool on_device = send_dev || recv_dev || scalar_dev;
-    if (batch.streams[i] != nullptr) any_stream = true;
-    if (batch.streams[i] == nullptr && !on_device) {
-      host_on_null = true;
-      continue;
-    }
-    if (batch.streams[i] == nullptr) staged_on_null = true;
-    if (cell != nullptr) cells.push_back({reqs.size(), cell, req.scalar_bytes});
-    reqs.push_back(req);
-    streams.push_back(batch.streams[i]);
-    staged_index.push_back(i);
-  }
-
-  if (reqs.empty()) {
-    // Host work on the NULL stream: as on the CPU build, after the staged calls queued
-    // before it (a blocking communicator's proxy; a worker keeps the order itself).
-    AsyncWorker* proxy = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(st.mu);
-      proxy = st.proxy.get();
-    }
-    if (batch.worker == nullptr && proxy != nullptr) proxy->WaitIdle();
-    std::lock_guard<std::mutex> lock(st.mu);
-    *taken = !st.failed.ok();
-    return st.failed;
-  }
-
-  if (staged_on_null && any_stream) {
-    return InvalidUsage(
-        "a group cannot stage device buffers on the NULL stream (CUDA's legacy default stream) beside other "
-        "streams: the legacy stream's implicit synchronisation would wait for the group itself; pass the stream");
-  }
-  {
-    std::lock_guard<std::mutex> lock(st.mu);
-    TESSERA_RETURN_IF_ERROR(st.failed);
-  }
-  if (!st.stager) {
-    if (device < 0) TESSERA_RETURN_IF_ERROR(cuda::CurrentDevice(&device));
-    Settings settings;
-    TESSERA_RETURN_IF_ERROR(Settings::FromEnvironment(&settings));
-    std::unique_ptr<cuda::DeviceStager> stager;
-    TESSERA_RETURN_IF_ERROR(cuda::DeviceStager::Create(device, settings.timeout_ms, &stager));
-    std::lock_guard<std::mutex> lock(st.mu);
-    st.timeout_ms = settings.timeout_ms;
-    st.stager = std::move(stager);
-  }
-  AsyncWorker* proxy = batch.worker;
-  if (proxy == nullptr) {
-    std::lock_guard<std::mutex> lock(st.mu);
-    if (!st.proxy) st.proxy.reset(new AsyncWorker());
-    proxy = st.proxy.get();
-  }
-
-  // Device-resident: the streams get only the ordering (input event, GPU-side wait,
-  // done event); the collective runs on the device buffers themselves.
-  device = st.stager->device();
-  const bool resident = ChooseDeviceResident(batch, device);
-  if (resident) {
-    for (cuda::StagingRequest& req : reqs) {
-      req.send_bytes = 0;
-      req.recv_bytes = 0;
-    }
-  }
-  std::vector<cuda::StagedOp> staged;
-  Status s = st.stager->StageGroup(reqs, streams, &staged);
-  if (!s.ok()) {
-    // A bad argument leaves nothing behind; anything else means this rank misses a call
-    // that its peers make, so later calls must fail too.
-    if (s.code() != Code::kInvalidArgument && s.code() != Code::kInvalidUsage) st.Fail(s);
-    return s;
-  }
-  std::vector<Operation> host_ops = batch.ops;
-  for (size_t k = 0; k < staged.size() && !resident; ++k) {
-    host_ops[staged_index[k]].send = staged[k].host_send;
-    host_ops[staged_index[k]].recv = staged[k].host_recv;
-  }
-  std::vector<int> custom_ops;
-  {
-    std::lock_guard<std::mutex> lock(st.mu);
-    for (const Operation& op : batch.ops) {
-      if (IsReduction(op.kind) && op.op >= kNumRedOps) {
-        ++st.uses[op.op];
-        custom_ops.push_back(op.op);
-      }
-    }
-  }
-
-  State* state = &st;
-  auto run = batch.run;
-  Communicator* comm = batch.comm;
-  auto task = [state, staged, host_ops, cells, custom_ops, run, resident, comm, device]() -> Status {
-    const Deadline deadline = Deadline::AfterMs(state->timeout_ms);
-    Status ready;
-    for (const cuda::StagedOp& op : staged) {
-      ready = state->stager->WaitInput(op, deadline, &state->aborted);
-      if (!ready.ok()) break;
-    }
-    if (ready.ok()) {
-      for (const Cell& c : cells) std::memcpy(c.cell, staged[c.request].host_scalar, c.bytes);
-    } else {
-      state->Fail(ready);
-    }
-    // A device-resident run reports through `run` too (an empty group after it).
-    Status result = resident ? run(ready.ok() ? RunDeviceResident(comm, device, host_ops) : ready, {})
-                             : run(ready, host_ops);
-    for (const cuda::StagedOp& op : staged) {
-      const Status f = state->stager->Finish(op);
-      if (!f.ok() && result.ok()) result = f;
-    }
-    state->ReleaseUses(custom_ops);
-    return result;
-  };
-  if (batch.worker != nullptr) {
-    proxy->Post(task);
-    return Status(Code::kInProgress, "staged on the communicator's worker");
-  }
-  if (!host_on_null) {
-    proxy->Post(task);
-    return Status::Ok();
-  }
-  // A host operation on the NULL stream completes before the call returns: the caller
-  // waits in WaitForHostBuffers (after GroupEnd has handed every communicator its part).
-  auto result = std::make_shared<Status>(RemoteError("the communicator was aborted before the call ran"));
-  proxy->Post([task, result] {
-    *result = task();
-    return *result;
-  });
-  std::lock_guard<std::mutex> lock(st.mu);
-  st.host_result = result;
-  return Status::Ok();
+  if (batch.streams.size() != batch.ops.size()) return InternalError("DevicePath::Submit: one stream per operation");
+  Classified classified;
+  TESSERA_RETURN_IF_ERROR(state_->Classify(batch, &classified));
+  Plan plan;
+  TESSERA_RETURN_IF_ERROR(state_->PlanBatch(batch, classified, &plan));
+  if (plan.route == Route::kHost) return state_->AfterQueued(batch, taken);
+  return state_->Enqueue(batch, classified, plan);
 }
 
 Status DevicePath::WaitForHostBuffers() {

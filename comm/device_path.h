@@ -31,6 +31,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/settings.h"
 #include "base/status.h"
 #include "base/types.h"
 #include "comm/operation.h"
@@ -64,18 +65,20 @@ struct DeviceBatch {
   // A non-blocking communicator's worker: it is then the proxy, so that every call of
   // the communicator keeps its issue order. Null for a blocking communicator.
   AsyncWorker* worker = nullptr;
-  // Runs on the proxy thread: when `ready` is OK, runs host_ops (the batch's operations
-  // with staging buffers in place of device buffers) as one group; otherwise only
-  // reports `ready` (the inputs never reached the host). Reports and returns the result.
-  std::function<Status(const Status& ready, const std::vector<Operation>& host_ops)> run;
-  // The communicator the batch runs on, for device-resident runs (CUDA build); null:
-  // never device-resident, staged as before.
-  Communicator* comm = nullptr;
+  // Called on the proxy thread with the result of a taken batch's run (its collective,
+  // or why its inputs never reached the host), before its streams continue. The C API
+  // records it as the communicator's last error. May be empty.
+  std::function<void(const Status&)> report;
 };
 
 class DevicePath {
  public:
-  DevicePath();
+  // The path of the communicator that `comm` holds, whose settings are `settings` (the
+  // staging timeout is settings.timeout_ms). `comm` is read when a batch is planned and
+  // again when it runs on the proxy: a non-blocking communicator is created on its
+  // worker, possibly after its first call was submitted (still null when it runs:
+  // creation failed, and the batch reports InvalidUsage). `comm` must outlive the path.
+  DevicePath(const std::unique_ptr<Communicator>* comm, const Settings& settings);
   // Runs what is still queued (each part bounded by the timeout), then releases every
   // stream and frees the staging memory (cuda/device_buffers.h).
   ~DevicePath();

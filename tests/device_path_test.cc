@@ -1,13 +1,15 @@
 // DevicePath (comm/device_path.h) on its own, in the build it was compiled for: the
 // bytes staged per operation, and the answers for streams and host buffers. Two targets
 // run it: device_path_test (the CPU build) and device_path_cuda_test (the CUDA build,
-// where //cuda:enabled defines TESSERA_WITH_CUDA). The staged path itself needs a GPU and
-// is tested through the library by cuda_library_test.
+// where //comm:device_path_cuda defines TESSERA_WITH_CUDA). The staged path itself needs
+// a GPU and is tested through the library by cuda_library_test.
 #include "comm/device_path.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "gtest/gtest.h"
 
 #ifdef TESSERA_WITH_CUDA
@@ -79,7 +81,8 @@ TEST(CheckStream, ANonNullStreamWithoutUsableCuda) {
 // Host buffers on the NULL stream are never taken: they run as on the CPU build, and
 // nothing is created for them (no proxy thread, nothing to wait for).
 TEST(Submit, HostBuffersOnTheNullStreamRunAsOnTheCpuBuild) {
-  DevicePath path;
+  const std::unique_ptr<Communicator> no_communicator;
+  DevicePath path(&no_communicator, Settings());
   std::vector<float> a(64, 1.0f), b(64, 0.0f);
   DeviceBatch batch;
   Operation op = Op(OpKind::kAllReduce, 64, DataType::kFloat32);
@@ -89,11 +92,8 @@ TEST(Submit, HostBuffersOnTheNullStreamRunAsOnTheCpuBuild) {
   batch.streams = {nullptr, nullptr};
   batch.rank = 0;
   batch.nranks = 2;
-  int runs = 0;
-  batch.run = [&runs](const Status&, const std::vector<Operation>&) {
-    ++runs;
-    return Status::Ok();
-  };
+  int reports = 0;
+  batch.report = [&reports](const Status&) { ++reports; };
   bool taken = true;
   const Status s = path.Submit(batch, &taken);
   EXPECT_TRUE(s.ok()) << s.ToString();
@@ -101,7 +101,7 @@ TEST(Submit, HostBuffersOnTheNullStreamRunAsOnTheCpuBuild) {
   EXPECT_TRUE(path.WaitForHostBuffers().ok());
   path.WaitIdle();
   EXPECT_TRUE(path.async_error().ok());
-  EXPECT_EQ(runs, 0) << "the C API runs it, not the device path";
+  EXPECT_EQ(reports, 0) << "the C API runs it, not the device path";
   path.Abort();  // nothing queued: a no-op
   EXPECT_TRUE(path.async_error().ok());
 }
