@@ -36,9 +36,10 @@ namespace tessera {
 
 class CudaIpcTransport : public Transport {
  public:
+  // Defaults: the settings table's (TESSERA_CUDA_IPC_SLOT_BYTES, TESSERA_CUDA_IPC_SLOTS).
   struct Options {
-    int64_t slot_bytes = 1 << 20;  // TESSERA_CUDA_IPC_SLOT_BYTES
-    int64_t slots = 4;
+    int64_t slot_bytes = SettingDefaults::cuda_ipc_slot_bytes;
+    int64_t slots = SettingDefaults::cuda_ipc_slots;
   };
 
   // The control segment of a rank whose shared-memory segment is `segment`.
