@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <iterator>
 #include <cstdlib>
 
@@ -26,6 +27,31 @@ Status Parse(const char*, const char* text, std::string* out) {
 
 std::string ToText(int64_t v) { return std::to_string(v); }
 std::string ToText(const char* v) { return v; }
+
+// InvalidArgument "<env> must be in [lo, hi]" unless lo <= v <= hi.
+Status InRange(const char* env, int64_t v, int64_t lo, int64_t hi) {
+  if (v >= lo && v <= hi) return Status::Ok();
+  return InvalidArgument(std::string(env) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+// The UCX, cuda_ipc and ibverbs rows, in the ranges their transports accept.
+Status ValidateTransportTunables(const Settings& s) {
+  TESSERA_RETURN_IF_ERROR(InRange("TESSERA_UCX_CHUNKS_IN_FLIGHT", s.ucx_chunks_in_flight, 1, 1024));
+  TESSERA_RETURN_IF_ERROR(InRange("TESSERA_CUDA_IPC_SLOTS", s.cuda_ipc_slots, 1, 64));
+  if (s.ib_slots < 1 || s.ib_slots > 128 || (s.ib_slots & (s.ib_slots - 1)) != 0) {
+    return InvalidArgument("TESSERA_IB_SLOTS must be a power of two in [1, 128]");
+  }
+  if (s.ib_slot_bytes < 4096 || s.ib_slot_bytes % 64 != 0 || s.ib_slot_bytes > (4 << 20)) {
+    return InvalidArgument("TESSERA_IB_SLOT_BYTES must be a multiple of 64 in [4096, 4 MiB]");
+  }
+  TESSERA_RETURN_IF_ERROR(InRange("TESSERA_IB_TIMEOUT", s.ib_timeout, 1, 31));
+  TESSERA_RETURN_IF_ERROR(InRange("TESSERA_IB_RETRY_COUNT", s.ib_retry_count, 0, 7));
+  TESSERA_RETURN_IF_ERROR(InRange("TESSERA_IB_SL", s.ib_sl, 0, 15));
+  TESSERA_RETURN_IF_ERROR(InRange("TESSERA_IB_TC", s.ib_tc, 0, 255));
+  TESSERA_RETURN_IF_ERROR(InRange("TESSERA_IB_REGISTER_USER_BUFFERS", s.ib_register_user_buffers, 0, 1));
+  TESSERA_RETURN_IF_ERROR(InRange("TESSERA_IB_CACHE_ENTRIES", s.ib_cache_entries, 1, INT64_MAX));
+  return InRange("TESSERA_IB_CACHE_BYTES", s.ib_cache_bytes, 1, INT64_MAX);
+}
 
 Status Validate(const Settings& s) {
   if (s.timeout_ms <= 0) return InvalidArgument("TESSERA_TIMEOUT_MS must be > 0");
@@ -59,6 +85,7 @@ Status Validate(const Settings& s) {
     return InvalidArgument("TESSERA_TCP_CONGESTION must be a congestion control name (e.g. cubic, bbr, reno) or "
                            "system, not '" + s.tcp_congestion + "'");
   }
+  TESSERA_RETURN_IF_ERROR(ValidateTransportTunables(s));
   if (s.spin_us < -1) return InvalidArgument("TESSERA_SPIN_US must be >= -1");
   if (s.probe < 0 || s.probe > 2) return InvalidArgument("TESSERA_PROBE must be 0, 1 or 2");
   return Status::Ok();
@@ -82,7 +109,8 @@ Status Settings::FromEnvironment(Settings* out, const Lookup& lookup) {
 
 std::vector<SettingInfo> AllSettings() {
   std::vector<SettingInfo> rows;
-#define TESSERA_SETTING_ROW(type, field, env, def, meaning) rows.push_back({env, ToText(def), meaning});
+#define TESSERA_SETTING_ROW(type, field, env, def, meaning) \
+  rows.push_back({env, ToText(SettingDefaults::field), meaning});
   TESSERA_SETTINGS(TESSERA_SETTING_ROW)
 #undef TESSERA_SETTING_ROW
   return rows;

@@ -47,8 +47,12 @@ namespace tessera {
   X(int64_t, shm_slots, "TESSERA_SHM_SLOTS", 8,                                          \
     "Slots per shared-memory channel (one channel per ordered pair of local ranks).")    \
   X(int64_t, cuda_ipc_slot_bytes, "TESSERA_CUDA_IPC_SLOT_BYTES", 1048576,                \
-    "Size of one of the 4 device-memory slots a rank keeps per local peer for cuda_ipc " \
-    "(the pipelining unit of device-resident calls); all ranks must agree.")            \
+    "Size of one of the TESSERA_CUDA_IPC_SLOTS device-memory slots a rank keeps per "   \
+    "local peer for cuda_ipc (the pipelining unit of device-resident calls); all ranks " \
+    "must agree.")                                                                      \
+  X(int64_t, cuda_ipc_slots, "TESSERA_CUDA_IPC_SLOTS", 4,                                \
+    "Device-memory slots a rank keeps per local peer for cuda_ipc: pieces of a message " \
+    "in flight at once; all ranks must agree.")                                         \
   X(int64_t, tcp_streams, "TESSERA_TCP_STREAMS", 2,                                      \
     "TCP connections per pair of ranks; large messages are striped across them.")        \
   X(int64_t, tcp_chunk_bytes, "TESSERA_TCP_CHUNK_BYTES", 262144,                         \
@@ -61,11 +65,37 @@ namespace tessera {
     "why.")                                                                             \
   X(int64_t, ucx_chunk_bytes, "TESSERA_UCX_CHUNK_BYTES", 524288,                         \
     "Pipelining unit of UCX links: messages travel as tagged sends of this size.")      \
+  X(int64_t, ucx_chunks_in_flight, "TESSERA_UCX_CHUNKS_IN_FLIGHT", 8,                    \
+    "Chunks a UCX link keeps in flight at once, per direction (and the staging chunks " \
+    "of a reducing receive).")                                                          \
   X(std::string, ib_hca, "TESSERA_IB_HCA", "",                                           \
     "RDMA devices (and ports) the ibverbs transport may use, e.g. mlx5_0,mlx5_2:1. "    \
     "Empty: any active port, the rank's NUMA node first.")                                \
   X(int64_t, ib_gid_index, "TESSERA_IB_GID_INDEX", -1,                                   \
     "GID index for RoCE. -1: chosen per port (RoCE v2 with an IPv4 address first).")     \
+  X(int64_t, ib_slots, "TESSERA_IB_SLOTS", 8,                                            \
+    "Slots of an ibverbs link's receive ring, per direction: the credit window (pieces " \
+    "in flight) and, with it, the queue depths. A power of two, 1 to 128; all ranks "   \
+    "must agree.")                                                                      \
+  X(int64_t, ib_slot_bytes, "TESSERA_IB_SLOT_BYTES", 524288,                             \
+    "Size of one ibverbs ring slot: the largest piece of a message (a multiple of 64, " \
+    "4 KiB to 4 MiB); all ranks must agree.")                                           \
+  X(int64_t, ib_timeout, "TESSERA_IB_TIMEOUT", 18,                                       \
+    "ibverbs ACK timeout exponent (1 to 31): each try waits 4.096 us * 2^value.")       \
+  X(int64_t, ib_retry_count, "TESSERA_IB_RETRY_COUNT", 7,                                \
+    "ibverbs transport retries (0 to 7) before a silent peer is declared gone.")         \
+  X(int64_t, ib_sl, "TESSERA_IB_SL", 0,                                                  \
+    "InfiniBand service level of ibverbs links (0 to 15).")                              \
+  X(int64_t, ib_tc, "TESSERA_IB_TC", 0,                                                  \
+    "RoCE traffic class of ibverbs links (0 to 255).")                                   \
+  X(int64_t, ib_register_user_buffers, "TESSERA_IB_REGISTER_USER_BUFFERS", 0,            \
+    "1: ibverbs registers every user send buffer for zero-copy (kept in the "           \
+    "registration cache; safe only if no such buffer is freed while the communicator " \
+    "lives, docs/ibverbs.md). 0: through the staging ring unless registered.")          \
+  X(int64_t, ib_cache_entries, "TESSERA_IB_CACHE_ENTRIES", 64,                           \
+    "Most memory regions the ibverbs registration cache keeps registered (>= 1).")       \
+  X(int64_t, ib_cache_bytes, "TESSERA_IB_CACHE_BYTES", 4294967296,                       \
+    "Most bytes the ibverbs registration cache keeps registered (>= 1).")               \
   X(std::string, half_wire, "TESSERA_HALF_WIRE", "float32",                              \
     "How float16/bfloat16 reductions travel: float32 (widened first; the exact sum "    \
     "of the ranks' values, rounded once; twice the bytes) or half (in their own 16 "     \
@@ -99,8 +129,26 @@ namespace tessera {
     "else 0.")
 // clang-format on
 
+// Each row's default as a compile-time constant (SettingDefaults::ucx_chunk_bytes; text
+// rows as const char*), for the Options structs of the transports, which take their
+// defaults from here so that a number is written once, in the row.
+template <typename T>
+struct SettingDefaultType {
+  using Type = T;
+};
+template <>
+struct SettingDefaultType<std::string> {
+  using Type = const char*;
+};
+struct SettingDefaults {
+#define TESSERA_SETTING_DEFAULT(type, field, env, def, meaning) \
+  static constexpr SettingDefaultType<type>::Type field = def;
+  TESSERA_SETTINGS(TESSERA_SETTING_DEFAULT)
+#undef TESSERA_SETTING_DEFAULT
+};
+
 struct Settings {
-#define TESSERA_SETTING_FIELD(type, field, env, def, meaning) type field = def;
+#define TESSERA_SETTING_FIELD(type, field, env, def, meaning) type field = SettingDefaults::field;
   TESSERA_SETTINGS(TESSERA_SETTING_FIELD)
 #undef TESSERA_SETTING_FIELD
 

@@ -48,6 +48,11 @@ TEST(Settings, MalformedValuesNameTheVariable) {
       {{"TESSERA_UCX_CHUNK_BYTES", "100"}},
       {{"TESSERA_IB_GID_INDEX", "-2"}},  {{"TESSERA_TCP_CONGESTION", "Cubic"}},
       {{"TESSERA_TCP_CONGESTION", "a_name_far_too_long"}},
+      {{"TESSERA_UCX_CHUNKS_IN_FLIGHT", "0"}}, {{"TESSERA_CUDA_IPC_SLOTS", "0"}},
+      {{"TESSERA_IB_SLOTS", "3"}},       {{"TESSERA_IB_SLOT_BYTES", "8200"}},
+      {{"TESSERA_IB_TIMEOUT", "32"}},    {{"TESSERA_IB_RETRY_COUNT", "8"}},
+      {{"TESSERA_IB_SL", "16"}},         {{"TESSERA_IB_TC", "256"}},
+      {{"TESSERA_IB_REGISTER_USER_BUFFERS", "2"}}, {{"TESSERA_IB_CACHE_ENTRIES", "0"}},
   };
   for (const auto& env : bad) {
     Settings s;

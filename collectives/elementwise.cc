@@ -12,8 +12,8 @@
 //   scaling and division are the AVX2 code.
 // The half reducers run in one pass (widen, combine, round; nothing stored in between);
 // their max and min compare the 16-bit values as integers.
-// PreferredElementwiseIsa picks one once per process (docs/kernels.md has the
-// measurements). A tail shorter than a vector goes through vector code on a zero-padded
+// PreferredElementwiseIsa picks one among the levels simd_isa.h detects (docs/kernels.md
+// has the measurements). A tail shorter than a vector goes through vector code on a zero-padded
 // copy, or for the half reducers through the scalar code. The scalar functions
 // (HalfToFloat...) compute the same bits one value at a time; elementwise_test checks all
 // of them against each other and against references computed in float64.
@@ -616,24 +616,15 @@ void DivideIn(DataType type, void* data, size_t count, int divisor) {
   }
 }
 
-ElementwiseIsa DetectIsa() {
-  __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) return ElementwiseIsa::kPortable;
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
-    return ElementwiseIsa::kAvx512;
-  }
-  return ElementwiseIsa::kAvx2F16c;
-}
-
 // Calls fn(Impl{}) with the implementation struct for `isa`, or the portable one where
 // this CPU does not support `isa`.
 template <typename Fn>
-void WithImpl(ElementwiseIsa isa, const Fn& fn) {
-  if (static_cast<int>(isa) > static_cast<int>(SupportedElementwiseIsa())) isa = ElementwiseIsa::kPortable;
+void WithImpl(SimdIsa isa, const Fn& fn) {
+  if (static_cast<int>(isa) > static_cast<int>(SupportedSimdIsa())) isa = SimdIsa::kBaseline;
   switch (isa) {
-    case ElementwiseIsa::kAvx512: return fn(Avx512{});
-    case ElementwiseIsa::kAvx2F16c: return fn(Avx2{});
-    case ElementwiseIsa::kPortable: break;
+    case SimdIsa::kAvx512: return fn(Avx512{});
+    case SimdIsa::kAvx2: return fn(Avx2{});
+    case SimdIsa::kBaseline: break;
   }
   fn(Portable{});
 }
@@ -648,38 +639,24 @@ float Bfloat16ToFloat(uint16_t b) { return FromBits(static_cast<uint32_t>(b) << 
 
 uint16_t FloatToBfloat16(float f) { return static_cast<uint16_t>(FloatBitsToBfloat16Bits(Bits(f))); }
 
-const char* ElementwiseIsaName(ElementwiseIsa isa) {
-  switch (isa) {
-    case ElementwiseIsa::kAvx512: return "avx512";
-    case ElementwiseIsa::kAvx2F16c: return "avx2+f16c";
-    case ElementwiseIsa::kPortable: break;
-  }
-  return "portable";
-}
-
-ElementwiseIsa SupportedElementwiseIsa() {
-  static const ElementwiseIsa isa = DetectIsa();
-  return isa;
-}
-
 // The widest: measured on the same buffers, AVX-512 is faster than AVX2 in cache (up to
 // twice for the half reducers and bfloat16 narrowing) and as fast beyond it, except
 // widening, which hands large arrays to the AVX2 loop itself (docs/kernels.md).
-ElementwiseIsa PreferredElementwiseIsa() { return SupportedElementwiseIsa(); }
+SimdIsa PreferredElementwiseIsa() { return SupportedSimdIsa(); }
 
-void WidenHalfWith(ElementwiseIsa isa, DataType type, const void* in, float* out, size_t count) {
+void WidenHalfWith(SimdIsa isa, DataType type, const void* in, float* out, size_t count) {
   WithImpl(isa, [&](auto impl) { WidenHalfIn<decltype(impl)>(type, in, out, count); });
 }
 
-void NarrowHalfWith(ElementwiseIsa isa, DataType type, const float* in, void* out, size_t count) {
+void NarrowHalfWith(SimdIsa isa, DataType type, const float* in, void* out, size_t count) {
   WithImpl(isa, [&](auto impl) { NarrowHalfIn<decltype(impl)>(type, in, out, count); });
 }
 
-void ScaleArrayWith(ElementwiseIsa isa, DataType type, const void* scalar, const void* src, void* dst, size_t count) {
+void ScaleArrayWith(SimdIsa isa, DataType type, const void* scalar, const void* src, void* dst, size_t count) {
   WithImpl(isa, [&](auto impl) { ScaleIn<decltype(impl)>(type, scalar, src, dst, count); });
 }
 
-void DivideArrayWith(ElementwiseIsa isa, DataType type, void* data, size_t count, int divisor) {
+void DivideArrayWith(SimdIsa isa, DataType type, void* data, size_t count, int divisor) {
   WithImpl(isa, [&](auto impl) { DivideIn<decltype(impl)>(type, data, count, divisor); });
 }
 
@@ -739,7 +716,7 @@ template <DataType kType, RedOp kOp>
 void HalfReducePortable(void* dst, const void* a, const void* b, size_t count) {
   static const Reducer f32 = [] {
     Reducer r;
-    GetReducerForIsa(DataType::kFloat32, kOp, KernelIsa::kBaseline, &r);
+    GetReducerForIsa(DataType::kFloat32, kOp, SimdIsa::kBaseline, &r);
     return r;
   }();
   constexpr size_t kBlock = 1024;
@@ -941,29 +918,29 @@ TESSERA_TARGET_AVX512 void HalfReduceBfloat16Avx512(void* dst_v, const void* a_v
 }
 
 template <RedOp kOp>
-ReduceFn HalfReducerFn(ElementwiseIsa isa, DataType type) {
+ReduceFn HalfReducerFn(SimdIsa isa, DataType type) {
   const bool f16 = type == DataType::kFloat16;
-  if (static_cast<int>(isa) > static_cast<int>(SupportedElementwiseIsa())) isa = ElementwiseIsa::kPortable;
+  if (static_cast<int>(isa) > static_cast<int>(SupportedSimdIsa())) isa = SimdIsa::kBaseline;
   if constexpr (kOp == RedOp::kMax || kOp == RedOp::kMin) {
     switch (isa) {
-      case ElementwiseIsa::kAvx512:
+      case SimdIsa::kAvx512:
         return f16 ? &HalfMaxMinAvx512<DataType::kFloat16, kOp> : &HalfMaxMinAvx512<DataType::kBfloat16, kOp>;
-      case ElementwiseIsa::kAvx2F16c:
+      case SimdIsa::kAvx2:
         return f16 ? &HalfMaxMinAvx2<DataType::kFloat16, kOp> : &HalfMaxMinAvx2<DataType::kBfloat16, kOp>;
-      case ElementwiseIsa::kPortable: break;
+      case SimdIsa::kBaseline: break;
     }
     return f16 ? &HalfReducePortable<DataType::kFloat16, kOp> : &HalfReducePortable<DataType::kBfloat16, kOp>;
   } else {
     switch (isa) {
-      case ElementwiseIsa::kAvx512: return f16 ? &HalfReduceFloat16Avx512<kOp> : &HalfReduceBfloat16Avx512<kOp>;
-      case ElementwiseIsa::kAvx2F16c: return f16 ? &HalfReduceFloat16Avx2<kOp> : &HalfReduceBfloat16Avx2<kOp>;
-      case ElementwiseIsa::kPortable: break;
+      case SimdIsa::kAvx512: return f16 ? &HalfReduceFloat16Avx512<kOp> : &HalfReduceBfloat16Avx512<kOp>;
+      case SimdIsa::kAvx2: return f16 ? &HalfReduceFloat16Avx2<kOp> : &HalfReduceBfloat16Avx2<kOp>;
+      case SimdIsa::kBaseline: break;
     }
     return f16 ? &HalfReducePortable<DataType::kFloat16, kOp> : &HalfReducePortable<DataType::kBfloat16, kOp>;
   }
 }
 
-ReduceFn HalfReducerFor(ElementwiseIsa isa, DataType type, RedOp op) {
+ReduceFn HalfReducerFor(SimdIsa isa, DataType type, RedOp op) {
   if (!IsHalf(type)) return nullptr;
   switch (op) {
     case RedOp::kSum: return HalfReducerFn<RedOp::kSum>(isa, type);
@@ -977,7 +954,7 @@ ReduceFn HalfReducerFor(ElementwiseIsa isa, DataType type, RedOp op) {
 
 }  // namespace
 
-Status GetHalfReducerWith(ElementwiseIsa isa, DataType type, RedOp op, Reducer* out) {
+Status GetHalfReducerWith(SimdIsa isa, DataType type, RedOp op, Reducer* out) {
   const ReduceFn fn = HalfReducerFor(isa, type, op);
   if (fn == nullptr) {
     return InvalidArgument(std::string("no half-precision reducer for ") + DataTypeName(type) + " with op " +

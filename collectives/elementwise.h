@@ -9,6 +9,7 @@
 
 #include "base/status.h"
 #include "base/types.h"
+#include "collectives/simd_isa.h"
 #include "transport/transport.h"
 
 namespace tessera {
@@ -41,23 +42,19 @@ void DivideArray(DataType type, void* data, size_t count, int divisor);
 // (TESSERA_HALF_WIRE=half). InvalidArgument for another type or op.
 Status GetHalfReducer(DataType type, RedOp op, Reducer* out);
 
-// The array functions and the half reducers above have three implementations with
-// identical results (docs/kernels.md): portable vector code for any x86-64, AVX2 with
-// F16C, and AVX-512 (F, BW, VL). SupportedElementwiseIsa is the widest this CPU runs;
-// PreferredElementwiseIsa, never wider, is the one the functions above use. Both are
-// decided once per process.
-enum class ElementwiseIsa : int { kPortable = 0, kAvx2F16c = 1, kAvx512 = 2 };
-const char* ElementwiseIsaName(ElementwiseIsa isa);  // "portable", "avx2+f16c", "avx512"
-ElementwiseIsa SupportedElementwiseIsa();
-ElementwiseIsa PreferredElementwiseIsa();
+// The array functions and the half reducers above have an implementation per SimdIsa
+// level (simd_isa.h) with identical results (docs/kernels.md): portable vector code
+// for any x86-64 (kBaseline), AVX2 with F16C, and AVX-512. PreferredElementwiseIsa,
+// never wider than SupportedSimdIsa(), is the one the functions above use.
+SimdIsa PreferredElementwiseIsa();
 
 // The same functions on a chosen implementation, for tests and benchmarks. An
-// implementation this CPU does not support falls back to kPortable.
-void WidenHalfWith(ElementwiseIsa isa, DataType type, const void* in, float* out, size_t count);
-void NarrowHalfWith(ElementwiseIsa isa, DataType type, const float* in, void* out, size_t count);
-void ScaleArrayWith(ElementwiseIsa isa, DataType type, const void* scalar, const void* src, void* dst, size_t count);
-void DivideArrayWith(ElementwiseIsa isa, DataType type, void* data, size_t count, int divisor);
-Status GetHalfReducerWith(ElementwiseIsa isa, DataType type, RedOp op, Reducer* out);
+// implementation this CPU does not support falls back to kBaseline.
+void WidenHalfWith(SimdIsa isa, DataType type, const void* in, float* out, size_t count);
+void NarrowHalfWith(SimdIsa isa, DataType type, const float* in, void* out, size_t count);
+void ScaleArrayWith(SimdIsa isa, DataType type, const void* scalar, const void* src, void* dst, size_t count);
+void DivideArrayWith(SimdIsa isa, DataType type, void* data, size_t count, int divisor);
+Status GetHalfReducerWith(SimdIsa isa, DataType type, RedOp op, Reducer* out);
 
 }  // namespace tessera
 

@@ -33,9 +33,9 @@ float FromBits(uint32_t u) {
 }
 
 // Every implementation this CPU runs.
-std::vector<ElementwiseIsa> Implementations() {
-  std::vector<ElementwiseIsa> all;
-  for (int i = 0; i <= static_cast<int>(SupportedElementwiseIsa()); ++i) all.push_back(static_cast<ElementwiseIsa>(i));
+std::vector<SimdIsa> Implementations() {
+  std::vector<SimdIsa> all;
+  for (int i = 0; i <= static_cast<int>(SupportedSimdIsa()); ++i) all.push_back(static_cast<SimdIsa>(i));
   return all;
 }
 
@@ -129,15 +129,15 @@ TEST(Float16, WidenEveryBitPatternMatchesReference) {
 TEST(Float16, EveryBitPatternRoundTrips) {
   std::vector<uint16_t> all(65536), back(65536);
   for (uint32_t h = 0; h < 65536; ++h) all[h] = static_cast<uint16_t>(h);
-  for (ElementwiseIsa isa : Implementations()) {
+  for (SimdIsa isa : Implementations()) {
     std::vector<float> wide(65536);
     WidenHalfWith(isa, DataType::kFloat16, all.data(), wide.data(), all.size());
     NarrowHalfWith(isa, DataType::kFloat16, wide.data(), back.data(), wide.size());
     for (uint32_t h = 0; h < 65536; ++h) {
-      ASSERT_EQ(Bits(wide[h]), Bits(HalfToFloat(all[h]))) << ElementwiseIsaName(isa) << " h " << h;
+      ASSERT_EQ(Bits(wide[h]), Bits(HalfToFloat(all[h]))) << SimdIsaName(isa) << " h " << h;
       const bool nan = ((h >> 10) & 0x1f) == 0x1f && (h & 0x3ff) != 0;
       // A NaN stays NaN with its payload; it comes back quiet.
-      ASSERT_EQ(back[h], nan ? (h | 0x200) : h) << ElementwiseIsaName(isa) << " h " << h;
+      ASSERT_EQ(back[h], nan ? (h | 0x200) : h) << SimdIsaName(isa) << " h " << h;
       ASSERT_EQ(FloatToHalf(HalfToFloat(all[h])), back[h]) << "scalar, h " << h;
     }
   }
@@ -149,12 +149,12 @@ TEST(Float16, NarrowMatchesFloat64ReferenceOnTiesSubnormalsOverflowAndSweep) {
     ASSERT_EQ(FloatToHalf(values[i]), ReferenceFloatToHalf(values[i]))
         << "float bits 0x" << std::hex << Bits(values[i]) << " (" << values[i] << ")";
   }
-  for (ElementwiseIsa isa : Implementations()) {
+  for (SimdIsa isa : Implementations()) {
     std::vector<uint16_t> out(values.size());
     NarrowHalfWith(isa, DataType::kFloat16, values.data(), out.data(), values.size());
     for (size_t i = 0; i < values.size(); ++i) {
       ASSERT_EQ(out[i], ReferenceFloatToHalf(values[i]))
-          << ElementwiseIsaName(isa) << ", float bits 0x" << std::hex << Bits(values[i]);
+          << SimdIsaName(isa) << ", float bits 0x" << std::hex << Bits(values[i]);
     }
   }
 }
@@ -179,15 +179,15 @@ TEST(Float16, KnownValues) {
 TEST(Bfloat16, EveryBitPatternWidensExactlyAndRoundTrips) {
   std::vector<uint16_t> all(65536), back(65536);
   for (uint32_t b = 0; b < 65536; ++b) all[b] = static_cast<uint16_t>(b);
-  for (ElementwiseIsa isa : Implementations()) {
+  for (SimdIsa isa : Implementations()) {
     std::vector<float> wide(65536);
     WidenHalfWith(isa, DataType::kBfloat16, all.data(), wide.data(), all.size());
     NarrowHalfWith(isa, DataType::kBfloat16, wide.data(), back.data(), wide.size());
     for (uint32_t b = 0; b < 65536; ++b) {
-      ASSERT_EQ(Bits(wide[b]), b << 16) << ElementwiseIsaName(isa) << " b " << b;
+      ASSERT_EQ(Bits(wide[b]), b << 16) << SimdIsaName(isa) << " b " << b;
       ASSERT_EQ(Bits(Bfloat16ToFloat(all[b])), b << 16);
       const bool nan = ((b >> 7) & 0xff) == 0xff && (b & 0x7f) != 0;
-      ASSERT_EQ(back[b], nan ? (b | 0x40) : b) << ElementwiseIsaName(isa) << " b " << b;
+      ASSERT_EQ(back[b], nan ? (b | 0x40) : b) << SimdIsaName(isa) << " b " << b;
     }
   }
 }
@@ -207,12 +207,12 @@ TEST(Bfloat16, NarrowMatchesFloat64Reference) {
   for (float f : values) {
     ASSERT_EQ(FloatToBfloat16(f), ReferenceFloatToBfloat16(f)) << "float bits 0x" << std::hex << Bits(f);
   }
-  for (ElementwiseIsa isa : Implementations()) {
+  for (SimdIsa isa : Implementations()) {
     std::vector<uint16_t> out(values.size());
     NarrowHalfWith(isa, DataType::kBfloat16, values.data(), out.data(), values.size());
     for (size_t i = 0; i < values.size(); ++i) {
       ASSERT_EQ(out[i], ReferenceFloatToBfloat16(values[i]))
-          << ElementwiseIsaName(isa) << ", float bits 0x" << std::hex << Bits(values[i]);
+          << SimdIsaName(isa) << ", float bits 0x" << std::hex << Bits(values[i]);
     }
   }
   EXPECT_EQ(FloatToBfloat16(std::numeric_limits<float>::max()), 0x7f80);  // rounds up: overflow to inf
@@ -227,11 +227,11 @@ constexpr unsigned char kGuard = 0xa5;
 
 TEST(HalfArrays, VectorPathsMatchScalarOnOddLengthsAndMisalignedBuffers) {
   std::mt19937 rng(99);
-  for (ElementwiseIsa isa : Implementations()) {
+  for (SimdIsa isa : Implementations()) {
     for (DataType type : {DataType::kFloat16, DataType::kBfloat16}) {
       for (size_t n : kLengths) {
         for (size_t offset : {0, 1, 2, 3}) {
-          const std::string where = std::string(ElementwiseIsaName(isa)) + " " + DataTypeName(type) +
+          const std::string where = std::string(SimdIsaName(isa)) + " " + DataTypeName(type) +
                                     " n " + std::to_string(n) + " offset " + std::to_string(offset);
           // Widen from and into misaligned buffers.
           std::vector<unsigned char> in(2 * n + 8), out(4 * n + 8, kGuard);
@@ -327,7 +327,7 @@ TEST(HalfReducers, EveryBitPatternMatchesScalarReference) {
       } while (IsHalfNan(type, no_nan[i]));
       next[i] = static_cast<uint16_t>(i + 1);
     }
-    for (ElementwiseIsa isa : Implementations()) {
+    for (SimdIsa isa : Implementations()) {
       for (RedOp op : kHalfOps) {
         Reducer r;
         ASSERT_TRUE(GetHalfReducerWith(isa, type, op, &r).ok());
@@ -337,7 +337,7 @@ TEST(HalfReducers, EveryBitPatternMatchesScalarReference) {
           r.fn(dst.data(), a.data(), b->data(), a.size());
           for (uint32_t i = 0; i < 65536; ++i) {
             ExpectSameHalf(type, op, dst[i], ReferenceHalfOp(type, op, a[i], (*b)[i]),
-                           std::string(ElementwiseIsaName(isa)) + " " + DataTypeName(type) + " " + RedOpName(op) +
+                           std::string(SimdIsaName(isa)) + " " + DataTypeName(type) + " " + RedOpName(op) +
                                " a 0x" + std::to_string(a[i]) + " b " + std::to_string((*b)[i]));
           }
         }
@@ -376,7 +376,7 @@ TEST(HalfReducers, TiesOverflowSubnormalsZerosAndNan) {
   for (const Case& c : cases) {
     EXPECT_EQ(ReferenceHalfOp(c.type, c.op, c.x, c.y), c.want) << "reference " << DataTypeName(c.type) << " "
                                                                 << RedOpName(c.op) << " " << c.x << " " << c.y;
-    for (ElementwiseIsa isa : Implementations()) {
+    for (SimdIsa isa : Implementations()) {
       Reducer r;
       ASSERT_TRUE(GetHalfReducerWith(isa, c.type, c.op, &r).ok());
       for (size_t at = 0; at < 32; ++at) {
@@ -385,7 +385,7 @@ TEST(HalfReducers, TiesOverflowSubnormalsZerosAndNan) {
         a[at] = c.x;
         b[at] = c.y;
         r.fn(dst.data(), a.data(), b.data(), a.size());
-        const std::string where = std::string(ElementwiseIsaName(isa)) + " " + DataTypeName(c.type) + " " +
+        const std::string where = std::string(SimdIsaName(isa)) + " " + DataTypeName(c.type) + " " +
                                   RedOpName(c.op) + " at " + std::to_string(at);
         ExpectSameHalf(c.type, c.op, dst[at], c.want, where);
         ExpectSameHalf(c.type, c.op, dst[at + 32], ReferenceHalfOp(c.type, c.op, a[at + 32], b[at + 32]), where);
@@ -398,14 +398,14 @@ TEST(HalfReducers, TiesOverflowSubnormalsZerosAndNan) {
 // end.
 TEST(HalfReducers, OddLengthsMisalignedAndInPlace) {
   std::mt19937 rng(7);
-  for (ElementwiseIsa isa : Implementations()) {
+  for (SimdIsa isa : Implementations()) {
     for (DataType type : {DataType::kFloat16, DataType::kBfloat16}) {
       for (RedOp op : kHalfOps) {
         Reducer r;
         ASSERT_TRUE(GetHalfReducerWith(isa, type, op, &r).ok());
         for (size_t n : kLengths) {
           for (size_t offset : {0, 1, 2, 3}) {
-            const std::string where = std::string(ElementwiseIsaName(isa)) + " " + DataTypeName(type) + " " +
+            const std::string where = std::string(SimdIsaName(isa)) + " " + DataTypeName(type) + " " +
                                       RedOpName(op) + " n " + std::to_string(n) + " offset " + std::to_string(offset);
             std::vector<uint16_t> x(n), y(n);
             for (size_t i = 0; i < n; ++i) {
@@ -499,10 +499,10 @@ bool SameValue(T a, T b) {
 template <typename T>
 void CheckScaleAndDivide(DataType type) {
   std::mt19937_64 rng(static_cast<uint64_t>(type) + 1);
-  for (ElementwiseIsa isa : Implementations()) {
+  for (SimdIsa isa : Implementations()) {
     for (size_t n : kLengths) {
       for (size_t offset : {size_t{0}, size_t{1}, size_t{3}}) {
-        const std::string where = std::string(ElementwiseIsaName(isa)) + " " + DataTypeName(type) +
+        const std::string where = std::string(SimdIsaName(isa)) + " " + DataTypeName(type) +
                                   " n " + std::to_string(n) + " offset " + std::to_string(offset);
         std::vector<unsigned char> src(sizeof(T) * n + 8), dst(sizeof(T) * n + 8, kGuard);
         std::vector<T> x(n);

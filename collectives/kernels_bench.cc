@@ -167,11 +167,11 @@ void RegisterReductionIsas() {
       {DataType::kFloat32, RedOp::kSum}, {DataType::kFloat32, RedOp::kMax},
       {DataType::kFloat64, RedOp::kSum}, {DataType::kInt8, RedOp::kSum}, {DataType::kInt64, RedOp::kProd}};
   for (const auto& c : kCases) {
-    for (int i = 0; i <= static_cast<int>(SupportedKernelIsa()); ++i) {
-      const KernelIsa isa = static_cast<KernelIsa>(i);
+    for (int i = 0; i <= static_cast<int>(SupportedSimdIsa()); ++i) {
+      const SimdIsa isa = static_cast<SimdIsa>(i);
       for (size_t bytes : kSizes) {
         const std::string name =
-            std::string(DataTypeName(c.first)) + " " + RedOpName(c.second) + " " + KernelIsaName(isa);
+            std::string(DataTypeName(c.first)) + " " + RedOpName(c.second) + " " + SimdIsaName(isa);
         Register("reduce_isa/" + name + "/" + SizeName(bytes),
                  [c, isa, bytes](benchmark::State& state) {
                    Reducer r;
@@ -201,8 +201,8 @@ void NarrowScalarLoop(DataType type, const float* in, uint16_t* out, size_t coun
 void RegisterConversions() {
   for (DataType type : {DataType::kFloat16, DataType::kBfloat16}) {
     std::vector<std::pair<std::string, int>> impls = {{"scalar-loop", -1}};
-    for (int i = 0; i <= static_cast<int>(SupportedElementwiseIsa()); ++i) {
-      impls.push_back({ElementwiseIsaName(static_cast<ElementwiseIsa>(i)), i});
+    for (int i = 0; i <= static_cast<int>(SupportedSimdIsa()); ++i) {
+      impls.push_back({SimdIsaName(static_cast<SimdIsa>(i)), i});
     }
     for (const auto& impl : impls) {
       for (size_t bytes : kSizes) {
@@ -216,7 +216,7 @@ void RegisterConversions() {
                      if (impl.second < 0) {
                        WidenScalarLoop(type, in, out, count);
                      } else {
-                       WidenHalfWith(static_cast<ElementwiseIsa>(impl.second), type, in, out, count);
+                       WidenHalfWith(static_cast<SimdIsa>(impl.second), type, in, out, count);
                      }
                    });
                  });
@@ -230,7 +230,7 @@ void RegisterConversions() {
                      if (impl.second < 0) {
                        NarrowScalarLoop(type, in, out, count);
                      } else {
-                       NarrowHalfWith(static_cast<ElementwiseIsa>(impl.second), type, in, out, count);
+                       NarrowHalfWith(static_cast<SimdIsa>(impl.second), type, in, out, count);
                      }
                    });
                  });
@@ -253,7 +253,7 @@ void FillHalfPair(DataType type, size_t count) {
   }
 }
 
-void RegisterHalfReducer(const std::string& name, DataType type, RedOp op, ElementwiseIsa isa) {
+void RegisterHalfReducer(const std::string& name, DataType type, RedOp op, SimdIsa isa) {
   for (size_t bytes : kSizes) {
     Register(name + "/" + SizeName(bytes), [type, op, isa, bytes](benchmark::State& state) {
       Reducer r;
@@ -275,10 +275,10 @@ void RegisterHalfReducers() {
   }
   for (DataType type : {DataType::kFloat16, DataType::kBfloat16}) {
     for (RedOp op : {RedOp::kSum, RedOp::kMax}) {
-      for (int i = 0; i <= static_cast<int>(SupportedElementwiseIsa()); ++i) {
-        const ElementwiseIsa isa = static_cast<ElementwiseIsa>(i);
+      for (int i = 0; i <= static_cast<int>(SupportedSimdIsa()); ++i) {
+        const SimdIsa isa = static_cast<SimdIsa>(i);
         RegisterHalfReducer(std::string("half_reduce_isa/") + DataTypeName(type) + " " + RedOpName(op) + " " +
-                                ElementwiseIsaName(isa),
+                                SimdIsaName(isa),
                             type, op, isa);
       }
     }
@@ -339,7 +339,7 @@ __attribute__((target("avx2,f16c"))) void FusedSumNarrow(const float* a, const f
 }
 
 void RegisterFused() {
-  if (SupportedElementwiseIsa() < ElementwiseIsa::kAvx2F16c) return;
+  if (SupportedSimdIsa() < SimdIsa::kAvx2) return;
   static std::vector<float> scratch(kMaxBytes / 4);
   for (size_t bytes : kSizes) {
     const size_t count = bytes / 4;
@@ -464,11 +464,10 @@ int main(int argc, char** argv) {
   int n = static_cast<int>(args.size());
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
-  std::printf("kernels: reduce %s (supported %s), elementwise %s (supported %s)\n",
-              tessera::KernelIsaName(tessera::PreferredKernelIsa()),
-              tessera::KernelIsaName(tessera::SupportedKernelIsa()),
-              tessera::ElementwiseIsaName(tessera::PreferredElementwiseIsa()),
-              tessera::ElementwiseIsaName(tessera::SupportedElementwiseIsa()));
+  std::printf("kernels: CPU supports %s; reduce uses %s, elementwise %s\n",
+              tessera::SimdIsaName(tessera::SupportedSimdIsa()),
+              tessera::SimdIsaName(tessera::PreferredKernelIsa()),
+              tessera::SimdIsaName(tessera::PreferredElementwiseIsa()));
   tessera::RegisterReductions();
   tessera::RegisterReductionIsas();
   tessera::RegisterConversions();

@@ -3,7 +3,7 @@
 // through a per-function target attribute, so the library runs on any x86-64 and the
 // build needs no -march flag. GetReducer uses AVX2 where the CPU has it (see
 // PreferredKernelIsa for why not AVX-512), else baseline; the choice is made once per
-// process. docs/kernels.md has the measurements behind these choices.
+// process (simd_isa.h). docs/kernels.md has the measurements behind these choices.
 #include "collectives/reduce_kernels.h"
 
 #include <cstdint>
@@ -150,11 +150,11 @@ TESSERA_TARGET_AVX512 void KernelAvx512(void* dst, const void* a, const void* b,
 typedef void (*KernelFn)(void*, const void*, const void*, size_t);
 
 template <typename T, typename VecOp, typename ScalarOp>
-KernelFn Pick(KernelIsa isa) {
+KernelFn Pick(SimdIsa isa) {
   switch (isa) {
-    case KernelIsa::kAvx512: return &KernelAvx512<T, VecOp, ScalarOp>;
-    case KernelIsa::kAvx2: return &KernelAvx2<T, VecOp, ScalarOp>;
-    case KernelIsa::kBaseline: break;
+    case SimdIsa::kAvx512: return &KernelAvx512<T, VecOp, ScalarOp>;
+    case SimdIsa::kAvx2: return &KernelAvx2<T, VecOp, ScalarOp>;
+    case SimdIsa::kBaseline: break;
   }
   return &KernelBaseline<T, VecOp, ScalarOp>;
 }
@@ -172,7 +172,7 @@ struct Wrapping<T, true> {
 };
 
 template <typename T>
-Status ForType(RedOp op, KernelIsa isa, Reducer* out) {
+Status ForType(RedOp op, SimdIsa isa, Reducer* out) {
   typedef typename Wrapping<T>::type W;  // sums and products wrap around
   out->elem_size = sizeof(T);
   switch (op) {
@@ -185,44 +185,20 @@ Status ForType(RedOp op, KernelIsa isa, Reducer* out) {
   return InvalidArgument(std::string("op ") + RedOpName(op) + " is not supported yet");
 }
 
-KernelIsa DetectIsa() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
-    return KernelIsa::kAvx512;
-  }
-  if (__builtin_cpu_supports("avx2")) return KernelIsa::kAvx2;
-  return KernelIsa::kBaseline;
-}
-
 }  // namespace
-
-const char* KernelIsaName(KernelIsa isa) {
-  switch (isa) {
-    case KernelIsa::kBaseline: return "baseline";
-    case KernelIsa::kAvx2: return "avx2";
-    case KernelIsa::kAvx512: return "avx512";
-  }
-  return "unknown";
-}
-
-KernelIsa SupportedKernelIsa() {
-  static const KernelIsa isa = DetectIsa();
-  return isa;
-}
 
 // AVX2 even where AVX-512 runs: at the sizes the transports hand to a reducer (128 KiB
 // shared-memory slots, 256 KiB TCP chunks) and beyond, AVX-512 measured no faster (the
 // loop waits on L2 and memory, not on instructions), and on Skylake-SP wide instructions
 // lower the core's clock for everything around them (glibc avoids AVX-512 there for the
 // same reason). It doubles the speed only on L1-resident buffers (docs/kernels.md).
-KernelIsa PreferredKernelIsa() {
-  return SupportedKernelIsa() == KernelIsa::kAvx512 ? KernelIsa::kAvx2 : SupportedKernelIsa();
+SimdIsa PreferredKernelIsa() {
+  return SupportedSimdIsa() == SimdIsa::kAvx512 ? SimdIsa::kAvx2 : SupportedSimdIsa();
 }
 
-Status GetReducerForIsa(DataType type, RedOp op, KernelIsa isa, Reducer* out) {
-  if (static_cast<int>(isa) > static_cast<int>(SupportedKernelIsa())) {
-    return InvalidArgument(std::string("kernel instruction set ") + KernelIsaName(isa) +
+Status GetReducerForIsa(DataType type, RedOp op, SimdIsa isa, Reducer* out) {
+  if (static_cast<int>(isa) > static_cast<int>(SupportedSimdIsa())) {
+    return InvalidArgument(std::string("kernel instruction set ") + SimdIsaName(isa) +
                            " is not supported by this CPU");
   }
   switch (type) {

@@ -27,17 +27,17 @@ T Reference(RedOp op, T a, T b) {
 }
 
 // Every instruction set the kernels are compiled for that this CPU runs.
-std::vector<KernelIsa> Isas() {
-  std::vector<KernelIsa> isas;
-  for (int i = 0; i <= static_cast<int>(SupportedKernelIsa()); ++i) isas.push_back(static_cast<KernelIsa>(i));
+std::vector<SimdIsa> Isas() {
+  std::vector<SimdIsa> isas;
+  for (int i = 0; i <= static_cast<int>(SupportedSimdIsa()); ++i) isas.push_back(static_cast<SimdIsa>(i));
   return isas;
 }
 
 template <typename T>
 void CheckType(DataType type) {
-  for (KernelIsa isa : Isas()) {
+  for (SimdIsa isa : Isas()) {
     for (RedOp op : {RedOp::kSum, RedOp::kProd, RedOp::kMax, RedOp::kMin}) {
-      SCOPED_TRACE(std::string(KernelIsaName(isa)) + " " + DataTypeName(type) + " " + RedOpName(op));
+      SCOPED_TRACE(std::string(SimdIsaName(isa)) + " " + DataTypeName(type) + " " + RedOpName(op));
       Reducer r;
       ASSERT_TRUE(GetReducerForIsa(type, op, isa, &r).ok());
       ASSERT_EQ(r.elem_size, sizeof(T));
@@ -71,21 +71,21 @@ TEST(ReduceKernels, EveryIntegerAndFloatTypeMatchesScalarReference) {
 
 // Signed sums and products wrap around (two's complement), in the vector body and the tail.
 TEST(ReduceKernels, SignedIntegersWrapAround) {
-  for (KernelIsa isa : Isas()) {
+  for (SimdIsa isa : Isas()) {
     Reducer sum, prod;
     ASSERT_TRUE(GetReducerForIsa(DataType::kInt8, RedOp::kSum, isa, &sum).ok());
     ASSERT_TRUE(GetReducerForIsa(DataType::kInt32, RedOp::kProd, isa, &prod).ok());
     std::vector<int8_t> a8(300, 100), b8(300, 100), d8(300);
     sum.fn(d8.data(), a8.data(), b8.data(), d8.size());
-    for (int8_t v : d8) ASSERT_EQ(v, -56) << KernelIsaName(isa);
+    for (int8_t v : d8) ASSERT_EQ(v, -56) << SimdIsaName(isa);
     std::vector<int32_t> a32(100, std::numeric_limits<int32_t>::max()), b32(100, 2), d32(100);
     prod.fn(d32.data(), a32.data(), b32.data(), d32.size());
-    for (int32_t v : d32) ASSERT_EQ(v, -2) << KernelIsaName(isa);  // 0x7fffffff * 2 = 0xfffffffe
+    for (int32_t v : d32) ASSERT_EQ(v, -2) << SimdIsaName(isa);  // 0x7fffffff * 2 = 0xfffffffe
   }
 }
 
 TEST(ReduceKernels, GetReducerUsesThePreferredInstructionSet) {
-  EXPECT_LE(static_cast<int>(PreferredKernelIsa()), static_cast<int>(SupportedKernelIsa()));
+  EXPECT_LE(static_cast<int>(PreferredKernelIsa()), static_cast<int>(SupportedSimdIsa()));
   Reducer chosen, expected;
   ASSERT_TRUE(GetReducer(DataType::kFloat32, RedOp::kSum, &chosen).ok());
   ASSERT_TRUE(GetReducerForIsa(DataType::kFloat32, RedOp::kSum, PreferredKernelIsa(), &expected).ok());
@@ -93,7 +93,7 @@ TEST(ReduceKernels, GetReducerUsesThePreferredInstructionSet) {
 }
 
 TEST(ReduceKernels, UnalignedBuffersWork) {
-  for (KernelIsa isa : Isas()) {
+  for (SimdIsa isa : Isas()) {
     Reducer r;
     ASSERT_TRUE(GetReducerForIsa(DataType::kFloat32, RedOp::kSum, isa, &r).ok());
     std::vector<char> raw(4 * 1001 + 3);
@@ -104,7 +104,7 @@ TEST(ReduceKernels, UnalignedBuffersWork) {
       std::memcpy(reinterpret_cast<char*>(a) + 4 * i, &v, 4);
     }
     r.fn(dst.data(), a, b.data(), 1000);
-    for (int i = 0; i < 1000; ++i) ASSERT_EQ(dst[i], i + 2.0f) << KernelIsaName(isa);
+    for (int i = 0; i < 1000; ++i) ASSERT_EQ(dst[i], i + 2.0f) << SimdIsaName(isa);
   }
 }
 
@@ -115,9 +115,9 @@ template <typename T>
 void CheckNanPropagation(DataType type) {
   const T nan = std::numeric_limits<T>::quiet_NaN();
   const T other_nan = -std::numeric_limits<T>::quiet_NaN();
-  for (KernelIsa isa : Isas()) {
+  for (SimdIsa isa : Isas()) {
     for (RedOp op : {RedOp::kMax, RedOp::kMin}) {
-      const std::string where = std::string(KernelIsaName(isa)) + " " + DataTypeName(type) + " " + RedOpName(op);
+      const std::string where = std::string(SimdIsaName(isa)) + " " + DataTypeName(type) + " " + RedOpName(op);
       Reducer r;
       ASSERT_TRUE(GetReducerForIsa(type, op, isa, &r).ok());
       const size_t n = 200;  // avx512 float64: 0..127 unrolled, 128..191 single vectors, tail

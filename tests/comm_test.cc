@@ -320,9 +320,10 @@ TEST(AllReduceAlgorithm, HalfTypesSizedAsTheyTravel) {
 
 // --- Non-blocking communicators ---------------------------------------------------------
 
-// blocking = 0: creation, collectives, groups and Finalize answer tesseraInProgress (or
-// tesseraSuccess when already done); tesseraCommGetAsyncError reaches tesseraSuccess
-// without blocking; operations queued back to back complete in issue order.
+// blocking = 0: creation, collectives and groups answer tesseraInProgress at once
+// (tessera.h, tesseraConfig_t), Finalize waits and answers tesseraSuccess;
+// tesseraCommGetAsyncError reaches tesseraSuccess without blocking; operations queued
+// back to back complete in issue order.
 TEST(NonBlocking, InitCollectivesGroupsFinalize) {
   const int nranks = 3;
   auto results = RunRanksRaw(nranks, [](const RankContext& ctx) {
@@ -334,8 +335,7 @@ TEST(NonBlocking, InitCollectivesGroupsFinalize) {
     tesseraComm_t comm = nullptr;
     tesseraResult_t r = tesseraCommInitRankConfig(&comm, nranks, ctx.ids[0], rank, &config);
     int in_progress = r == tesseraInProgress ? 1 : 0;
-    if (!log.Expect((r == tesseraInProgress || r == tesseraSuccess) && comm != nullptr,
-                    "non-blocking InitRankConfig: " + Code(r))) {
+    if (!log.Expect(r == tesseraInProgress && comm != nullptr, "non-blocking InitRankConfig: " + Code(r))) {
       return log.str();
     }
     if (!log.Expect(WaitAsync(comm, &log, "init") == tesseraSuccess, "init did not reach tesseraSuccess")) {
@@ -355,7 +355,7 @@ TEST(NonBlocking, InitCollectivesGroupsFinalize) {
       std::string step;
       r = call.Issue(comm, &step);
       in_progress += r == tesseraInProgress;
-      if (!log.Expect(r == tesseraInProgress || r == tesseraSuccess, call.what() + ": " + Code(r))) continue;
+      if (!log.Expect(r == tesseraInProgress, call.what() + ": " + Code(r))) continue;
       if (log.Expect(WaitAsync(comm, &log, call.what()) == tesseraSuccess, call.what() + " did not complete")) {
         log.Add(call.Check());
       }
@@ -367,12 +367,12 @@ TEST(NonBlocking, InitCollectivesGroupsFinalize) {
     std::vector<double> buf(n);
     for (size_t i = 0; i < n; ++i) buf[i] = static_cast<double>(rank + i % 7);
     r = tesseraAllReduce(buf.data(), buf.data(), n, tesseraFloat64, tesseraSum, comm, nullptr);
-    log.Expect(r == tesseraInProgress || r == tesseraSuccess, "queued allreduce (sum): " + Code(r));
+    log.Expect(r == tesseraInProgress, "queued allreduce (sum): " + Code(r));
     r = tesseraAllReduce(buf.data(), buf.data(), n, tesseraFloat64, tesseraMax, comm, nullptr);
-    log.Expect(r == tesseraInProgress || r == tesseraSuccess, "queued allreduce (max): " + Code(r));
+    log.Expect(r == tesseraInProgress, "queued allreduce (max): " + Code(r));
     std::vector<double> copy(n, -1.0);
     r = tesseraBroadcast(buf.data(), copy.data(), n, tesseraFloat64, 2, comm, nullptr);
-    log.Expect(r == tesseraInProgress || r == tesseraSuccess, "queued broadcast: " + Code(r));
+    log.Expect(r == tesseraInProgress, "queued broadcast: " + Code(r));
     if (log.Expect(WaitAsync(comm, &log, "three queued operations") == tesseraSuccess, "queued operations failed")) {
       size_t wrong = 0;
       for (size_t i = 0; i < n; ++i) {
@@ -392,7 +392,7 @@ TEST(NonBlocking, InitCollectivesGroupsFinalize) {
     log.Expect(g3.Issue(comm, &step) == tesseraSuccess, "record " + g3.what());
     r = tesseraGroupEnd();
     in_progress += r == tesseraInProgress;
-    if (log.Expect(r == tesseraInProgress || r == tesseraSuccess, "GroupEnd on a non-blocking comm: " + Code(r)) &&
+    if (log.Expect(r == tesseraInProgress, "GroupEnd on a non-blocking comm: " + Code(r)) &&
         log.Expect(WaitAsync(comm, &log, "group") == tesseraSuccess, "the group did not complete")) {
       log.Add(g1.Check());
       log.Add(g2.Check());
@@ -404,7 +404,7 @@ TEST(NonBlocking, InitCollectivesGroupsFinalize) {
     log.Expect(r == tesseraInvalidArgument, "bad root on a non-blocking comm: " + Code(r));
     // Finalize, then Destroy.
     r = tesseraCommFinalize(comm);
-    log.Expect(r == tesseraInProgress || r == tesseraSuccess, "Finalize: " + Code(r));
+    log.Expect(r == tesseraSuccess, "Finalize (waits for the queued work): " + Code(r));
     log.Expect(WaitAsync(comm, &log, "finalize") == tesseraSuccess, "finalize did not reach tesseraSuccess");
     log.Expect(tesseraCommDestroy(comm) == tesseraSuccess, "destroy after finalize: " + LastError(nullptr));
     if (rank == 0) printf("[ info ] non-blocking: %d calls answered tesseraInProgress\n", in_progress);
@@ -415,7 +415,9 @@ TEST(NonBlocking, InitCollectivesGroupsFinalize) {
 
 // A split of a non-blocking communicator with a NULL config inherits its mode: the
 // split and the collectives on the new communicator may answer tesseraInProgress, and
-// complete when polled.
+// complete when polled. (tessera.h promises the mode is inherited, so the collectives
+// should answer tesseraInProgress; today the split runs blocking and they answer
+// tesseraSuccess: comm/c_api.cc gives a worker only for an explicit non-blocking config.)
 TEST(NonBlocking, SplitInheritsTheMode) {
   const int nranks = 4;
   auto results = RunRanksRaw(nranks, [](const RankContext& ctx) {
@@ -424,7 +426,7 @@ TEST(NonBlocking, SplitInheritsTheMode) {
     config.blocking = 0;
     tesseraComm_t comm = nullptr;
     tesseraResult_t r = tesseraCommInitRankConfig(&comm, nranks, ctx.ids[0], ctx.rank, &config);
-    if (!log.Expect((r == tesseraInProgress || r == tesseraSuccess) && comm != nullptr, "init: " + Code(r)) ||
+    if (!log.Expect(r == tesseraInProgress && comm != nullptr, "init: " + Code(r)) ||
         !log.Expect(WaitAsync(comm, &log, "init") == tesseraSuccess, "init did not complete")) {
       if (comm != nullptr) tesseraCommDestroy(comm);
       return log.str();
@@ -445,7 +447,7 @@ TEST(NonBlocking, SplitInheritsTheMode) {
         log.Add(call.Check());
       }
       r = tesseraCommFinalize(half);
-      log.Expect(r == tesseraInProgress || r == tesseraSuccess, "finalize the split: " + Code(r));
+      log.Expect(r == tesseraSuccess, "finalize the split (waits for the queued work): " + Code(r));
       WaitAsync(half, &log, "finalize the split");
       log.Expect(tesseraCommDestroy(half) == tesseraSuccess, "destroy the split");
     } else if (half != nullptr) {
@@ -731,9 +733,9 @@ TEST(CuDevice, NotSupportedOnACpuBuild) {
                "message does not say \"not supported\": " + LastError(nullptr));
     log.Expect(device == -7, "tesseraCommCuDevice wrote " + std::to_string(device) + " on failure");
     r = tesseraCommCuDevice(nullptr, &device);
-    log.Expect(r == tesseraInvalidArgument || r == tesseraInvalidUsage, "tesseraCommCuDevice(NULL comm): " + Code(r));
+    log.Expect(r == tesseraInvalidArgument, "tesseraCommCuDevice(NULL comm): " + Code(r));
     r = tesseraCommCuDevice(comm, nullptr);
-    log.Expect(r == tesseraInvalidArgument || r == tesseraInvalidUsage, "tesseraCommCuDevice(comm, NULL): " + Code(r));
+    log.Expect(r == tesseraInvalidArgument, "tesseraCommCuDevice(comm, NULL): " + Code(r));
     return log.str();
   }, CommOptions());
   EXPECT_EQ("", Failures(results));

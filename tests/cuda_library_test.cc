@@ -159,14 +159,14 @@ TEST(CudaLibrary, NonBlockingCommunicator) {
     config.blocking = 0;
     tesseraComm_t comm = nullptr;
     tesseraResult_t r = tesseraCommInitRankConfig(&comm, nranks, ctx.ids[0], ctx.rank, &config);
-    if (!log.Expect(r == tesseraInProgress || r == tesseraSuccess, "InitRankConfig: " + Code(r))) return log.str();
+    if (!log.Expect(r == tesseraInProgress, "InitRankConfig: " + Code(r))) return log.str();
     log.Expect(WaitAsync(comm) == tesseraSuccess, "init did not complete: " + LastError(comm));
     std::vector<double> buf(5000);
     for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<double>(ctx.rank + i % 7);
     r = tesseraAllReduce(buf.data(), buf.data(), buf.size(), tesseraFloat64, tesseraSum, comm, nullptr);
-    log.Expect(r == tesseraInProgress || r == tesseraSuccess, "allreduce: " + Code(r));
+    log.Expect(r == tesseraInProgress, "allreduce: " + Code(r));
     r = tesseraAllReduce(buf.data(), buf.data(), buf.size(), tesseraFloat64, tesseraMax, comm, nullptr);
-    log.Expect(r == tesseraInProgress || r == tesseraSuccess, "allreduce max: " + Code(r));
+    log.Expect(r == tesseraInProgress, "allreduce max: " + Code(r));
     if (log.Expect(WaitAsync(comm) == tesseraSuccess, "queued calls failed: " + LastError(comm))) {
       size_t wrong = 0;
       for (size_t i = 0; i < buf.size(); ++i) wrong += buf[i] != static_cast<double>(3 + 3 * (i % 7));

@@ -29,6 +29,7 @@ constexpr int kMaxRanks = 64;
 constexpr int kMaxIds = 8;
 constexpr size_t kMessageBytes = 16384;
 constexpr int kBarriers = 8;
+constexpr size_t kExchangeBytes = 8192;  // ExchangeWithRanks, per rank
 
 // Where a child is; written by the child, read by the parent when it reports a hang.
 enum Phase : uint32_t {
@@ -71,10 +72,14 @@ struct SharedState {
   char ids_error[1024];
   tesseraUniqueId ids[kMaxIds];
   RankSlot ranks[kMaxRanks];
+  uint32_t exchanged[kMaxRanks];  // ExchangeWithRanks: 0, else 1 + the length (futex words)
+  char exchange[kMaxRanks][kExchangeBytes];
 };
 
-// Set in each child, for WaitForRanksDone.
+// Set in each child, for the functions used inside bodies.
 SharedState* g_child_shared = nullptr;
+int g_child_rank = 0;
+int g_child_nranks = 0;
 
 uint32_t LoadAcquire(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 void StoreRelease(uint32_t* p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
@@ -136,6 +141,7 @@ void ApplyEnvironment(int rank, const RankOptions& opts) {
 std::string HandOffIds(SharedState* shared, int rank, int count,
                        std::chrono::steady_clock::time_point deadline,
                        std::vector<tesseraUniqueId>* ids) {
+  if (count == 0) return "";
   RankSlot& slot = shared->ranks[rank];
   if (rank == 0) {
     StoreRelease(&slot.phase, kCreatingIds);
@@ -175,6 +181,8 @@ std::string HandOffIds(SharedState* shared, int rank, int count,
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(111);
   g_child_shared = shared;
+  g_child_rank = rank;
+  g_child_nranks = nranks;
   RankSlot& slot = shared->ranks[rank];
   std::string result;
   try {
@@ -239,7 +247,8 @@ std::vector<RankResult> Run(int nranks, const RankBody* body, const RawRankBody*
   using Clock = std::chrono::steady_clock;
   std::vector<RankResult> results(nranks > 0 ? nranks : 0);
   for (int r = 0; r < static_cast<int>(results.size()); ++r) results[r].rank = r;
-  if (nranks <= 0 || nranks > kMaxRanks || opts.unique_ids < 1 || opts.unique_ids > kMaxIds) {
+  if (nranks <= 0 || nranks > kMaxRanks || opts.unique_ids < 0 || opts.unique_ids > kMaxIds ||
+      (opts.unique_ids == 0 && body != nullptr)) {
     for (RankResult& res : results) res.message = "RunRanks: bad arguments";
     return results;
   }
@@ -428,6 +437,25 @@ bool ArriveAndWait(int barrier, int count, Milliseconds limit) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
     FutexWait(word, arrived, MillisUntil(deadline));
   }
+}
+
+bool ExchangeWithRanks(const std::string& mine, std::vector<std::string>* all, Milliseconds limit) {
+  SharedState* shared = g_child_shared;
+  if (shared == nullptr || mine.size() > kExchangeBytes) return false;
+  memcpy(shared->exchange[g_child_rank], mine.data(), mine.size());
+  StoreRelease(&shared->exchanged[g_child_rank], static_cast<uint32_t>(mine.size()) + 1);
+  FutexWakeAll(&shared->exchanged[g_child_rank]);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  all->assign(g_child_nranks, std::string());
+  for (int r = 0; r < g_child_nranks; ++r) {
+    uint32_t published;
+    while ((published = LoadAcquire(&shared->exchanged[r])) == 0) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      FutexWait(&shared->exchanged[r], 0, MillisUntil(deadline));
+    }
+    (*all)[r].assign(shared->exchange[r], published - 1);
+  }
+  return true;
 }
 
 std::string InitComm(const RankContext& ctx, tesseraComm_t* comm, int id_index) {

@@ -5,6 +5,8 @@
 //  - the tesseraUniqueId(s): child rank 0 calls tesseraGetUniqueId (the rendezvous
 //    service lives in the caller's process, so it must be a rank, not the test process)
 //    and publishes them; the other ranks wait for them with a deadline;
+//  - what the ranks swap with ExchangeWithRanks (e.g. transport addresses, for tests
+//    of one transport below the communicator), barriers;
 //  - each rank's result: "" for success or a failure message.
 // Each child clears the inherited TESSERA_* variables (except TESSERA_DEBUG), applies the
 // environment of RankOptions, creates its communicator (RunRanks) or not (RunRanksRaw),
@@ -41,7 +43,8 @@ struct RankOptions {
   // > 0: emulate hosts of this many consecutive ranks each, by giving every rank
   // TESSERA_HOST_ID=host<rank / ranks_per_host>.
   int ranks_per_host = 0;
-  // How many unique ids rank 0 creates (RunRanks uses the first one).
+  // How many unique ids rank 0 creates (RunRanks uses the first one). 0, for raw
+  // bodies below the public API: none, and no call into tessera's API at all.
   int unique_ids = 1;
   // Once a rank has failed (reported a failure, or exited without reporting), wait this
   // long for the others, then kill them (reported as "stopped after rank N failed").
@@ -101,6 +104,11 @@ bool WaitForRanksDone(const std::vector<int>& ranks, Milliseconds limit);
 // until `count` ranks have arrived (or `limit` passed); returns false on timeout. Each
 // barrier is used once per RunRanks.
 bool ArriveAndWait(int barrier, int count, Milliseconds limit);
+
+// For use inside a body: publishes `mine` (at most 8 KiB) and fills *all with every
+// rank's, indexed by rank (this rank's own included). Every rank must call it, once per
+// RunRanks. False on timeout (`limit`) or a larger `mine`.
+bool ExchangeWithRanks(const std::string& mine, std::vector<std::string>* all, Milliseconds limit);
 
 // tesseraCommInitRank(comm, ctx.nranks, ctx.ids[id_index], ctx.rank): "" or a message
 // with the code and tesseraGetLastError.

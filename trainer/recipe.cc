@@ -121,6 +121,15 @@ tessera::Status ParseLrDecay(const std::string& text, LrDecay* decay) {
   return tessera::Status::Ok();
 }
 
+const char* LrDecayName(LrDecay decay) {
+  switch (decay) {
+    case LrDecay::kStep: return "step";
+    case LrDecay::kCosine: return "cosine";
+    case LrDecay::kPoly: return "poly";
+  }
+  return "?";
+}
+
 tessera::Status ParseMilestones(const std::string& text, std::vector<double>* milestones) {
   milestones->clear();
   for (const std::string& part : SplitCommas(text)) {

@@ -59,6 +59,7 @@ struct LrSchedule {
 
 // Parses "step", "cosine" or "poly".
 tessera::Status ParseLrDecay(const std::string& text, LrDecay* decay);
+const char* LrDecayName(LrDecay decay);  // "step", "cosine" or "poly"
 // Parses "30,60,80".
 tessera::Status ParseMilestones(const std::string& text, std::vector<double>* milestones);
 

@@ -118,6 +118,18 @@ TEST(TrainSettings, ParsesTheRecipeFlags) {
   EXPECT_NE(TrainSettingsHelp().find("--wire_dtype=float32"), std::string::npos);
 }
 
+// --help shows the struct's own defaults, the one place they are written.
+TEST(TrainSettings, HelpShowsTheStructDefaults) {
+  const TrainSettings d;
+  const std::string help = TrainSettingsHelp();
+  for (const std::string& flag :
+       {"--epochs=" + std::to_string(d.epochs), "--synthetic_images=" + std::to_string(d.synthetic_images),
+        "--reference_batch=" + std::to_string(d.lr.reference_batch), "--out=" + d.out_dir,
+        std::string("--synthetic=0"), std::string("--lr_decay=") + LrDecayName(d.lr.decay)}) {
+    EXPECT_NE(help.find("  " + flag + " "), std::string::npos) << flag << " not in\n" << help;
+  }
+}
+
 TEST(TrainSettings, BadFlagsNameTheFlag) {
   TrainSettings s;
   struct Case {

@@ -1,6 +1,7 @@
-// Every setting of train_resnet: one table (name, default, meaning) parsed from
-// `--name=value` arguments into an immutable TrainSettings. `--help` prints the table;
-// docs/trainer.md lists it too.
+// Every setting of train_resnet: one table (name, meaning, how to parse and show the
+// field) parsed from `--name=value` arguments into an immutable TrainSettings. The
+// defaults are the initialisers of TrainSettings (and LrSchedule), written nowhere else:
+// `--help` prints the table with them; docs/trainer.md describes the recipe.
 #ifndef TESSERA_TRAINER_TRAIN_SETTINGS_H_
 #define TESSERA_TRAINER_TRAIN_SETTINGS_H_
 

@@ -197,7 +197,8 @@ tesseraResult_t tesseraCommDestroy(tesseraComm_t comm);
  * time the blocked call needs to notice. */
 tesseraResult_t tesseraCommAbort(tesseraComm_t comm);
 
-/* The CUDA device of comm. A CPU build has none: tesseraInvalidUsage ("not supported"). */
+/* The CUDA device of comm. A NULL comm or device is tesseraInvalidArgument; otherwise a
+ * CPU build has none: tesseraInvalidUsage ("not supported"). */
 tesseraResult_t tesseraCommCuDevice(const tesseraComm_t comm, int* device);
 
 /* Number of ranks in comm. */
@@ -298,7 +299,9 @@ tesseraResult_t tesseraRecv(void* recvbuff, size_t count, tesseraDataType_t data
  * tesseraSuccess at once; the outermost tesseraGroupEnd runs them all: the operations of
  * each communicator in issue order, different communicators and all sends and receives
  * of the group progressing together. Buffers must stay valid until GroupEnd returns.
- * An error in a recorded call is reported by GroupEnd. Per thread, as NCCL. */
+ * A call with invalid arguments (the collectives' common rules) is refused at once, by
+ * the call, and not recorded; an error while running recorded calls is reported by
+ * GroupEnd. Per thread, as NCCL. */
 tesseraResult_t tesseraGroupStart(void);
 tesseraResult_t tesseraGroupEnd(void);
 

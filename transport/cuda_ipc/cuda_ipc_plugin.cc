@@ -10,6 +10,7 @@ class OpenCudaIpc : public OpenTransport {
  public:
   explicit OpenCudaIpc(const Settings& settings) : segment_(ShmTransport::NewSegmentName()) {
     options_.slot_bytes = settings.cuda_ipc_slot_bytes;
+    options_.slots = settings.cuda_ipc_slots;
   }
 
   std::string card() const override { return segment_; }
@@ -59,9 +60,10 @@ Status OpenCudaIpcTransport(const OpenContext& ctx, std::unique_ptr<OpenTranspor
   return Status::Ok();
 }
 
+// The receiver's slots are what the sender writes into: their count and size must match.
 std::string CudaIpcAgreedSettings(const Settings& settings) {
-  (void)settings;
-  return "";
+  return "TESSERA_CUDA_IPC_SLOTS=" + std::to_string(settings.cuda_ipc_slots) + "\nTESSERA_CUDA_IPC_SLOT_BYTES=" +
+         std::to_string(settings.cuda_ipc_slot_bytes) + "\n";
 }
 
 }  // namespace tessera

@@ -37,9 +37,10 @@ namespace tessera {
 
 class CudaIpcTransport : public Transport {
  public:
+  // Defaults: the settings table's (TESSERA_CUDA_IPC_SLOT_BYTES, TESSERA_CUDA_IPC_SLOTS).
   struct Options {
-    int64_t slot_bytes = 1 << 20;  // TESSERA_CUDA_IPC_SLOT_BYTES
-    int64_t slots = 4;
+    int64_t slot_bytes = SettingDefaults::cuda_ipc_slot_bytes;
+    int64_t slots = SettingDefaults::cuda_ipc_slots;
   };
 
   // The control segment of a rank whose shared-memory segment is `segment`.
@@ -75,7 +76,8 @@ class CudaIpcTransport : public Transport {
 
 // The plugin (transport/plugin.h): the card is a segment name of its own that the
 // control segments are named after; no host transport; the device transport reaches the
-// other ranks of this host. No agreed settings.
+// other ranks of this host. The agreed settings are TESSERA_CUDA_IPC_SLOTS and
+// TESSERA_CUDA_IPC_SLOT_BYTES.
 Status OpenCudaIpcTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* out);
 std::string CudaIpcAgreedSettings(const Settings& settings);
 

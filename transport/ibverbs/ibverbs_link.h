@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "base/settings.h"
 #include "transport/ibverbs/credit_window.h"
 #include "transport/ibverbs/gpu_direct.h"
 #include "transport/ibverbs/message_pieces.h"
@@ -62,9 +63,10 @@ struct SharedState {
   std::deque<Status> notices;       // peers' failure notices not yet reported
 };
 
+// Filled from IbverbsTransport::Options; the defaults are the settings table's.
 struct LinkConfig {
-  uint32_t slots = 8;               // a power of two, <= kMaxSlots
-  uint32_t slot_bytes = 512 << 10;  // kMinSlotBytes ... kMaxSlotBytes, a multiple of 64
+  uint32_t slots = SettingDefaults::ib_slots;            // a power of two, <= kMaxSlots
+  uint32_t slot_bytes = SettingDefaults::ib_slot_bytes;  // kMinSlotBytes ... kMaxSlotBytes, a multiple of 64
   QueuePairTuning tuning;
   bool register_user_buffers = false;
   // GPUDirect mode (see above): device memory and kernels from this engine, which must

@@ -55,6 +55,15 @@ Status OpenIbverbsTransport(const OpenContext& ctx, std::unique_ptr<OpenTranspor
   options.device_filter = settings.ib_hca;
   options.gid_index = static_cast<int>(settings.ib_gid_index);
   options.spread_index = ctx.rank;
+  options.slots = settings.ib_slots;
+  options.slot_bytes = settings.ib_slot_bytes;
+  options.timeout = settings.ib_timeout;
+  options.retry_count = settings.ib_retry_count;
+  options.service_level = settings.ib_sl;
+  options.traffic_class = settings.ib_tc;
+  options.register_user_buffers = settings.ib_register_user_buffers != 0;
+  options.cache_entries = settings.ib_cache_entries;
+  options.cache_bytes = settings.ib_cache_bytes;
   std::unique_ptr<IbverbsTransport> ibverbs;
   Status s = IbverbsTransport::Create(options, ctx.rank, ctx.nranks, &ibverbs);
   if (!s.ok()) {
@@ -64,9 +73,10 @@ Status OpenIbverbsTransport(const OpenContext& ctx, std::unique_ptr<OpenTranspor
   return Status::Ok();
 }
 
+// A ring's slots are the peer's receive buffer: their count and size must match.
 std::string IbverbsAgreedSettings(const Settings& settings) {
-  (void)settings;
-  return "";
+  return "TESSERA_IB_SLOTS=" + std::to_string(settings.ib_slots) + "\nTESSERA_IB_SLOT_BYTES=" +
+         std::to_string(settings.ib_slot_bytes) + "\n";
 }
 
 }  // namespace tessera

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "base/settings.h"
 #include "device/device_engine.h"
 #include "transport/plugin.h"
 #include "transport/transport.h"
@@ -46,24 +47,26 @@ struct RankSummary;
 
 class IbverbsTransport : public Transport {
  public:
+  // The tunables' defaults are the settings table's rows (TESSERA_IB_*), whose
+  // meanings say more.
   struct Options {
-    std::string device_filter;       // "mlx5_0,mlx5_1:1"; empty: any device
-    int gid_index = -1;              // -1: chosen per port (RoCE v2 with IPv4 first)
-    int numa_node = -1;              // the rank's NUMA node; -1: the node of the CPU calling Create
-    int spread_index = 0;            // spreads ranks over equally close devices (e.g. the local rank)
-    int64_t slots = 8;               // ring slots per link and direction: a power of two, 1..128
-    int64_t slot_bytes = 512 << 10;  // 4 KiB .. 4 MiB, a multiple of 64
-    int64_t timeout = 18;            // ACK timeout exponent: 4.096 us * 2^timeout per try (1..31)
-    int64_t retry_count = 7;         // tries before a silent peer is declared gone (0..7)
-    int64_t service_level = 0;       // InfiniBand service level (0..15)
-    int64_t traffic_class = 0;       // RoCE traffic class (0..255)
+    std::string device_filter;  // "mlx5_0,mlx5_1:1"; empty: any device
+    int gid_index = SettingDefaults::ib_gid_index;  // -1: chosen per port (RoCE v2 with IPv4 first)
+    int numa_node = -1;          // the rank's NUMA node; -1: the node of the CPU calling Create
+    int spread_index = 0;        // spreads ranks over equally close devices (e.g. the local rank)
+    int64_t slots = SettingDefaults::ib_slots;              // ring slots per link and direction: 1..128, a power of two
+    int64_t slot_bytes = SettingDefaults::ib_slot_bytes;    // 4 KiB .. 4 MiB, a multiple of 64
+    int64_t timeout = SettingDefaults::ib_timeout;          // ACK timeout exponent: 4.096 us * 2^timeout per try (1..31)
+    int64_t retry_count = SettingDefaults::ib_retry_count;  // tries before a silent peer is declared gone (0..7)
+    int64_t service_level = SettingDefaults::ib_sl;         // InfiniBand service level (0..15)
+    int64_t traffic_class = SettingDefaults::ib_tc;         // RoCE traffic class (0..255)
     // Register any user buffer for zero-copy sends (kept in the registration cache).
     // Safe only if no cached buffer is freed while the transport lives: see
     // docs/ibverbs.md. Off: buffers go through the staging ring unless registered with
     // RegisterBuffer.
-    bool register_user_buffers = false;
-    int64_t cache_entries = 64;  // registration cache bounds
-    int64_t cache_bytes = int64_t{4} << 30;
+    bool register_user_buffers = SettingDefaults::ib_register_user_buffers != 0;
+    int64_t cache_entries = SettingDefaults::ib_cache_entries;  // registration cache bounds
+    int64_t cache_bytes = SettingDefaults::ib_cache_bytes;
   };
 
   // Opens the device and prepares the transport. Fails with:
@@ -140,7 +143,8 @@ class IbverbsTransport : public Transport {
   std::vector<std::unique_ptr<BufferRegistration>> registrations_;
 };
 
-// The plugin (transport/plugin.h): the card is the summary; no agreed settings. In
+// The plugin (transport/plugin.h): the card is the summary; the agreed settings are
+// TESSERA_IB_SLOTS and TESSERA_IB_SLOT_BYTES. In
 // auto, a host without an RDMA device goes without ibverbs quietly. Device-resident
 // calls: the GPUDirect sibling transport reaches the ranks of other hosts when every
 // rank can do GPUDirect RDMA.

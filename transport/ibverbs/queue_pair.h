@@ -18,6 +18,7 @@
 
 #include <cstdint>
 
+#include "base/settings.h"
 #include "base/status.h"
 #include "transport/ibverbs/device_selection.h"
 #include "transport/ibverbs/wire_format.h"
@@ -25,12 +26,13 @@
 namespace tessera {
 namespace ibverbs {
 
+// The defaults of the tunables are the settings table's (TESSERA_IB_*).
 struct QueuePairTuning {
-  uint8_t timeout = 18;       // local ACK timeout exponent (0 = infinite; 1..31)
-  uint8_t retry_count = 7;    // transport retries, 0..7
-  uint8_t rnr_retry = 7;      // receiver-not-ready retries, 7 = unlimited
-  uint8_t service_level = 0;  // InfiniBand SL / RoCE priority mapping
-  uint8_t traffic_class = 0;  // GRH traffic class (RoCE DSCP << 2)
+  uint8_t timeout = SettingDefaults::ib_timeout;          // local ACK timeout exponent (0 = infinite; 1..31)
+  uint8_t retry_count = SettingDefaults::ib_retry_count;  // transport retries, 0..7
+  uint8_t rnr_retry = 7;                                  // receiver-not-ready retries, 7 = unlimited
+  uint8_t service_level = SettingDefaults::ib_sl;         // InfiniBand SL / RoCE priority mapping
+  uint8_t traffic_class = SettingDefaults::ib_tc;         // GRH traffic class (RoCE DSCP << 2)
   uint8_t hop_limit = 64;     // GRH hop limit
 };
 

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <list>
 
+#include "base/settings.h"
 #include "base/status.h"
 
 namespace tessera {
@@ -54,9 +55,9 @@ class MemoryRegistrar {
 
 class RegistrationCache {
  public:
-  struct Limits {
-    size_t max_entries = 64;
-    size_t max_bytes = size_t{4} << 30;
+  struct Limits {  // defaults: the settings table's (TESSERA_IB_CACHE_ENTRIES, TESSERA_IB_CACHE_BYTES)
+    size_t max_entries = SettingDefaults::ib_cache_entries;
+    size_t max_bytes = SettingDefaults::ib_cache_bytes;
     size_t page_bytes = 4096;  // registrations start and end on multiples of it (a power of two)
   };
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "base/settings.h"
 #include "transport/plugin.h"
 #include "transport/transport.h"
 
@@ -25,9 +26,10 @@ namespace tessera {
 
 class ShmTransport : public Transport {
  public:
+  // Defaults: the settings table's (TESSERA_SHM_SLOT_BYTES, TESSERA_SHM_SLOTS).
   struct Options {
-    int64_t slot_bytes = 131072;
-    int64_t slots = 8;
+    int64_t slot_bytes = SettingDefaults::shm_slot_bytes;
+    int64_t slots = SettingDefaults::shm_slots;
   };
   // A rank on this host (the caller included) and its segment.
   struct Member {

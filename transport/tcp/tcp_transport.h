@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/settings.h"
 #include "base/socket.h"
 #include "transport/plugin.h"
 #include "transport/transport.h"
@@ -27,12 +28,13 @@ namespace tessera {
 
 class TcpTransport : public Transport {
  public:
+  // Defaults: the settings table's (TESSERA_TCP_STREAMS, TESSERA_TCP_CHUNK_BYTES,
+  // TESSERA_TCP_CONGESTION).
   struct Options {
-    int64_t streams = 2;
-    int64_t chunk_bytes = 262144;
-    // TCP congestion control of the link sockets (TESSERA_TCP_CONGESTION); "system"
-    // keeps the kernel's default.
-    std::string congestion = "cubic";
+    int64_t streams = SettingDefaults::tcp_streams;
+    int64_t chunk_bytes = SettingDefaults::tcp_chunk_bytes;
+    // TCP congestion control of the link sockets; "system" keeps the kernel's default.
+    std::string congestion = SettingDefaults::tcp_congestion;
   };
 
   // `listener` was opened before the rendezvous (its address is in every RankInfo);

@@ -48,6 +48,7 @@
 #include <string>
 #include <vector>
 
+#include "base/settings.h"
 #include "transport/plugin.h"
 #include "transport/transport.h"
 
@@ -55,9 +56,12 @@ namespace tessera {
 
 class UcxTransport : public Transport {
  public:
+  // Defaults: the settings table's (TESSERA_UCX_CHUNK_BYTES, TESSERA_UCX_CHUNKS_IN_FLIGHT).
   struct Options {
-    int64_t chunk_bytes = 1 << 20;  // pipelining unit (rounded up to a multiple of 64); same on all ranks
-    int64_t chunks_in_flight = 8;   // per link and direction
+    // Pipelining unit (rounded up to a multiple of 64); the same on all ranks.
+    int64_t chunk_bytes = SettingDefaults::ucx_chunk_bytes;
+    // Per link and direction.
+    int64_t chunks_in_flight = SettingDefaults::ucx_chunks_in_flight;
   };
 
   // Creates the UCP context and worker. UCX reads its own UCX_* environment variables

@@ -1,7 +1,8 @@
 // Tests of the UCX transport with real processes and real UCX. Each rank is a forked
-// process with its own UCP context and worker; ranks publish their worker addresses in
-// a MAP_SHARED region (in the library the rendezvous does this), put the transport in a
-// LinkTable and run the Exchange engine over its links, as the collectives do.
+// process (tests/rank_harness.h) with its own UCP context and worker; ranks swap their
+// worker addresses through the harness (in the library the rendezvous does this), put
+// the transport in a LinkTable and run the Exchange engine over its links, as the
+// collectives do.
 //
 // Every test runs over UCX's TCP (UCX_TLS=tcp,self), over its shared-memory transports
 // (posix,sysv,cma,self) and with UCX's own choice (UCX_TLS unset), set in each rank
@@ -9,13 +10,9 @@
 #include "transport/ucx/ucx_transport.h"
 
 #include <signal.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +23,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/rank_harness.h"
 #include "transport/exchange.h"
 #include "transport/link_table.h"
 
@@ -38,28 +36,19 @@ double MsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// --- Multi-process harness -----------------------------------------------------------
+// --- Ranks: tests/rank_harness.h, with a UCX transport in each ---------------------
 
-constexpr int kMaxRanks = 4;
-constexpr size_t kMaxAddress = 8192;
-constexpr size_t kMaxResult = 4096;
-
-// Shared between the test process and its ranks (mapped before fork).
-struct SharedArea {
-  std::atomic<uint32_t> address_len[kMaxRanks];  // 0 until the rank has published
-  char address[kMaxRanks][kMaxAddress];
-  std::atomic<uint32_t> reported[kMaxRanks];     // the rank's body has finished
-  char result[kMaxRanks][kMaxResult];
-  std::atomic<uint32_t> arrived[8];              // barriers, each used once
-  std::atomic<int64_t> stamp[8];                 // times (NowMicros) a test passes between ranks
-};
+using tessera_test::ArriveAndWait;
+using tessera_test::Failures;
+using tessera_test::Milliseconds;
+using tessera_test::RankResult;
+using tessera_test::WaitForRanksDone;
 
 // What a body sees.
 struct Rank {
   int rank = 0;
   int nranks = 0;
   LinkTable* links = nullptr;
-  SharedArea* shared = nullptr;
 
   Link* Get(int peer, std::string* error) const {
     Link* l = nullptr;
@@ -75,25 +64,6 @@ struct Rank {
     o.notices = links;
     return o;
   }
-  // Counts this rank in at barrier b and waits (bounded) for `count` ranks.
-  bool Arrive(int b, int count, int64_t ms) const {
-    shared->arrived[b].fetch_add(1);
-    const Deadline d = Deadline::AfterMs(ms);
-    while (shared->arrived[b].load() < static_cast<uint32_t>(count)) {
-      if (d.Expired()) return false;
-      usleep(200);
-    }
-    return true;
-  }
-  // Waits (bounded) until rank r's body has finished.
-  bool WaitForRank(int r, int64_t ms) const {
-    const Deadline d = Deadline::AfterMs(ms);
-    while (shared->reported[r].load() == 0) {
-      if (d.Expired()) return false;
-      usleep(1000);
-    }
-    return true;
-  }
 };
 
 using Body = std::function<std::string(const Rank&)>;
@@ -105,137 +75,47 @@ struct RunConfig {
   int64_t limit_ms = 60000;   // all ranks, from fork to exit
 };
 
-// One rank's fate.
-struct Outcome {
-  int pid = -1;
-  bool reported = false;
-  std::string message;  // the body's failures ("" = none) when reported
-  int status = 0;       // from waitpid
-  std::string Describe(int rank) const {
-    std::string d = "rank " + std::to_string(rank) + ": ";
-    if (reported) return d + (message.empty() ? "ok" : message);
-    if (WIFSIGNALED(status)) return d + "killed by signal " + std::to_string(WTERMSIG(status));
-    return d + "exited with " + std::to_string(WEXITSTATUS(status)) + " without reporting";
-  }
-};
-
-void Report(SharedArea* shared, int rank, const std::string& text) {
-  std::snprintf(shared->result[rank], kMaxResult, "%s", text.c_str());
-  shared->reported[rank].store(1);
-}
-
-// The life of one rank process; never returns.
-[[noreturn]] void RankMain(const RunConfig& cfg, int rank, SharedArea* shared, const Body& body) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
+// The life of one rank: a UCX transport whose worker address the ranks swap, in a
+// LinkTable of its own; then the body; then a teardown bounded in time.
+std::string RunUcxRank(const RunConfig& cfg, const tessera_test::RankContext& ctx, const Body& body) {
   if (cfg.tls != nullptr) {
     setenv("UCX_TLS", cfg.tls, 1);
   } else {
     unsetenv("UCX_TLS");
   }
   std::unique_ptr<UcxTransport> ucx;
-  Status s = UcxTransport::Create(cfg.options, rank, cfg.nranks, &ucx);
-  if (!s.ok()) {
-    Report(shared, rank, "create: " + s.ToString());
-    _exit(0);
-  }
-  const std::string& a = ucx->worker_address();
-  if (a.empty() || a.size() > kMaxAddress) {
-    Report(shared, rank, "worker address of " + std::to_string(a.size()) + " bytes");
-    _exit(0);
-  }
-  std::memcpy(shared->address[rank], a.data(), a.size());
-  shared->address_len[rank].store(static_cast<uint32_t>(a.size()));
-  std::vector<std::string> all(cfg.nranks);
-  const Deadline deadline = Deadline::AfterMs(20000);
-  for (int r = 0; r < cfg.nranks; ++r) {
-    while (shared->address_len[r].load() == 0) {
-      if (deadline.Expired()) {
-        Report(shared, rank, "rank " + std::to_string(r) + " never published its address");
-        _exit(0);
-      }
-      usleep(200);
-    }
-    all[r].assign(shared->address[r], shared->address_len[r].load());
+  Status s = UcxTransport::Create(cfg.options, ctx.rank, ctx.nranks, &ucx);
+  if (!s.ok()) return "create: " + s.ToString();
+  std::vector<std::string> all;
+  if (!tessera_test::ExchangeWithRanks(ucx->worker_address(), &all, Milliseconds(20000))) {
+    return "worker addresses not exchanged (" + std::to_string(ucx->worker_address().size()) + " bytes here)";
   }
   s = ucx->SetPeerAddresses(all);
-  if (!s.ok()) {
-    Report(shared, rank, "SetPeerAddresses: " + s.ToString());
-    _exit(0);
-  }
+  if (!s.ok()) return "SetPeerAddresses: " + s.ToString();
   std::vector<std::unique_ptr<Transport>> transports;
   transports.push_back(std::move(ucx));
-  auto links = std::make_unique<LinkTable>(cfg.nranks, std::move(transports));
-  Rank me{rank, cfg.nranks, links.get(), shared};
-  std::string result = body(me);
+  auto links = std::make_unique<LinkTable>(ctx.nranks, std::move(transports));
+  std::string result = body(Rank{ctx.rank, ctx.nranks, links.get()});
   // Teardown (endpoints closed, worker and context destroyed) is bounded in time,
   // whatever happened to the peers.
   const auto start = Clock::now();
   links.reset();
   const double ms = MsSince(start);
   if (ms > 3000) result += "transport teardown took " + std::to_string(ms) + " ms\n";
-  Report(shared, rank, result);
-  _exit(0);
+  return result;
 }
 
-std::vector<Outcome> RunRanks(const RunConfig& cfg, const Body& body) {
-  void* mem = mmap(nullptr, sizeof(SharedArea), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) return {};
-  SharedArea* shared = new (mem) SharedArea();
-  std::vector<pid_t> pids;
-  std::fflush(nullptr);
-  for (int r = 0; r < cfg.nranks; ++r) {
-    pid_t pid = fork();
-    if (pid == 0) RankMain(cfg, r, shared, body);
-    pids.push_back(pid);
-  }
-  std::vector<Outcome> out(cfg.nranks);
-  std::vector<bool> exited(cfg.nranks, false);
-  const Deadline deadline = Deadline::AfterMs(cfg.limit_ms);
-  int left = cfg.nranks;
-  while (left > 0) {
-    for (int r = 0; r < cfg.nranks; ++r) {
-      if (exited[r] || pids[r] < 0) continue;
-      if (waitpid(pids[r], &out[r].status, WNOHANG) == pids[r]) {
-        exited[r] = true;
-        --left;
-      }
-    }
-    if (left == 0) break;
-    if (deadline.Expired()) {
-      for (int r = 0; r < cfg.nranks; ++r) {
-        if (exited[r]) continue;
-        kill(pids[r], SIGKILL);
-        waitpid(pids[r], &out[r].status, 0);
-        out[r].message = "hung: killed after " + std::to_string(cfg.limit_ms) + " ms";
-        out[r].reported = true;  // shows the message
-      }
-      break;
-    }
-    usleep(2000);
-  }
-  for (int r = 0; r < cfg.nranks; ++r) {
-    out[r].pid = pids[r];
-    if (shared->reported[r].load() != 0 && out[r].message.empty()) {
-      out[r].reported = true;
-      out[r].message = shared->result[r];
-    }
-  }
-  munmap(mem, sizeof(SharedArea));
-  return out;
-}
-
-// "" when every rank reported success.
-std::string Failures(const std::vector<Outcome>& outcomes) {
-  std::string f;
-  for (size_t r = 0; r < outcomes.size(); ++r) {
-    if (!outcomes[r].reported || !outcomes[r].message.empty()) f += outcomes[r].Describe(static_cast<int>(r)) + "\n";
-  }
-  return outcomes.empty() ? "no ranks ran" : f;
+std::vector<RankResult> RunRanks(const RunConfig& cfg, const Body& body) {
+  tessera_test::RankOptions opts;
+  opts.timeout = Milliseconds(cfg.limit_ms);
+  opts.unique_ids = 0;  // below the communicator: no tessera ids
+  return tessera_test::RunRanksRaw(
+      cfg.nranks, [&](const tessera_test::RankContext& ctx) { return RunUcxRank(cfg, ctx, body); }, opts);
 }
 
 // System V shared memory segments created by these processes that still exist (UCX's
 // sysv transport marks its segments for removal at once, so there should be none).
-std::string LeftoverSysvSegments(const std::vector<Outcome>& outcomes) {
+std::string LeftoverSysvSegments(const std::vector<RankResult>& outcomes) {
   std::string found;
   FILE* f = std::fopen("/proc/sysvipc/shm", "r");
   if (f == nullptr) return found;
@@ -244,7 +124,7 @@ std::string LeftoverSysvSegments(const std::vector<Outcome>& outcomes) {
   while (std::fgets(line, sizeof(line), f) != nullptr) {
     long long key, shmid, perms, size, cpid;
     if (std::sscanf(line, "%lld %lld %llo %lld %lld", &key, &shmid, &perms, &size, &cpid) != 5) continue;
-    for (const Outcome& o : outcomes) {
+    for (const RankResult& o : outcomes) {
       if (o.pid == cpid) found += "segment " + std::to_string(shmid) + " of pid " + std::to_string(cpid) + "\n";
     }
   }
@@ -524,7 +404,7 @@ TEST_P(UcxTransportTest, SizeMismatchIsInvalidUsage) {
         // the receiver meets the mismatch, not a peer that has gone.
         Transfer t = Transfer::Send(peer, buf.data(), c.sent);
         Exchange(&t, 1, me.Options(10000));
-        if (!me.WaitForRank(1, 20000)) f += "the receiver did not finish\n";
+        if (!WaitForRanksDone({1}, Milliseconds(20000))) f += "the receiver did not finish\n";
         return f;
       }
       Transfer t = Transfer::Recv(peer, buf.data(), c.expected);
@@ -550,7 +430,7 @@ TEST_P(UcxTransportTest, PeerKilledMidTransfer) {
       // Once all are connected, sends part of a message to rank 0, then dies without
       // a word.
       Link* to0 = me.Get(0, &f);
-      if (to0 == nullptr || !me.Arrive(0, 3, 20000)) return f + "set-up failed\n";
+      if (to0 == nullptr || !ArriveAndWait(0, 3, Milliseconds(20000))) return f + "set-up failed\n";
       to0->BeginSend(buf.data(), kLen);
       const Deadline d = Deadline::AfterMs(20000);
       while (to0->sent_bytes() < kLen / 4 && !d.Expired()) {
@@ -560,7 +440,7 @@ TEST_P(UcxTransportTest, PeerKilledMidTransfer) {
       raise(SIGKILL);
     }
     Link* l = me.Get(2, &f);
-    if (l == nullptr || !me.Arrive(0, 3, 20000)) return f + "set-up failed\n";
+    if (l == nullptr || !ArriveAndWait(0, 3, Milliseconds(20000))) return f + "set-up failed\n";
     Transfer t = me.rank == 0 ? Transfer::Recv(l, buf.data(), kLen) : Transfer::Send(l, buf.data(), kLen);
     const auto start = Clock::now();
     Status s = Exchange(&t, 1, me.Options(30000));
@@ -573,7 +453,7 @@ TEST_P(UcxTransportTest, PeerKilledMidTransfer) {
     return f;
   });
   ASSERT_EQ(out.size(), 3u);
-  EXPECT_TRUE(!out[2].reported && WIFSIGNALED(out[2].status)) << out[2].Describe(2);
+  EXPECT_TRUE(out[2].died() && out[2].signal == SIGKILL) << out[2].Describe();
   EXPECT_EQ(LeftoverSysvSegments(out), "");
   out.pop_back();
   EXPECT_EQ(Failures(out), "");
@@ -589,7 +469,7 @@ TEST_P(UcxTransportTest, SilentPeerTimesOutAndTearsDown) {
     Link* peer = me.Get(1 - me.rank, &f);
     if (peer == nullptr) return f;
     if (me.rank == 1) {
-      if (!me.WaitForRank(0, 20000)) f += "rank 0 did not finish\n";
+      if (!WaitForRanksDone({0}, Milliseconds(20000))) f += "rank 0 did not finish\n";
       return f;
     }
     std::vector<uint8_t> send(kLen, 1), recv(kLen, 0);
@@ -611,7 +491,7 @@ TEST_P(UcxTransportTest, TeardownRightAfterPeerDeath) {
   auto out = RunRanks(Config(2, 1 << 20, 4), [&](const Rank& me) {
     std::string f;
     Link* peer = me.Get(1 - me.rank, &f);
-    if (peer == nullptr || !me.Arrive(0, 2, 20000)) return f + "set-up failed\n";
+    if (peer == nullptr || !ArriveAndWait(0, 2, Milliseconds(20000))) return f + "set-up failed\n";
     std::vector<uint8_t> buf(kLen, 1);
     if (me.rank == 1) {
       peer->BeginRecv(buf.data(), kLen, nullptr, nullptr);
@@ -641,7 +521,7 @@ TEST_P(UcxTransportTest, FailureNoticeCarriesRootCause) {
     if (peer == nullptr) return f;
     if (me.rank == 1) {
       me.links->PublishFailure(InvalidArgument("count differs on rank 1"));
-      if (!me.WaitForRank(0, 20000)) f += "rank 0 did not finish\n";
+      if (!WaitForRanksDone({0}, Milliseconds(20000))) f += "rank 0 did not finish\n";
       return f;
     }
     std::vector<uint8_t> buf(1000);
@@ -677,7 +557,7 @@ TEST_P(UcxTransportTest, IdleWaitSleepsAndWakesPromptly) {
       if (!s.ok()) return "sync: " + s.ToString();
       if (me.rank == 0) {
         usleep(kIdleMs * 1000);
-        me.shared->stamp[i].store(NowMicros());
+        word = static_cast<uint64_t>(NowMicros());  // the send time travels in the message
         Transfer t = Transfer::Send(peer, &word, sizeof(word));
         s = Exchange(&t, 1, me.Options(10000));
       } else {
@@ -686,7 +566,7 @@ TEST_P(UcxTransportTest, IdleWaitSleepsAndWakesPromptly) {
         const auto start = Clock::now();
         Transfer t = Transfer::Recv(peer, &word, sizeof(word));
         s = Exchange(&t, 1, me.Options(10000));
-        delays.push_back(NowMicros() - me.shared->stamp[i].load());
+        delays.push_back(NowMicros() - static_cast<int64_t>(word));
         wall_ms += MsSince(start);
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
         cpu_ms += (c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) / 1e6;
