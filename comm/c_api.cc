@@ -186,8 +186,9 @@ tesseraResult_t InitInto(const char* fn, tesseraComm_t* comm, int nranks, const 
                          const tessera::Settings& settings, const Config& config) {
   tesseraComm* handle = NewHandle(rank, nranks, config.name, settings);
   auto create = [handle, settings, id, nranks, rank]() -> Status {
-    return Communicator::Create(settings, id, nranks, rank, &handle->impl)
-        .Annotate("rank " + std::to_string(rank) + " of " + std::to_string(nranks));
+    Status s = Communicator::Create(settings, id, nranks, rank, &handle->impl);
+    if (s.ok()) s = tessera::DevicePath::Attach(handle->impl.get());
+    return s.Annotate("rank " + std::to_string(rank) + " of " + std::to_string(nranks));
   };
   if (!config.blocking) {
     handle->worker = std::make_unique<tessera::AsyncWorker>();
@@ -395,6 +396,7 @@ tesseraResult_t tesseraCommInitFromEnv(tesseraComm_t* comm) {
   Status s = tessera::Settings::FromEnvironment(&settings);
   std::unique_ptr<Communicator> impl;
   if (s.ok()) s = tessera::CreateFromLauncher(settings, &impl);
+  if (s.ok()) s = tessera::DevicePath::Attach(impl.get());
   if (!s.ok()) return Report(nullptr, fn, s);
   tesseraComm* handle = NewHandle(impl->rank(), impl->nranks(), nullptr, impl->settings());
   handle->impl = std::move(impl);
@@ -424,6 +426,7 @@ tesseraResult_t tesseraCommSplit(tesseraComm_t comm, int color, int key, tessera
   tessera::Settings settings = comm->impl->settings();
   if (cfg.timeout_ms > 0) settings.timeout_ms = cfg.timeout_ms;
   s = comm->impl->Split(color, key, settings, &impl);
+  if (s.ok() && impl) s = tessera::DevicePath::Attach(impl.get());
   if (!s.ok()) return Report(comm, fn, s);
   if (!impl) return tesseraSuccess;  // TESSERA_SPLIT_NOCOLOR
   tesseraComm* handle = NewHandle(impl->rank(), impl->nranks(), cfg.name, impl->settings());

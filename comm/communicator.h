@@ -70,8 +70,8 @@ class Communicator {
   bool device_resident_possible() const;
   // Sets up the device links with `engine`, which the communicator then owns: cuda_ipc
   // among the ranks of this host, ibverbs with GPUDirect RDMA to the other hosts.
-  // Collective: every rank must call it (comm/device_path.cc does on the first
-  // device-resident call); blocks until all have, bounded by the timeout.
+  // Collective: every rank must call it (comm/device_path.cc's Attach does, at creation);
+  // blocks until all have, bounded by the timeout.
   // InvalidUsage when !device_resident_possible() or when already enabled.
   Status EnableDeviceLinks(std::unique_ptr<DeviceEngine> engine);
   // Null until EnableDeviceLinks.

@@ -17,8 +17,8 @@
 //                                         Finish: every stream of the call continues
 //
 // A device-resident batch stages nothing but the ordering (no copies), and its task runs
-// Communicator::RunGroupOnDevice on the device buffers, creating the CUDA engine and the
-// device links on the first one.
+// Communicator::RunGroupOnDevice on the device buffers, over the engine and device links
+// that Attach gave the communicator at its creation.
 #include "comm/device_path.h"
 
 #include <string>
@@ -90,6 +90,8 @@ Status DevicePath::CheckStream(const void* stream) {
   if (stream != nullptr) return InvalidArgument("stream must be NULL on this CPU build");
   return Status::Ok();
 }
+
+Status DevicePath::Attach(Communicator*) { return Status::Ok(); }
 
 Status DevicePath::Submit(const DeviceBatch&, bool* taken) {
   *taken = false;
@@ -185,30 +187,21 @@ struct ProxyBatch {
   std::function<void(const Status&)> report;
 };
 
-// Whether a batch runs device-resident (device_path.h): the communicator allows it and
-// every operation's buffers are device memory of `device`. A batch that does not is
-// staged whole.
+// Whether a batch runs device-resident (device_path.h): the communicator has its engine
+// and device links (DevicePath::Attach) and every operation's buffers are device memory
+// of that engine. A batch that does not is staged whole.
 bool ChooseDeviceResident(Communicator* comm, const DeviceBatch& batch, int device) {
-  if (comm == nullptr || device < 0 || !comm->device_resident_possible()) return false;
-  DeviceEngine* engine = comm->device_engine();
-  if (engine != nullptr) return RunsOnDevice(batch.ops, batch.rank, batch.nranks, *engine);
-  // Before the first device-resident call there is no engine yet: the same rule, asking
-  // CUDA directly.
-  return EveryBufferIs(batch.ops, batch.rank, batch.nranks, [device](const void* p, size_t) {
-    cuda::MemoryKind kind;
-    int dev = -1;
-    return cuda::ClassifyPointer(p, &kind, &dev).ok() && kind == cuda::MemoryKind::kDevice && dev == device;
-  });
+  if (comm == nullptr || device < 0 || comm->device_engine() == nullptr) return false;
+  return RunsOnDevice(batch.ops, batch.rank, batch.nranks, *comm->device_engine());
 }
 
-// The proxy's part of a device-resident batch: the links on first use, then the run.
-Status RunDeviceResident(Communicator* comm, int device, const std::vector<Operation>& ops) {
-  if (comm->device_engine() == nullptr) {
-    std::unique_ptr<cuda::CudaDeviceEngine> engine;
-    TESSERA_RETURN_IF_ERROR(cuda::CudaDeviceEngine::Create(device, &engine));
-    TESSERA_RETURN_IF_ERROR(comm->EnableDeviceLinks(std::move(engine)));
-  }
-  return comm->RunGroupOnDevice(ops);
+// Whether this rank can run device-resident calls: usable CUDA and an engine on the
+// current device (*engine).
+Status CreateEngine(std::unique_ptr<cuda::CudaDeviceEngine>* engine) {
+  TESSERA_RETURN_IF_ERROR(cuda::CudaUsable());
+  int device = -1;
+  TESSERA_RETURN_IF_ERROR(cuda::CurrentDevice(&device));
+  return cuda::CudaDeviceEngine::Create(device, engine);
 }
 
 }  // namespace
@@ -468,7 +461,7 @@ Status DevicePath::State::WaitInputs(const ProxyBatch& b) {
 Status DevicePath::State::RunBatch(const ProxyBatch& b) {
   Communicator* impl = Comm();
   if (impl == nullptr) return InvalidUsage("communicator creation failed");
-  if (b.resident) return RunDeviceResident(impl, b.device, b.ops);
+  if (b.resident) return impl->RunGroupOnDevice(b.ops);
   return impl->RunGroup(b.ops);
 }
 
@@ -498,6 +491,28 @@ DevicePath::DevicePath(const std::unique_ptr<Communicator>* comm, const Settings
 DevicePath::~DevicePath() {
   state_->proxy.reset();   // runs what is queued: each part is bounded by the timeout
   state_->stager.reset();  // releases every stream, waits for them (bounded), frees
+}
+
+Status DevicePath::Attach(Communicator* comm) {
+  if (!comm->device_resident_possible()) return Status::Ok();
+  std::unique_ptr<cuda::CudaDeviceEngine> engine;
+  const Status mine = CreateEngine(&engine);
+  int32_t can = mine.ok() ? 1 : 0, all = 0;
+  Operation agree;
+  agree.kind = OpKind::kAllReduce;
+  agree.send = &can;
+  agree.recv = &all;
+  agree.count = 1;
+  agree.type = DataType::kInt32;
+  agree.op = static_cast<int>(RedOp::kMin);
+  TESSERA_RETURN_IF_ERROR(comm->Run(agree).Annotate("agreeing on device-resident calls"));
+  if (all == 0) {
+    Log(comm->log_level(), LogLevel::kInfo,
+        "rank " + std::to_string(comm->rank()) + ": device-resident calls off (" +
+            (mine.ok() ? std::string("a peer has no CUDA engine") : mine.message()) + "); device buffers are staged");
+    return Status::Ok();
+  }
+  return comm->EnableDeviceLinks(std::move(engine));
 }
 
 Status DevicePath::CheckStream(const void* stream) {

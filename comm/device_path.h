@@ -15,8 +15,9 @@
 // staged: the stream receives only the input event and the GPU-side wait, and the proxy
 // runs the collective on the device buffers themselves, over cuda_ipc links inside a
 // host and ibverbs links in GPUDirect mode between hosts (Communicator::RunGroupOnDevice;
-// the first such call sets the links up on every rank). Every rank must then pass device buffers, as NCCL
-// requires; a rank that stages while its peers do not times out naming the peer.
+// Attach set the engine and the links up when the communicator was created). Every rank
+// must then pass device buffers, as NCCL requires; a rank that stages while its peers
+// do not times out naming the peer.
 //
 // Built without TESSERA_WITH_CUDA (the default library), nothing is ever staged and a
 // non-NULL stream is InvalidArgument, as before.
@@ -88,6 +89,16 @@ class DevicePath {
   // OK for a NULL stream. A non-NULL stream is InvalidArgument in the CPU build, and in
   // the CUDA build when this process has no usable CUDA (the message says why).
   static Status CheckStream(const void* stream);
+
+  // At the creation of `comm`, before it is handed out (CUDA build; the CPU build does
+  // nothing): when device-resident calls are possible (Communicator::
+  // device_resident_possible), gives the communicator a CUDA engine on the current
+  // device and its device links, as NCCL binds a communicator to the current device.
+  // Collective among comm's ranks: they first agree (one integer allreduce) on whether
+  // every rank could create its engine, so that all set the links up or none does; a
+  // rank without usable CUDA thus turns device-resident calls off for all, and calls
+  // are staged. Every rank of a communicator must use the same library.
+  static Status Attach(Communicator* comm);
 
   // *taken = false: run the batch on the host as on the CPU build (a blocking
   // communicator first waits here until its staged calls have run, so that calls keep
