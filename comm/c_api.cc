@@ -267,6 +267,35 @@ tessera::DeviceBatch DeviceBatchOf(tesseraComm* comm, const char* fn, std::vecto
   return b;
 }
 
+// One communicator's part of a group: its operations and their streams, in issue order.
+struct GroupPart {
+  tesseraComm* comm;
+  std::vector<Operation> ops;
+  std::vector<tesseraStream_t> streams;
+};
+
+// The recorded calls by communicator, communicators in order of first use.
+std::vector<GroupPart> PartsByComm(const GroupState& group) {
+  std::vector<GroupPart> parts;
+  for (size_t r = 0; r < group.ops.size(); ++r) {
+    tesseraComm* comm = group.ops[r].first;
+    auto it = std::find_if(parts.begin(), parts.end(), [&](const GroupPart& p) { return p.comm == comm; });
+    if (it == parts.end()) it = parts.insert(parts.end(), GroupPart{comm, {}, {}});
+    it->ops.push_back(group.ops[r].second);
+    it->streams.push_back(group.streams[r]);
+  }
+  return parts;
+}
+
+// Runs `ops` as one group on a non-blocking communicator's worker, reporting the result.
+void PostOnWorker(tesseraComm* comm, const char* fn, std::vector<Operation> ops) {
+  comm->worker->Post([comm, ops, fn] {
+    Status st = comm->impl ? comm->impl->RunGroup(ops) : tessera::InvalidUsage("communicator creation failed");
+    Report(comm, fn, st);
+    return st;
+  });
+}
+
 // Runs one validated call now, on the worker, or records it in the open group.
 tesseraResult_t Submit(const char* fn, tesseraComm_t comm, const Operation& op, tesseraStream_t stream) {
   CallGuard guard(comm);
@@ -282,14 +311,38 @@ tesseraResult_t Submit(const char* fn, tesseraComm_t comm, const Operation& op, 
   s = comm->device.Submit(DeviceBatchOf(comm, fn, {op}, {stream}), &staged);
   if (staged) return Report(comm, fn, s.ok() ? comm->device.WaitForHostBuffers() : s);
   if (comm->worker) {
-    comm->worker->Post([comm, op, fn] {
-      Status st = comm->impl ? comm->impl->Run(op) : tessera::InvalidUsage("communicator creation failed");
-      Report(comm, fn, st);
-      return st;
-    });
+    PostOnWorker(comm, fn, {op});
     return tesseraInProgress;
   }
   return Report(comm, fn, comm->impl->Run(op));
+}
+
+// Runs every part of a group. Non-blocking communicators run theirs on their worker, and
+// staged parts (device buffers or streams) on the device path's proxy; blocking ones run
+// here, each on its own thread when there are several, so that one thread can drive all
+// the ranks of tesseraCommInitAll without deadlock. Fills the results of the parts that
+// finished here; returns whether some part is still in progress.
+bool RunParts(const char* fn, const std::vector<GroupPart>& parts, std::vector<Status>* results) {
+  std::vector<std::thread> threads;
+  bool in_progress = false;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    tesseraComm* comm = parts[i].comm;
+    bool staged = false;
+    Status routed = comm->device.Submit(DeviceBatchOf(comm, fn, parts[i].ops, parts[i].streams), &staged);
+    if (staged) {
+      if (routed.code() == Code::kInProgress) in_progress = true;
+      else (*results)[i] = routed;
+    } else if (comm->worker) {
+      PostOnWorker(comm, fn, parts[i].ops);
+      in_progress = true;
+    } else if (parts.size() == 1) {
+      (*results)[i] = comm->impl->RunGroup(parts[i].ops);
+    } else {
+      threads.emplace_back([results, &parts, i] { (*results)[i] = parts[i].comm->impl->RunGroup(parts[i].ops); });
+    }
+  }
+  for (auto& t : threads) t.join();
+  return in_progress;
 }
 
 Operation MakeOp(OpKind kind, const void* send, void* recv, size_t count, tesseraDataType_t datatype, int op = 0,
@@ -622,65 +675,22 @@ tesseraResult_t tesseraGroupEnd(void) {
   const char* fn = "tesseraGroupEnd";
   if (t_group.depth == 0) return Report(nullptr, fn, tessera::InvalidUsage("tesseraGroupEnd without tesseraGroupStart"));
   if (--t_group.depth > 0) return tesseraSuccess;
-  std::vector<std::pair<tesseraComm*, Operation>> recorded;
-  recorded.swap(t_group.ops);
-  std::vector<tesseraStream_t> recorded_streams;
-  recorded_streams.swap(t_group.streams);
-  // Each communicator's operations, in issue order; communicators in order of first use.
-  std::vector<std::pair<tesseraComm*, std::vector<Operation>>> per_comm;
-  std::vector<std::vector<tesseraStream_t>> per_comm_streams;
-  for (size_t r = 0; r < recorded.size(); ++r) {
-    auto& [comm, op] = recorded[r];
-    auto it = std::find_if(per_comm.begin(), per_comm.end(), [&](const auto& e) { return e.first == comm; });
-    if (it == per_comm.end()) {
-      per_comm.push_back({comm, {}});
-      per_comm_streams.emplace_back();
-      it = per_comm.end() - 1;
-    }
-    it->second.push_back(op);
-    per_comm_streams[it - per_comm.begin()].push_back(recorded_streams[r]);
-  }
+  GroupState recorded;
+  std::swap(recorded, t_group);
+  std::vector<GroupPart> parts = PartsByComm(recorded);
   std::vector<std::unique_ptr<CallGuard>> guards;
-  for (auto& entry : per_comm) {
-    guards.push_back(std::make_unique<CallGuard>(entry.first));
+  for (const GroupPart& part : parts) {
+    guards.push_back(std::make_unique<CallGuard>(part.comm));
     if (guards.back()->comm() == nullptr) {
       return Report(nullptr, fn, InvalidArgument("a communicator used in the group was destroyed before tesseraGroupEnd"));
     }
   }
-  // Non-blocking communicators run their part on their worker; blocking ones run here,
-  // each on its own thread when there are several, so that one thread can drive all
-  // the ranks of tesseraCommInitAll without deadlock.
-  std::vector<Status> results(per_comm.size());
-  std::vector<std::thread> threads;
-  bool in_progress = false;
-  for (size_t i = 0; i < per_comm.size(); ++i) {
-    tesseraComm* comm = per_comm[i].first;
-    bool staged = false;  // device buffers or streams: one group on the proxy thread
-    Status routed = comm->device.Submit(DeviceBatchOf(comm, fn, per_comm[i].second, per_comm_streams[i]), &staged);
-    if (staged) {
-      if (routed.code() == Code::kInProgress) in_progress = true;
-      else results[i] = routed;
-    } else if (comm->worker) {
-      std::vector<Operation> ops = per_comm[i].second;
-      comm->worker->Post([comm, ops, fn] {
-        Status st = comm->impl ? comm->impl->RunGroup(ops) : tessera::InvalidUsage("communicator creation failed");
-        Report(comm, fn, st);
-        return st;
-      });
-      in_progress = true;
-    } else if (per_comm.size() == 1) {
-      results[i] = comm->impl->RunGroup(per_comm[i].second);
-    } else {
-      threads.emplace_back([&results, &per_comm, i] { results[i] = per_comm[i].first->impl->RunGroup(per_comm[i].second); });
-    }
-  }
-  for (auto& t : threads) t.join();
-  for (size_t i = 0; i < per_comm.size(); ++i) {
-    if (results[i].ok()) results[i] = per_comm[i].first->device.WaitForHostBuffers();
-  }
+  std::vector<Status> results(parts.size());
+  const bool in_progress = RunParts(fn, parts, &results);
   tesseraResult_t first = tesseraSuccess;
-  for (size_t i = 0; i < per_comm.size(); ++i) {
-    tesseraResult_t r = Report(per_comm[i].first, fn, results[i]);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (results[i].ok()) results[i] = parts[i].comm->device.WaitForHostBuffers();
+    tesseraResult_t r = Report(parts[i].comm, fn, results[i]);
     if (first == tesseraSuccess) first = r;
   }
   if (first == tesseraSuccess && in_progress) return tesseraInProgress;
