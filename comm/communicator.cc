@@ -116,46 +116,52 @@ Status Communicator::InitShape(const std::vector<RankInfo>& all) {
   return Status::Ok();
 }
 
-// Measures alpha and beta of the intra-host rows and the inter-host columns of the host
-// grid with ring allreduces of one element per rank and of 1 MiB (the best of five),
-// then takes the maximum of every parameter over all ranks, so that every rank's model,
-// and so every choice of algorithm, is the same. All rows (or all columns) are measured
-// at once, so the figures include what the real schedules meet: links shared by a
-// host's ranks, and processes waiting for a core when ranks outnumber cores.
-Status Communicator::ProbeAndAgree() {
-  const CollectiveContext ctx = Context();
+namespace {
+
+// alpha and beta of one ring of the probe: ring allreduces of one element per rank and
+// of 1 MiB over `group` (the best of five, after a round that connects the links).
+Status MeasureRing(const CollectiveContext& ctx, const RingGroup& group, LinkCost* cost) {
+  const int q = static_cast<int>(group.ranks.size());
+  if (q < 2) return Status::Ok();
   Reducer sum;
   TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat32, RedOp::kSum, &sum));
-  auto measure = [&](const RingGroup& group, LinkCost* cost) -> Status {
-    const int q = static_cast<int>(group.ranks.size());
-    if (q < 2) return Status::Ok();
-    const size_t big = 1 << 20;
-    std::vector<char> buf(big, 0);
-    // A first round connects the links and lines the ranks up.
-    TESSERA_RETURN_IF_ERROR(RunRing(ctx, group, buf.data(), buf.data(), 2, 4, &sum, kRingReduceScatter | kRingAllGather));
-    double t[2];
-    // The small ring sends one element per step: fewer elements than ranks would leave
-    // blocks empty, and empty blocks are not sent, which once made alpha look 3-4x smaller.
-    const size_t sizes[2] = {4 * static_cast<size_t>(q), big};
-    for (int k = 0; k < 2; ++k) {
-      t[k] = 1e30;
-      for (int rep = 0; rep < 5; ++rep) {
-        const int64_t start = NowMicros();
-        TESSERA_RETURN_IF_ERROR(RunRing(ctx, group, buf.data(), buf.data(), sizes[k] / 4, 4, &sum,
-                                        kRingReduceScatter | kRingAllGather));
-        t[k] = std::min(t[k], (NowMicros() - start) * 1e-6);
-      }
+  const size_t big = 1 << 20;
+  std::vector<char> buf(big, 0);
+  const int phases = kRingReduceScatter | kRingAllGather;
+  TESSERA_RETURN_IF_ERROR(RunRing(ctx, group, buf.data(), buf.data(), 2, 4, &sum, phases));
+  double t[2];
+  // The small ring sends one element per step: fewer elements than ranks would leave
+  // blocks empty, and empty blocks are not sent, which once made alpha look 3-4x smaller.
+  const size_t sizes[2] = {4 * static_cast<size_t>(q), big};
+  for (int k = 0; k < 2; ++k) {
+    t[k] = 1e30;
+    for (int rep = 0; rep < 5; ++rep) {
+      const int64_t start = NowMicros();
+      TESSERA_RETURN_IF_ERROR(RunRing(ctx, group, buf.data(), buf.data(), sizes[k] / 4, 4, &sum, phases));
+      t[k] = std::min(t[k], (NowMicros() - start) * 1e-6);
     }
-    const double steps = 2.0 * (q - 1);
-    cost->alpha = std::max(1e-7, t[0] / steps);
-    // beta comes from a difference of two timings, so a slow small ring (8 ranks on 2
-    // cores stall now and then) once made it near zero and the model chose recursive
-    // doubling for 512 KiB-8 MiB. At least half of the large ring's time is taken as
-    // transfer: true by far on any link where 1 MiB takes longer than a few steps.
-    const double transfer = std::max(t[1] - t[0], t[1] / 2);
-    cost->beta = std::max(1e-12, transfer / (steps / q * static_cast<double>(big)));
-    return Status::Ok();
-  };
+  }
+  const double steps = 2.0 * (q - 1);
+  cost->alpha = std::max(1e-7, t[0] / steps);
+  // beta comes from a difference of two timings, so a slow small ring (8 ranks on 2
+  // cores stall now and then) once made it near zero and the model chose recursive
+  // doubling for 512 KiB-8 MiB. At least half of the large ring's time is taken as
+  // transfer: true by far on any link where 1 MiB takes longer than a few steps.
+  const double transfer = std::max(t[1] - t[0], t[1] / 2);
+  cost->beta = std::max(1e-12, transfer / (steps / q * static_cast<double>(big)));
+  return Status::Ok();
+}
+
+}  // namespace
+
+// Measures alpha and beta of the intra-host rows and the inter-host columns of the host
+// grid (MeasureRing), then takes the maximum of every parameter over all ranks, so that
+// every rank's model, and so every choice of algorithm, is the same. All rows (or all
+// columns) are measured at once, so the figures include what the real schedules meet:
+// links shared by a host's ranks, and processes waiting for a core when ranks outnumber
+// cores.
+Status Communicator::ProbeAndAgree() {
+  const CollectiveContext ctx = Context();
   // On one host the defaults hold well and a probe mostly measures scheduling noise, so
   // it is opt-in there (2). Across hosts the links vary and matter (1), and the rows are
   // measured too: with every rank busy, a step inside a host costs what scheduling the
@@ -163,11 +169,11 @@ Status Communicator::ProbeAndAgree() {
   const bool multi_host = host_grid_ && host_grid_->Y > 1;
   if (settings_.probe >= (multi_host ? 1 : 2) && settings_.tuning_file.empty() && host_grid_) {
     const Grid& g = *host_grid_;
-    TESSERA_RETURN_IF_ERROR(measure(RingGroup{g.rows[g.y[rank_]], g.x[rank_]}, &model_.intra));
+    TESSERA_RETURN_IF_ERROR(MeasureRing(ctx, RingGroup{g.rows[g.y[rank_]], g.x[rank_]}, &model_.intra));
   }
   if (settings_.probe >= 1 && settings_.tuning_file.empty() && multi_host) {
     const Grid& g = *host_grid_;
-    TESSERA_RETURN_IF_ERROR(measure(RingGroup{g.cols[g.x[rank_]], g.y[rank_]}, &model_.inter));
+    TESSERA_RETURN_IF_ERROR(MeasureRing(ctx, RingGroup{g.cols[g.x[rank_]], g.y[rank_]}, &model_.inter));
     // The X columns ran at once, so X flows shared each host's link: the link itself
     // moves X times what one flow measured. The model charges sharing per schedule.
     model_.inter.beta /= g.X;
