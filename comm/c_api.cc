@@ -484,7 +484,8 @@ tesseraResult_t tesseraCommSplit(tesseraComm_t comm, int color, int key, tessera
   if (!impl) return tesseraSuccess;  // TESSERA_SPLIT_NOCOLOR
   tesseraComm* handle = NewHandle(impl->rank(), impl->nranks(), cfg.name, impl->settings());
   handle->impl = std::move(impl);
-  if (config != nullptr && !cfg.blocking) handle->worker = std::make_unique<tessera::AsyncWorker>();
+  const bool blocking = config != nullptr ? cfg.blocking : comm->worker == nullptr;  // NULL: inherit comm's
+  if (!blocking) handle->worker = std::make_unique<tessera::AsyncWorker>();
   *newcomm = handle;
   return tesseraSuccess;
 }
