@@ -61,6 +61,9 @@ Status Validate(const Settings& s) {
   if (s.ucx_chunk_bytes < 4096 || s.ucx_chunk_bytes % 64 != 0 || s.ucx_chunk_bytes > (1 << 28)) {
     return InvalidArgument("TESSERA_UCX_CHUNK_BYTES must be a multiple of 64 in [4096, 256 MiB]");
   }
+  if (s.flight_recorder < 0 || s.flight_recorder > 1000000) {
+    return InvalidArgument("TESSERA_FLIGHT_RECORDER must be in [0, 1000000]");
+  }
   if (s.half_wire != "float32" && s.half_wire != "half") {
     return InvalidArgument("TESSERA_HALF_WIRE must be float32 or half, not '" + s.half_wire + "'");
   }

@@ -126,7 +126,14 @@ namespace tessera {
   X(int64_t, spin_us, "TESSERA_SPIN_US", -1,                                             \
     "Microseconds a waiting rank polls before it sleeps in the kernel (futex/poll). "   \
     "-1: 50 (1000 when UCX carries some pair) when the host's ranks fit its cores, "  \
-    "else 0.")
+    "else 0.")                                                                        \
+  X(int64_t, flight_recorder, "TESSERA_FLIGHT_RECORDER", 256,                            \
+    "Operations each communicator keeps in its flight recorder (a ring of the last N: "  \
+    "sequence number, collective, bytes, algorithm, start, end, state). 0: none.")       \
+  X(std::string, flight_recorder_dir, "TESSERA_FLIGHT_RECORDER_DIR", "",                 \
+    "Directory where a rank writes its flight recorder as JSON when its communicator "   \
+    "breaks (a timeout, a peer's failure, an abort): tessera-flight-<id>-rank<r>.json, "  \
+    "read for all ranks by tools/flight_report.py. Empty: no file.")
 // clang-format on
 
 // Each row's default as a compile-time constant (SettingDefaults::ucx_chunk_bytes; text

@@ -47,6 +47,8 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
     TESSERA_RETURN_IF_ERROR(HostIdFromLayoutFile(settings.topo_file, rank, nranks, &host).Annotate("TESSERA_TOPO_FILE"));
   }
   std::strncpy(mine.host, host.c_str(), sizeof(mine.host) - 1);
+  flight_ = FlightRecorder(static_cast<size_t>(settings.flight_recorder));
+  flight_identity_ = FlightIdentity{id.secret, rank, nranks, static_cast<int>(mine.pid), host};
   // Open what peers will reach this rank by before telling them where it is.
   TESSERA_RETURN_IF_ERROR(transports_.Open(settings, rank, nranks, id.secret));
   TESSERA_RETURN_IF_ERROR(AddAgreed(transports_.agreed() + "TESSERA_HALF_WIRE=" + settings.half_wire + "\n", &mine));
@@ -201,6 +203,7 @@ ExecutionSite Communicator::Site() {
   site.shape = &shape_;
   site.tracer = tracer_.get();
   site.premulsum = &premulsum_;
+  site.recorder = &flight_;
   site.context = [this] { return Context(); };
   site.fail = [this](const Status& s) { return Break(s); };
   return site;
@@ -227,7 +230,12 @@ Status Communicator::sticky_error() const {
   return error_;
 }
 
-Status Communicator::Break(const Status& s) {
+Status Communicator::Break(const Status& cause) {
+  {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    if (!error_.ok()) return cause;
+  }
+  const Status s = DumpFlightRecord(cause);
   {
     std::lock_guard<std::mutex> lock(error_mu_);
     if (!error_.ok()) return s;
@@ -237,6 +245,16 @@ Status Communicator::Break(const Status& s) {
   links_->PublishFailure(s);
   if (device_links_) device_links_->PublishFailure(s);
   return s;
+}
+
+// With TESSERA_FLIGHT_RECORDER_DIR: writes the flight recorder and returns `cause` with
+// the file named, else `cause` as it is.
+Status Communicator::DumpFlightRecord(const Status& cause) const {
+  if (settings_.flight_recorder_dir.empty()) return cause;
+  std::string path;
+  const Status written = flight_.Dump(settings_.flight_recorder_dir, flight_identity_, cause.message(), &path);
+  if (!written.ok()) return Status(cause.code(), cause.message() + " (" + written.message() + ")");
+  return Status(cause.code(), cause.message() + " (flight record: " + path + ")");
 }
 
 Status Communicator::CreatePreMulSum(const void* scalar, DataType type, bool read_now, int* op) {

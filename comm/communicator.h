@@ -21,6 +21,7 @@
 #include "collectives/grid.h"
 #include "comm/executor.h"
 #include "comm/operation.h"
+#include "comm/flight_recorder.h"
 #include "comm/premulsum_ops.h"
 #include "device/device_engine.h"
 #include "transport/link_table.h"
@@ -97,8 +98,10 @@ class Communicator {
   ExecutionSite Site();
   Status InitShape(const std::vector<RankInfo>& all);
   Status ProbeAndAgree();
-  // Records `s` as the sticky error (the first one wins) and returns it.
-  Status Break(const Status& s);
+  // Records `cause` as the sticky error (the first one wins) and returns it; the first
+  // also writes the flight record (TESSERA_FLIGHT_RECORDER_DIR) and names its file.
+  Status Break(const Status& cause);
+  Status DumpFlightRecord(const Status& cause) const;
 
   Settings settings_;
   LogLevel log_level_ = LogLevel::kWarn;
@@ -116,6 +119,9 @@ class Communicator {
   mutable std::mutex error_mu_;
   Status error_;
   PreMulSumOps premulsum_;
+  // The last TESSERA_FLIGHT_RECORDER operations, and who this rank is in its dumps.
+  FlightRecorder flight_{0};
+  FlightIdentity flight_identity_;
   // The backends, from their opening to the device links (declared before the link
   // tables: destroyed after them). Once device links are enabled: the engine, its
   // stream for local work, and the device links (declared after the engine: closed first).

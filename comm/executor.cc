@@ -158,7 +158,9 @@ Status Executor::RunGroupIn(const std::vector<Operation>& ops, const CollectiveC
       p2p.push_back(op);
       continue;
     }
+    site_.recorder->Begin(OpName(op.kind), op.count * SizeOf(op.type));
     Status s = RunOne(op, device ? *device : HostContext(), elementwise, device != nullptr);
+    site_.recorder->End(s.ok());
     if (!s.ok()) return s.code() == Code::kInvalidArgument ? s : site_.fail(s);
   }
   return RunPointToPointGroup(p2p, device ? *device : HostContext());
@@ -224,6 +226,7 @@ Status Executor::Dispatch(Collective c, const CollectiveContext& ctx, const Coll
   const Selection choice =
       SelectAlgorithm(c, site_.settings->algo, *site_.model, *site_.shape, bytes, explain ? &why : nullptr);
   const char* label = choice.algo->Label();
+  site_.recorder->SetAlgorithm(label);
   if (explain) {
     Log(site_.log_level, LogLevel::kInfo,
         "rank " + std::to_string(site_.rank) + ": " + (on_device ? "device " : "") + CollectiveName(c) + " of " +
@@ -251,7 +254,11 @@ Status Executor::RunPointToPointGroup(const std::vector<Operation>& p2p, const C
                         " receive(s) from self: a send to self needs its receive in the same group");
   }
   if (site_.tracer != nullptr) site_.tracer->BeginOperation("send/recv#" + std::to_string(++op_count_));
+  uint64_t sent = 0;
+  for (const Operation& op : p2p) sent += op.kind == OpKind::kSend ? op.count * SizeOf(op.type) : 0;
+  site_.recorder->Begin("send/recv", sent);
   Status s = RunPointToPoint(p2p, ctx);
+  site_.recorder->End(s.ok());
   return s.ok() ? s : site_.fail(s.Annotate(p2p.size() == 1 ? OpName(p2p[0].kind) : "send/recv group"));
 }
 

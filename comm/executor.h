@@ -21,6 +21,7 @@
 #include "collectives/cost_model.h"
 #include "collectives/host_memory_pool.h"
 #include "comm/elementwise_ops.h"
+#include "comm/flight_recorder.h"
 #include "comm/operation.h"
 #include "comm/premulsum_ops.h"
 #include "device/device_engine.h"
@@ -39,6 +40,7 @@ struct ExecutionSite {
   const Shape* shape = nullptr;
   Tracer* tracer = nullptr;            // null unless TESSERA_TRACE_DIR
   const PreMulSumOps* premulsum = nullptr;
+  FlightRecorder* recorder = nullptr;  // the communicator's last operations
   // A host-path context with a fresh deadline: the links, grids and exchange options.
   std::function<CollectiveContext()> context;
   // Records a communication failure as the communicator's sticky error; returns it.

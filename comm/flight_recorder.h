@@ -1,0 +1,74 @@
+// FlightRecorder: a communicator's last N operations, kept so that when a job goes wrong
+// every rank can say where it was (as NCCL's RAS and PyTorch's flight recorder do). Each
+// entry is one collective, or one group's sends and receives: its sequence number on
+// this communicator, what it was, its bytes, the algorithm, when it started and ended
+// (wall clock, microseconds since the epoch, comparable across ranks on synchronised
+// hosts) and how it ended. When the communicator breaks, the ring is written as JSON
+// (TESSERA_FLIGHT_RECORDER_DIR); tools/flight_report.py reads every rank's file.
+//
+// Thread-safety: Begin, SetAlgorithm and End are called by the thread that runs the
+// communicator's operations, one at a time; so is Dump (from Communicator::Break, on
+// that thread). Nothing else touches the ring.
+#ifndef TESSERA_COMM_FLIGHT_RECORDER_H_
+#define TESSERA_COMM_FLIGHT_RECORDER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace tessera {
+
+struct FlightEntry {
+  enum class State { kRunning, kDone, kFailed };
+  uint64_t seq = 0;               // 1, 2, ... on this communicator
+  const char* what = "";          // "allreduce", ..., "send/recv"
+  uint64_t bytes = 0;             // this rank's input bytes (a group: its sends' total)
+  const char* algorithm = "";     // the table row's label, "" where none was chosen
+  int64_t start_us = 0;
+  int64_t end_us = 0;             // 0 while running
+  State state = State::kRunning;
+};
+
+// Who wrote a dump: the communicator and this rank.
+struct FlightIdentity {
+  uint64_t comm_id = 0;  // the same on every rank of the communicator
+  int rank = 0;
+  int nranks = 1;
+  int pid = 0;
+  std::string host;
+};
+
+class FlightRecorder {
+ public:
+  // `capacity` 0: records nothing (Begin still numbers the operations).
+  explicit FlightRecorder(size_t capacity) : ring_(capacity) {}
+
+  // A new operation, running from now; returns its sequence number.
+  uint64_t Begin(const char* what, uint64_t bytes);
+  void SetAlgorithm(const char* label);
+  void End(bool ok);
+
+  // The entries, oldest first.
+  std::vector<FlightEntry> Entries() const;
+  // {"comm_id", "rank", "nranks", "pid", "host", "reason", "dumped_us", "entries": [...]}
+  std::string ToJson(const FlightIdentity& who, const std::string& reason) const;
+  // Writes ToJson to <dir>/tessera-flight-<comm_id as 16 hex digits>-rank<r>.json;
+  // *path names the file. SystemError naming the path when it cannot be written.
+  Status Dump(const std::string& dir, const FlightIdentity& who, const std::string& reason,
+              std::string* path) const;
+
+ private:
+  FlightEntry* Current();
+
+  std::vector<FlightEntry> ring_;
+  uint64_t next_seq_ = 1;
+};
+
+const char* FlightStateName(FlightEntry::State state);  // "running", "done", "failed"
+
+}  // namespace tessera
+
+#endif  // TESSERA_COMM_FLIGHT_RECORDER_H_

@@ -1,0 +1,73 @@
+// The flight recorder's ring and its JSON.
+#include "comm/flight_recorder.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace tessera {
+namespace {
+
+TEST(FlightRecorder, KeepsTheLastEntriesInOrder) {
+  FlightRecorder r(3);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(r.Begin("allreduce", 8 * (i + 1)), static_cast<uint64_t>(i + 1));
+    r.SetAlgorithm("ring");
+    r.End(i != 4);
+  }
+  const std::vector<FlightEntry> e = r.Entries();
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_EQ(e[0].seq, 3u);
+  EXPECT_EQ(e[2].seq, 5u);
+  EXPECT_EQ(e[2].bytes, 40u);
+  EXPECT_STREQ(e[2].algorithm, "ring");
+  EXPECT_EQ(e[1].state, FlightEntry::State::kDone);
+  EXPECT_EQ(e[2].state, FlightEntry::State::kFailed);
+  EXPECT_GE(e[2].end_us, e[2].start_us);
+}
+
+TEST(FlightRecorder, AnOpenOperationIsRunning) {
+  FlightRecorder r(4);
+  r.Begin("broadcast", 16);
+  r.End(true);
+  r.Begin("send/recv", 32);
+  const std::vector<FlightEntry> e = r.Entries();
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[1].state, FlightEntry::State::kRunning);
+  EXPECT_EQ(e[1].end_us, 0);
+}
+
+TEST(FlightRecorder, CapacityZeroStillNumbers) {
+  FlightRecorder r(0);
+  EXPECT_EQ(r.Begin("allreduce", 8), 1u);
+  r.End(true);
+  EXPECT_EQ(r.Begin("allreduce", 8), 2u);
+  EXPECT_TRUE(r.Entries().empty());
+}
+
+TEST(FlightRecorder, DumpsJsonNamedAfterCommunicatorAndRank) {
+  FlightRecorder r(2);
+  r.Begin("allreduce", 64);
+  r.End(false);
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = tmp != nullptr ? tmp : "/tmp";
+  std::string path;
+  const FlightIdentity who{0xabcdef, 3, 4, 77, "host \"b\""};
+  ASSERT_TRUE(r.Dump(dir, who, "rank 1 timed out", &path).ok());
+  EXPECT_EQ(path, dir + "/tessera-flight-0000000000abcdef-rank3.json");
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string json = text.str();
+  EXPECT_NE(json.find("\"rank\": 3"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"host\": \"host \\\"b\\\"\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"reason\": \"rank 1 timed out\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"state\": \"failed\""), std::string::npos) << json;
+  EXPECT_EQ(r.Dump("/nonexistent/dir", who, "", &path).code(), Code::kSystemError);
+  unlink((dir + "/tessera-flight-0000000000abcdef-rank3.json").c_str());
+}
+
+}  // namespace
+}  // namespace tessera
