@@ -3,6 +3,7 @@
 // recorded, and where the last error message is kept (per communicator and per thread:
 // no global error buffer).
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -31,9 +32,18 @@ using tessera::Status;
 
 // The handle: the communicator plus what the shim needs to manage its life.
 struct tesseraComm {
-  explicit tesseraComm(const tessera::Settings& settings) : device(&impl, settings) {}
+  explicit tesseraComm(const tessera::Settings& settings) : device(&published, settings) {}
 
-  std::unique_ptr<Communicator> impl;  // set before any operation runs
+  // The communicator, or null until created (a non-blocking one is created on its worker
+  // while the caller's thread may already read it: published with release, read with
+  // acquire, never changed after).
+  Communicator* impl() const { return published.load(std::memory_order_acquire); }
+  void Publish(std::unique_ptr<Communicator> c) {
+    owned = std::move(c);
+    published.store(owned.get(), std::memory_order_release);
+  }
+  std::unique_ptr<Communicator> owned;
+  std::atomic<Communicator*> published{nullptr};
   int rank = 0;
   int nranks = 0;
   std::string name;
@@ -78,7 +88,7 @@ tesseraResult_t Report(tesseraComm* comm, const char* function, const Status& s)
   std::string text = std::string(function) + (comm != nullptr ? " (" + Describe(comm) + ")" : "") + ": " + s.message();
   tessera::LogLevel level = tessera::LogLevel::kWarn;
   if (comm != nullptr) {
-    if (comm->impl) level = comm->impl->log_level();
+    if (comm->impl()) level = comm->impl()->log_level();
     std::lock_guard<std::mutex> lock(comm->error_mu);
     comm->last_error = text;
   }
@@ -122,7 +132,7 @@ tesseraResult_t Release(tesseraComm_t comm, const char* function, bool abort) {
   if (abort) {
     comm->device.Abort();
     if (comm->worker) comm->worker->DropPending();
-    if (comm->impl) comm->impl->RequestAbort();
+    if (comm->impl()) comm->impl()->RequestAbort();
   }
   comm->worker.reset();  // finishes (or, aborted, quickly fails) what was queued
   // Calls already inside (only possible from other threads) notice the abort flag
@@ -186,8 +196,10 @@ tesseraResult_t InitInto(const char* fn, tesseraComm_t* comm, int nranks, const 
                          const tessera::Settings& settings, const Config& config) {
   tesseraComm* handle = NewHandle(rank, nranks, config.name, settings);
   auto create = [handle, settings, id, nranks, rank]() -> Status {
-    Status s = Communicator::Create(settings, id, nranks, rank, &handle->impl);
-    if (s.ok()) s = tessera::DevicePath::Attach(handle->impl.get());
+    std::unique_ptr<Communicator> created;
+    Status s = Communicator::Create(settings, id, nranks, rank, &created);
+    if (s.ok()) s = tessera::DevicePath::Attach(created.get());
+    if (created) handle->Publish(std::move(created));
     return s.Annotate("rank " + std::to_string(rank) + " of " + std::to_string(nranks));
   };
   if (!config.blocking) {
@@ -224,7 +236,7 @@ Status CheckBuffer(const void* buf, size_t elems, const char* name) {
 // Everything that can be checked before communicating, naming the bad argument.
 Status ValidateOperation(tesseraComm* comm, const Operation& op, tesseraStream_t stream) {
   TESSERA_RETURN_IF_ERROR(CheckType(static_cast<tesseraDataType_t>(op.type)));
-  if (tessera::IsReduction(op.kind) && (op.op < 0 || (op.op >= tesseraNumOps && comm->impl == nullptr))) {
+  if (tessera::IsReduction(op.kind) && (op.op < 0 || (op.op >= tesseraNumOps && comm->impl() == nullptr))) {
     return InvalidArgument("op " + std::to_string(op.op) + " is not a tesseraRedOp_t");
   }
   TESSERA_RETURN_IF_ERROR(tessera::DevicePath::CheckStream(stream));
@@ -254,7 +266,7 @@ Status ValidateOperation(tesseraComm* comm, const Operation& op, tesseraStream_t
                                  : "sendbuff and recvbuff overlap without being equal (in-place needs sendbuff == recvbuff)");
     }
   }
-  if (comm->impl) TESSERA_RETURN_IF_ERROR(comm->impl->executor().CheckOperation(op));
+  if (comm->impl()) TESSERA_RETURN_IF_ERROR(comm->impl()->executor().CheckOperation(op));
   return Status::Ok();
 }
 
@@ -290,7 +302,7 @@ std::vector<GroupPart> PartsByComm(const GroupState& group) {
 // Runs `ops` as one group on a non-blocking communicator's worker, reporting the result.
 void PostOnWorker(tesseraComm* comm, const char* fn, std::vector<Operation> ops) {
   comm->worker->Post([comm, ops, fn] {
-    Status st = comm->impl ? comm->impl->RunGroup(ops) : tessera::InvalidUsage("communicator creation failed");
+    Status st = comm->impl() ? comm->impl()->RunGroup(ops) : tessera::InvalidUsage("communicator creation failed");
     Report(comm, fn, st);
     return st;
   });
@@ -314,7 +326,7 @@ tesseraResult_t Submit(const char* fn, tesseraComm_t comm, const Operation& op, 
     PostOnWorker(comm, fn, {op});
     return tesseraInProgress;
   }
-  return Report(comm, fn, comm->impl->Run(op));
+  return Report(comm, fn, comm->impl()->Run(op));
 }
 
 // Runs every part of a group. Non-blocking communicators run theirs on their worker, and
@@ -336,9 +348,9 @@ bool RunParts(const char* fn, const std::vector<GroupPart>& parts, std::vector<S
       PostOnWorker(comm, fn, parts[i].ops);
       in_progress = true;
     } else if (parts.size() == 1) {
-      (*results)[i] = comm->impl->RunGroup(parts[i].ops);
+      (*results)[i] = comm->impl()->RunGroup(parts[i].ops);
     } else {
-      threads.emplace_back([results, &parts, i] { (*results)[i] = parts[i].comm->impl->RunGroup(parts[i].ops); });
+      threads.emplace_back([results, &parts, i] { (*results)[i] = parts[i].comm->impl()->RunGroup(parts[i].ops); });
     }
   }
   for (auto& t : threads) t.join();
@@ -452,7 +464,7 @@ tesseraResult_t tesseraCommInitFromEnv(tesseraComm_t* comm) {
   if (s.ok()) s = tessera::DevicePath::Attach(impl.get());
   if (!s.ok()) return Report(nullptr, fn, s);
   tesseraComm* handle = NewHandle(impl->rank(), impl->nranks(), nullptr, impl->settings());
-  handle->impl = std::move(impl);
+  handle->Publish(std::move(impl));
   *comm = handle;
   return tesseraSuccess;
 }
@@ -474,16 +486,16 @@ tesseraResult_t tesseraCommSplit(tesseraComm_t comm, int color, int key, tessera
   *newcomm = nullptr;
   if (comm->worker) comm->worker->WaitIdle();
   comm->device.WaitIdle();
-  if (!comm->impl) return Report(comm, fn, tessera::InvalidUsage("the parent communicator was never created"));
+  if (!comm->impl()) return Report(comm, fn, tessera::InvalidUsage("the parent communicator was never created"));
   std::unique_ptr<Communicator> impl;
-  tessera::Settings settings = comm->impl->settings();
+  tessera::Settings settings = comm->impl()->settings();
   if (cfg.timeout_ms > 0) settings.timeout_ms = cfg.timeout_ms;
-  s = comm->impl->Split(color, key, settings, &impl);
+  s = comm->impl()->Split(color, key, settings, &impl);
   if (s.ok() && impl) s = tessera::DevicePath::Attach(impl.get());
   if (!s.ok()) return Report(comm, fn, s);
   if (!impl) return tesseraSuccess;  // TESSERA_SPLIT_NOCOLOR
   tesseraComm* handle = NewHandle(impl->rank(), impl->nranks(), cfg.name, impl->settings());
-  handle->impl = std::move(impl);
+  handle->Publish(std::move(impl));
   const bool blocking = config != nullptr ? cfg.blocking : comm->worker == nullptr;  // NULL: inherit comm's
   if (!blocking) handle->worker = std::make_unique<tessera::AsyncWorker>();
   *newcomm = handle;
@@ -535,7 +547,7 @@ tesseraResult_t tesseraCommGetAsyncError(tesseraComm_t comm, tesseraResult_t* as
   if (s.ok() && asyncError == nullptr) s = InvalidArgument("asyncError is NULL");
   if (!s.ok()) return Report(guard.comm(), "tesseraCommGetAsyncError", s);
   Status state = comm->worker ? comm->worker->state() : Status::Ok();
-  if (state.ok() && comm->impl) state = comm->impl->sticky_error();
+  if (state.ok() && comm->impl()) state = comm->impl()->sticky_error();
   if (state.ok()) state = comm->device.async_error();
   *asyncError = ToResult(state.code());
   return tesseraSuccess;
@@ -572,10 +584,10 @@ tesseraResult_t tesseraRedOpCreatePreMulSum(tesseraRedOp_t* op, void* scalar, te
     s = InvalidArgument("residence " + std::to_string(static_cast<int>(residence)) + " is not a tesseraScalarResidence_t");
   }
   if (s.ok() && comm->worker) comm->worker->WaitIdle();
-  if (s.ok() && !comm->impl) s = tessera::InvalidUsage("communicator creation failed");
+  if (s.ok() && !comm->impl()) s = tessera::InvalidUsage("communicator creation failed");
   int id = 0;
   if (s.ok()) {
-    s = comm->device.CreatePreMulSum(comm->impl.get(), scalar, static_cast<tessera::DataType>(datatype),
+    s = comm->device.CreatePreMulSum(comm->impl(), scalar, static_cast<tessera::DataType>(datatype),
                                      residence == tesseraScalarHostImmediate, &id);
   }
   if (!s.ok()) return Report(guard.comm(), fn, s);
@@ -588,7 +600,7 @@ tesseraResult_t tesseraRedOpDestroy(tesseraRedOp_t op, tesseraComm_t comm) {
   Status s = CheckCommHandle(comm, guard.comm());
   if (s.ok() && op < tesseraNumOps) s = InvalidArgument("op " + std::to_string(static_cast<int>(op)) + " is built in");
   if (s.ok() && comm->worker) comm->worker->WaitIdle();
-  if (s.ok() && comm->impl) s = comm->device.DestroyRedOp(comm->impl.get(), static_cast<int>(op));
+  if (s.ok() && comm->impl()) s = comm->device.DestroyRedOp(comm->impl(), static_cast<int>(op));
   return Report(guard.comm(), "tesseraRedOpDestroy", s);
 }
 
@@ -602,14 +614,14 @@ const char* tesseraAllReduceAlgorithm(tesseraComm_t comm, size_t count, tesseraD
   Status s = CheckCommHandle(comm, guard.comm());
   if (s.ok()) s = CheckType(datatype);
   if (s.ok() && comm->worker) comm->worker->WaitIdle();
-  if (s.ok() && !comm->impl) s = tessera::InvalidUsage("communicator creation failed");
+  if (s.ok() && !comm->impl()) s = tessera::InvalidUsage("communicator creation failed");
   if (!s.ok()) {
     Report(guard.comm(), "tesseraAllReduceAlgorithm", s);
     return nullptr;
   }
   // The bytes the host path moves: half types widened unless TESSERA_HALF_WIRE=half.
   const tessera::DataType t = static_cast<tessera::DataType>(datatype);
-  const tessera::Executor& executor = comm->impl->executor();
+  const tessera::Executor& executor = comm->impl()->executor();
   return executor.Choose(tessera::Collective::kAllReduce, count * executor.WireElementSize(t)).algo->name;
 }
 

@@ -83,7 +83,7 @@ bool RunsOnDevice(const std::vector<Operation>& ops, int rank, int nranks, const
 
 struct DevicePath::State {};
 
-DevicePath::DevicePath(const std::unique_ptr<Communicator>*, const Settings&) {}
+DevicePath::DevicePath(const std::atomic<Communicator*>*, const Settings&) {}
 DevicePath::~DevicePath() = default;
 
 Status DevicePath::CheckStream(const void* stream) {
@@ -207,9 +207,9 @@ Status CreateEngine(std::unique_ptr<cuda::CudaDeviceEngine>* engine) {
 }  // namespace
 
 struct DevicePath::State {
-  State(const std::unique_ptr<Communicator>* comm_slot, int64_t timeout) : comm(comm_slot), timeout_ms(timeout) {}
+  State(const std::atomic<Communicator*>* comm_slot, int64_t timeout) : comm(comm_slot), timeout_ms(timeout) {}
 
-  const std::unique_ptr<Communicator>* const comm;  // read when used (see DevicePath())
+  const std::atomic<Communicator*>* const comm;  // read when used (see DevicePath())
   const int64_t timeout_ms;                         // the communicator's settings
   mutable std::mutex mu;
   std::unique_ptr<cuda::DeviceStager> stager;  // created by the first staged call
@@ -221,7 +221,7 @@ struct DevicePath::State {
   std::map<int, Communicator*> destroying;     // destroyed while in use: after those calls
   std::shared_ptr<Status> host_result;         // see WaitForHostBuffers
 
-  Communicator* Comm() const { return comm == nullptr ? nullptr : comm->get(); }
+  Communicator* Comm() const { return comm == nullptr ? nullptr : comm->load(std::memory_order_acquire); }
 
   void Fail(const Status& s) {
     std::lock_guard<std::mutex> lock(mu);
@@ -485,7 +485,7 @@ void DevicePath::State::ReleaseUses(const std::vector<int>& ops) {
 
 // --- DevicePath -------------------------------------------------------------------------
 
-DevicePath::DevicePath(const std::unique_ptr<Communicator>* comm, const Settings& settings)
+DevicePath::DevicePath(const std::atomic<Communicator*>* comm, const Settings& settings)
     : state_(new State(comm, settings.timeout_ms)) {}
 
 DevicePath::~DevicePath() {

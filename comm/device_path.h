@@ -27,6 +27,7 @@
 #ifndef TESSERA_COMM_DEVICE_PATH_H_
 #define TESSERA_COMM_DEVICE_PATH_H_
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -74,12 +75,13 @@ struct DeviceBatch {
 
 class DevicePath {
  public:
-  // The path of the communicator that `comm` holds, whose settings are `settings` (the
+  // The path of the communicator that `comm` points to (null until created; read with
+  // acquire), whose settings are `settings` (the
   // staging timeout is settings.timeout_ms). `comm` is read when a batch is planned and
   // again when it runs on the proxy: a non-blocking communicator is created on its
   // worker, possibly after its first call was submitted (still null when it runs:
   // creation failed, and the batch reports InvalidUsage). `comm` must outlive the path.
-  DevicePath(const std::unique_ptr<Communicator>* comm, const Settings& settings);
+  DevicePath(const std::atomic<Communicator*>* comm, const Settings& settings);
   // Runs what is still queued (each part bounded by the timeout), then releases every
   // stream and frees the staging memory (cuda/device_buffers.h).
   ~DevicePath();

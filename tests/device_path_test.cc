@@ -5,6 +5,7 @@
 // a GPU and is tested through the library by cuda_library_test.
 #include "comm/device_path.h"
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,7 +82,7 @@ TEST(CheckStream, ANonNullStreamWithoutUsableCuda) {
 // Host buffers on the NULL stream are never taken: they run as on the CPU build, and
 // nothing is created for them (no proxy thread, nothing to wait for).
 TEST(Submit, HostBuffersOnTheNullStreamRunAsOnTheCpuBuild) {
-  const std::unique_ptr<Communicator> no_communicator;
+  const std::atomic<Communicator*> no_communicator{nullptr};
   DevicePath path(&no_communicator, Settings());
   std::vector<float> a(64, 1.0f), b(64, 0.0f);
   DeviceBatch batch;
