@@ -58,23 +58,13 @@ OperationBytes BytesOf(const Operation& op, int rank, int nranks) {
   return {};
 }
 
-namespace {
-
-// Whether is_device(buffer, bytes) holds for every buffer the operations use on `rank`.
-template <typename IsDevice>
-bool EveryBufferIs(const std::vector<Operation>& ops, int rank, int nranks, IsDevice is_device) {
+bool RunsOnDevice(const std::vector<Operation>& ops, int rank, int nranks, const DeviceEngine& engine) {
   for (const Operation& op : ops) {
     const OperationBytes bytes = BytesOf(op, rank, nranks);
-    if (bytes.send > 0 && !is_device(op.send, bytes.send)) return false;
-    if (bytes.recv > 0 && !is_device(op.recv, bytes.recv)) return false;
+    if (bytes.send > 0 && !engine.IsDeviceMemory(op.send, bytes.send)) return false;
+    if (bytes.recv > 0 && !engine.IsDeviceMemory(op.recv, bytes.recv)) return false;
   }
   return true;
-}
-
-}  // namespace
-
-bool RunsOnDevice(const std::vector<Operation>& ops, int rank, int nranks, const DeviceEngine& engine) {
-  return EveryBufferIs(ops, rank, nranks, [&](const void* p, size_t n) { return engine.IsDeviceMemory(p, n); });
 }
 
 #ifndef TESSERA_WITH_CUDA
@@ -183,15 +173,14 @@ struct ProxyBatch {
   std::vector<ScalarCell> cells;
   std::vector<int> custom_ops;  // PreMulSum operators it uses (DestroyRedOp waits)
   bool resident = false;
-  int device = -1;
   std::function<void(const Status&)> report;
 };
 
 // Whether a batch runs device-resident (device_path.h): the communicator has its engine
 // and device links (DevicePath::Attach) and every operation's buffers are device memory
 // of that engine. A batch that does not is staged whole.
-bool ChooseDeviceResident(Communicator* comm, const DeviceBatch& batch, int device) {
-  if (comm == nullptr || device < 0 || comm->device_engine() == nullptr) return false;
+bool ChooseDeviceResident(Communicator* comm, const DeviceBatch& batch) {
+  if (comm == nullptr || comm->device_engine() == nullptr) return false;
   return RunsOnDevice(batch.ops, batch.rank, batch.nranks, *comm->device_engine());
 }
 
@@ -315,7 +304,7 @@ Status DevicePath::State::PlanBatch(const DeviceBatch& batch, const Classified& 
   TESSERA_RETURN_IF_ERROR(StartStager(c.device));
   plan->proxy = ProxyFor(batch.worker);
   plan->device = stager->device();
-  plan->route = ChooseDeviceResident(Comm(), batch, plan->device) ? Route::kResident : Route::kStaged;
+  plan->route = ChooseDeviceResident(Comm(), batch) ? Route::kResident : Route::kStaged;
   return Status::Ok();
 }
 
@@ -384,7 +373,6 @@ Status DevicePath::State::Stage(const DeviceBatch& batch, const Classified& c, c
     b->ops[c.index[k]].recv = b->staged[k].host_recv;
   }
   b->cells = c.cells;
-  b->device = plan.device;
   b->report = batch.report;
   return Status::Ok();
 }

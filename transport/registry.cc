@@ -122,23 +122,29 @@ bool TransportSet::DevicePossible() const {
   return true;
 }
 
+bool TransportSet::ReachesAnyPeer(const OpenTransport& backend) const {
+  for (int peer = 0; peer < nranks_; ++peer) {
+    if (peer != rank_ && backend.DeviceReaches(peer)) return true;
+  }
+  return false;
+}
+
 // Device transports in the registry's order (cuda_ipc first, so the ranks of a host
-// take it), whatever TESSERA_TRANSPORT's order.
+// take it), whatever TESSERA_TRANSPORT's order: rows are one vector, so their addresses
+// are in that order.
 Status TransportSet::FinishDevice(DeviceEngine* engine, const Deadline& deadline, std::unique_ptr<LinkTable>* out,
                                   std::string* described) {
+  std::vector<Opened*> by_row;
+  for (Opened& o : opened_) by_row.push_back(&o);
+  std::sort(by_row.begin(), by_row.end(), [](const Opened* a, const Opened* b) { return a->entry < b->entry; });
   auto table = std::make_unique<LinkTable>(nranks_);
   described->clear();
-  for (const TransportEntry& row : TransportRegistry()) {
-    for (Opened& o : opened_) {
-      if (o.entry != &row) continue;
-      bool reaches_any = false;
-      for (int peer = 0; peer < nranks_; ++peer) reaches_any = reaches_any || (peer != rank_ && o.backend->DeviceReaches(peer));
-      if (!reaches_any) continue;
-      std::unique_ptr<Transport> transport;
-      TESSERA_RETURN_IF_ERROR(o.backend->FinishDevice(engine, deadline, &transport));
-      *described += std::string(described->empty() ? "" : " and ") + o.backend->DescribeDevice();
-      table->Add(std::move(transport), false);
-    }
+  for (Opened* o : by_row) {
+    if (!ReachesAnyPeer(*o->backend)) continue;
+    std::unique_ptr<Transport> transport;
+    TESSERA_RETURN_IF_ERROR(o->backend->FinishDevice(engine, deadline, &transport));
+    *described += std::string(described->empty() ? "" : " and ") + o->backend->DescribeDevice();
+    table->Add(std::move(transport), false);
   }
   // Every link now, in increasing peer order: a link's set-up waits for its peer's, and
   // pairs taken in one global order cannot wait in a cycle (lazily, a ring would).

@@ -82,6 +82,9 @@ class TransportSet {
   int rank_ = 0;
   int nranks_ = 1;
   Settings settings_;
+  // Whether `backend`'s device transport reaches some peer.
+  bool ReachesAnyPeer(const OpenTransport& backend) const;
+
   std::vector<Opened> opened_;  // priority order
   std::string agreed_;
   std::string description_;

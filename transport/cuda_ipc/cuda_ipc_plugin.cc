@@ -19,14 +19,7 @@ class OpenCudaIpc : public OpenTransport {
   Status Finish(const FinishContext& ctx, std::unique_ptr<Transport>* out) override {
     (void)out;
     rank_ = ctx.rank;
-    members_.clear();
-    for (const LocalRank& r : ctx.local) {
-      if (ctx.cards[r.rank].empty()) {
-        return InvalidArgument("rank " + std::to_string(r.rank) + " on this host published no cuda_ipc segment");
-      }
-      members_.push_back({r.rank, r.pid, ctx.cards[r.rank]});
-    }
-    return Status::Ok();
+    return MembersFromCards(ctx, "cuda_ipc", &members_);
   }
 
   bool DeviceReaches(int peer) const override {

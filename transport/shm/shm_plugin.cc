@@ -14,12 +14,7 @@ class OpenShm : public OpenTransport {
   Status Finish(const FinishContext& ctx, std::unique_ptr<Transport>* out) override {
     if (ctx.local.size() < 2) return Status::Ok();
     std::vector<ShmTransport::Member> members;
-    for (const LocalRank& r : ctx.local) {
-      if (ctx.cards[r.rank].empty()) {
-        return InvalidArgument("rank " + std::to_string(r.rank) + " on this host published no shared-memory segment");
-      }
-      members.push_back({r.rank, r.pid, ctx.cards[r.rank]});
-    }
+    TESSERA_RETURN_IF_ERROR(MembersFromCards(ctx, "shared-memory", &members));
     std::unique_ptr<ShmTransport> shm;
     TESSERA_RETURN_IF_ERROR(ShmTransport::Create(options_, ctx.rank, members, ctx.deadline, &shm));
     *out = std::move(shm);
@@ -32,6 +27,17 @@ class OpenShm : public OpenTransport {
 };
 
 }  // namespace
+
+Status MembersFromCards(const FinishContext& ctx, const char* what, std::vector<ShmTransport::Member>* members) {
+  members->clear();
+  for (const LocalRank& r : ctx.local) {
+    if (ctx.cards[r.rank].empty()) {
+      return InvalidArgument("rank " + std::to_string(r.rank) + " on this host published no " + what + " segment");
+    }
+    members->push_back({r.rank, r.pid, ctx.cards[r.rank]});
+  }
+  return Status::Ok();
+}
 
 Status OpenShmTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* out) {
   *out = std::make_unique<OpenShm>(*ctx.settings);

@@ -69,6 +69,11 @@ class ShmTransport : public Transport {
   bool own_unlinked_ = true;
 };
 
+// The ranks of this host with the segment each published as its card of `what`'s
+// backend (cards by rank, as FinishContext has them). InvalidArgument naming a local
+// rank that published none.
+Status MembersFromCards(const FinishContext& ctx, const char* what, std::vector<ShmTransport::Member>* members);
+
 // The plugin (transport/plugin.h): the card is the segment's name, the agreed settings
 // TESSERA_SHM_SLOT_BYTES and TESSERA_SHM_SLOTS; no transport with one rank on the host.
 Status OpenShmTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* out);
