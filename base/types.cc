@@ -16,4 +16,14 @@ const char* RedOpName(RedOp op) {
   return i >= 0 && i < kNumRedOps ? kNames[i] : "unknown";
 }
 
+const char* OpName(OpKind kind) {
+  static const char* const kNames[kNumOpKinds] = {"allreduce", "broadcast", "reduce",  "allgather", "reduce-scatter",
+                                                  "alltoall",  "gather",    "scatter", "send",      "recv"};
+  int i = static_cast<int>(kind);
+  return i >= 0 && i < kNumOpKinds ? kNames[i] : "unknown";
+}
+
+bool IsReduction(OpKind k) { return k == OpKind::kAllReduce || k == OpKind::kReduce || k == OpKind::kReduceScatter; }
+bool IsPointToPoint(OpKind k) { return k == OpKind::kSend || k == OpKind::kRecv; }
+
 }  // namespace tessera

@@ -31,6 +31,15 @@ inline size_t SizeOf(DataType t) {
 const char* DataTypeName(DataType t);
 const char* RedOpName(RedOp op);
 
+// What a call does: a collective, or one side of a point-to-point message.
+enum class OpKind { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAlltoAll, kGather, kScatter,
+                    kSend, kRecv };
+constexpr int kNumOpKinds = 10;
+
+const char* OpName(OpKind kind);  // "allreduce", "broadcast", ...
+bool IsReduction(OpKind kind);    // allreduce, reduce, reduce-scatter
+bool IsPointToPoint(OpKind kind);
+
 }  // namespace tessera
 
 #endif  // TESSERA_BASE_TYPES_H_

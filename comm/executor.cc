@@ -158,12 +158,29 @@ Status Executor::RunGroupIn(const std::vector<Operation>& ops, const CollectiveC
       p2p.push_back(op);
       continue;
     }
+    StampCollective(op);
     site_.recorder->Begin(OpName(op.kind), op.count * SizeOf(op.type));
-    Status s = RunOne(op, device ? *device : HostContext(), elementwise, device != nullptr);
+    CollectiveContext ctx = device ? *device : HostContext();
+    ctx.exchange.stamp = &stamp_;
+    Status s = RunOne(op, ctx, elementwise, device != nullptr);
     site_.recorder->End(s.ok());
     if (!s.ok()) return s.code() == Code::kInvalidArgument ? s : site_.fail(s);
   }
   return RunPointToPointGroup(p2p, device ? *device : HostContext());
+}
+
+// The next collective's sequence number and stamp: what every rank's call must match.
+void Executor::StampCollective(const Operation& op) {
+  stamp_ = CallStamp{};
+  stamp_.count = op.count;
+  stamp_.seq = ++collective_seq_;
+  stamp_.kind = static_cast<uint8_t>(op.kind);
+  stamp_.type = static_cast<uint8_t>(op.type);
+  if (IsReduction(op.kind)) stamp_.op = static_cast<uint8_t>(op.op < kNumRedOps ? op.op : kNumRedOps);
+  if (op.kind == OpKind::kBroadcast || op.kind == OpKind::kReduce || op.kind == OpKind::kGather ||
+      op.kind == OpKind::kScatter) {
+    stamp_.root = op.root;
+  }
 }
 
 Status Executor::RunOne(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise,

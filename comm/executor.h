@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/call_stamp.h"
 #include "base/log.h"
 #include "base/settings.h"
 #include "base/status.h"
@@ -77,6 +78,7 @@ class Executor {
   CollectiveContext HostContext();
   // `device`: the whole group's context on the device path; null on the host path.
   Status RunGroupIn(const std::vector<Operation>& ops, const CollectiveContext* device, ElementwiseOps& elementwise);
+  void StampCollective(const Operation& op);
   Status RunOne(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise, bool on_device);
   Status RunReduction(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise, bool on_device);
   Status Dispatch(Collective c, const CollectiveContext& ctx, const CollectiveArgs& args, bool on_device);
@@ -87,6 +89,9 @@ class Executor {
   // Algorithms' scratch on the host path, reused across calls.
   HostMemoryPool host_memory_;
   uint64_t op_count_ = 0;  // operations traced so far
+  // Collectives run so far: the sequence number that every rank gives the same call.
+  uint32_t collective_seq_ = 0;
+  CallStamp stamp_;        // the running collective's
 };
 
 }  // namespace tessera

@@ -1,5 +1,6 @@
 // One recorded call: a collective or a point-to-point operation, as the C API received
 // it (validated). The communicator runs operations one at a time or as a group.
+// OpKind and its names are in base/types.h.
 #ifndef TESSERA_COMM_OPERATION_H_
 #define TESSERA_COMM_OPERATION_H_
 
@@ -8,9 +9,6 @@
 #include "base/types.h"
 
 namespace tessera {
-
-enum class OpKind { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAlltoAll, kGather, kScatter,
-                    kSend, kRecv };
 
 struct Operation {
   OpKind kind = OpKind::kAllReduce;
@@ -22,10 +20,6 @@ struct Operation {
   int root = 0;      // rooted collectives
   int peer = 0;      // send / recv
 };
-
-const char* OpName(OpKind kind);  // "allreduce", "broadcast", ...
-bool IsReduction(OpKind kind);    // allreduce, reduce, reduce-scatter
-bool IsPointToPoint(OpKind kind);
 
 }  // namespace tessera
 

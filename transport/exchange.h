@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 
+#include "base/call_stamp.h"
 #include "base/deadline.h"
 #include "base/status.h"
 #include "transport/link_table.h"
@@ -59,6 +60,9 @@ struct ExchangeOptions {
   const std::atomic<bool>* abort = nullptr;  // set by another thread: give up promptly
   LinkTable* notices = nullptr;              // where peers' failure notices arrive
   Tracer* tracer = nullptr;                  // records every message when tracing
+  // The collective these messages belong to, the same on every rank (base/call_stamp.h);
+  // null outside collectives (sends and receives, the cost-model probe).
+  const CallStamp* stamp = nullptr;
 };
 
 Status Exchange(Transfer* transfers, size_t count, const ExchangeOptions& options);
