@@ -22,6 +22,9 @@ std::string DescribeBytes(uint64_t bytes) {
 }
 
 std::string DescribeCall(const CallStamp& s) {
+  if (s.seq == 0 && s.kind < kNumOpKinds && IsPointToPoint(static_cast<OpKind>(s.kind))) {
+    return "sends/receives (" + DescribeBytes(s.count) + " sent)";
+  }
   if (s.seq == 0) return "no collective";
   const bool known_kind = s.kind < kNumOpKinds;
   const bool known_type = s.type < kNumDataTypes;

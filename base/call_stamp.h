@@ -33,7 +33,8 @@ inline bool operator==(const CallStamp& a, const CallStamp& b) {
 inline bool operator!=(const CallStamp& a, const CallStamp& b) { return !(a == b); }
 
 // "allreduce #73 (16777216 x float32 = 64 MiB, sum)"; "broadcast #2 (8 x int32 = 32 B,
-// root 1)"; a stamp with seq 0: "no collective". Any bytes give a readable text (stamps
+// root 1)"; a send/receive group (seq 0, kind send or recv, count = bytes sent):
+// "sends/receives (4 KiB sent)"; any other stamp with seq 0: "no collective". Any bytes give a readable text (stamps
 // come from the network).
 std::string DescribeCall(const CallStamp& stamp);
 

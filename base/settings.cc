@@ -64,6 +64,9 @@ Status Validate(const Settings& s) {
   if (s.flight_recorder < 0 || s.flight_recorder > 1000000) {
     return InvalidArgument("TESSERA_FLIGHT_RECORDER must be in [0, 1000000]");
   }
+  if (s.diagnosis_ms < 0 || s.diagnosis_ms > 60000) {
+    return InvalidArgument("TESSERA_DIAGNOSIS_MS must be in [0, 60000]");
+  }
   if (s.half_wire != "float32" && s.half_wire != "half") {
     return InvalidArgument("TESSERA_HALF_WIRE must be float32 or half, not '" + s.half_wire + "'");
   }

@@ -133,7 +133,12 @@ namespace tessera {
   X(std::string, flight_recorder_dir, "TESSERA_FLIGHT_RECORDER_DIR", "",                 \
     "Directory where a rank writes its flight recorder as JSON when its communicator "   \
     "breaks (a timeout, a peer's failure, an abort): tessera-flight-<id>-rank<r>.json, "  \
-    "read for all ranks by tools/flight_report.py. Empty: no file.")
+    "read for all ranks by tools/flight_report.py; also when a peer's diagnosis asks or "\
+    "on tesseraCommDumpFlightRecord. Empty: no file.")                                 \
+  X(int64_t, diagnosis_ms, "TESSERA_DIAGNOSIS_MS", 500,                                  \
+    "When a call fails because of a peer (timeout, peer gone, peer's failure), how long "\
+    "this rank asks the others' watch services where they are before naming the "       \
+    "culprit (docs/diagnosis.md). 0: no watch service and no diagnosis.")
 // clang-format on
 
 // Each row's default as a compile-time constant (SettingDefaults::ucx_chunk_bytes; text

@@ -553,6 +553,15 @@ tesseraResult_t tesseraCommGetAsyncError(tesseraComm_t comm, tesseraResult_t* as
   return tesseraSuccess;
 }
 
+tesseraResult_t tesseraCommDumpFlightRecord(tesseraComm_t comm) {
+  CallGuard guard(comm);
+  Status s = CheckCommHandle(comm, guard.comm());
+  if (s.ok() && comm->impl() == nullptr) s = tessera::InvalidUsage("the communicator is still being created");
+  std::string path;
+  if (s.ok()) s = comm->impl()->DumpFlightRecordNow("asked by tesseraCommDumpFlightRecord", &path);
+  return Report(guard.comm(), "tesseraCommDumpFlightRecord", s);
+}
+
 const char* tesseraGetErrorString(tesseraResult_t result) {
   if (result < 0 || result >= tesseraNumResults) return "unknown result code";
   return tessera::CodeName(static_cast<Code>(result));

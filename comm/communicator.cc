@@ -47,8 +47,9 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
     TESSERA_RETURN_IF_ERROR(HostIdFromLayoutFile(settings.topo_file, rank, nranks, &host).Annotate("TESSERA_TOPO_FILE"));
   }
   std::strncpy(mine.host, host.c_str(), sizeof(mine.host) - 1);
-  flight_ = FlightRecorder(static_cast<size_t>(settings.flight_recorder));
+  flight_.SetCapacity(static_cast<size_t>(settings.flight_recorder));
   flight_identity_ = FlightIdentity{id.secret, rank, nranks, static_cast<int>(mine.pid), host};
+  if (settings.diagnosis_ms > 0 && nranks > 1) TESSERA_RETURN_IF_ERROR(StartWatch(settings, id.secret, &mine));
   // Open what peers will reach this rank by before telling them where it is.
   TESSERA_RETURN_IF_ERROR(transports_.Open(settings, rank, nranks, id.secret));
   TESSERA_RETURN_IF_ERROR(AddAgreed(transports_.agreed() + "TESSERA_HALF_WIRE=" + settings.half_wire + "\n", &mine));
@@ -62,6 +63,7 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
     hosts.emplace_back(info.host, strnlen(info.host, sizeof(info.host)));
     pids.push_back(info.pid);
   }
+  InitMembership(all, hosts, pids);
   const std::vector<LocalRank> local = LocalRanks(hosts, pids, rank);
   auto card_of = [&all](int r, const std::string& name, std::string* bytes) { return FindCard(all[r], name, bytes); };
   TESSERA_RETURN_IF_ERROR(transports_.Finish(card_of, local, deadline, &links_));
@@ -78,6 +80,36 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
           std::to_string(local_ranks) + " rank(s) on this host, transports " + transports_.description() +
           ", spin " + std::to_string(spin_us_) + " us");
   return Status::Ok();
+}
+
+Status Communicator::StartWatch(const Settings& settings, uint64_t secret, RankInfo* mine) {
+  std::string ip;
+  TESSERA_RETURN_IF_ERROR(ChooseLocalAddress(settings.socket_ifname, &ip).Annotate("watch service"));
+  auto dump = [this] {
+    std::string path;
+    DumpFlightRecordNow("asked by a peer's diagnosis", &path);  // best effort
+  };
+  TESSERA_RETURN_IF_ERROR(WatchService::Start(ip, secret, rank_, &activity_, dump, &watch_));
+  const SocketAddress a = watch_->address();
+  std::string card(6, '\0');
+  std::memcpy(&card[0], &a.ip_be, 4);
+  std::memcpy(&card[4], &a.port_be, 2);
+  return AddCard("watch", card, mine);
+}
+
+// Diagnosis needs every rank's watch service; without one (TESSERA_DIAGNOSIS_MS=0
+// somewhere) there is none.
+void Communicator::InitMembership(const std::vector<RankInfo>& all, const std::vector<std::string>& hosts,
+                                  const std::vector<int>& pids) {
+  if (!watch_) return;
+  std::vector<SocketAddress> addresses(all.size());
+  for (size_t r = 0; r < all.size(); ++r) {
+    std::string card;
+    if (!FindCard(all[r], "watch", &card).ok() || card.size() != 6) return;
+    std::memcpy(&addresses[r].ip_be, &card[0], 4);
+    std::memcpy(&addresses[r].port_be, &card[4], 2);
+  }
+  membership_ = Membership{rank_, flight_identity_.comm_id, std::move(addresses), pids, hosts};
 }
 
 // Hosts numbered by first appearance; grids and the cost model's shape from them.
@@ -204,6 +236,7 @@ ExecutionSite Communicator::Site() {
   site.tracer = tracer_.get();
   site.premulsum = &premulsum_;
   site.recorder = &flight_;
+  site.activity = &activity_;
   site.context = [this] { return Context(); };
   site.fail = [this](const Status& s) { return Break(s); };
   return site;
@@ -220,6 +253,7 @@ CollectiveContext Communicator::Context() const {
   ctx.exchange.abort = &abort_;
   ctx.exchange.notices = links_.get();
   ctx.exchange.tracer = tracer_.get();
+  ctx.exchange.observer = &activity_;
   ctx.host_grid = host_grid_.get();
   ctx.torus_grid = torus_grid_.get();
   return ctx;
@@ -235,7 +269,8 @@ Status Communicator::Break(const Status& cause) {
     std::lock_guard<std::mutex> lock(error_mu_);
     if (!error_.ok()) return cause;
   }
-  const Status s = DumpFlightRecord(cause);
+  const Status s = DumpFlightRecord(Diagnosed(cause));
+  activity_.Break();
   {
     std::lock_guard<std::mutex> lock(error_mu_);
     if (!error_.ok()) return s;
@@ -245,6 +280,21 @@ Status Communicator::Break(const Status& cause) {
   links_->PublishFailure(s);
   if (device_links_) device_links_->PublishFailure(s);
   return s;
+}
+
+Status Communicator::Diagnosed(const Status& cause) {
+  if (membership_.watch.empty() || abort_.load()) return cause;
+  if (cause.code() != Code::kTimeout && cause.code() != Code::kRemoteError) return cause;
+  const Verdict v = Diagnose(membership_, activity_, !settings_.flight_recorder_dir.empty(),
+                             Deadline::AfterMs(settings_.diagnosis_ms));
+  activity_.SetVerdict(v.text, v.culprits);
+  Log(log_level_, LogLevel::kWarn, "rank " + std::to_string(rank_) + ": " + v.text);
+  return Status(cause.code(), v.text + "; rank " + std::to_string(rank_) + " saw: " + cause.message());
+}
+
+Status Communicator::DumpFlightRecordNow(const std::string& reason, std::string* path) const {
+  if (settings_.flight_recorder_dir.empty()) return InvalidUsage("TESSERA_FLIGHT_RECORDER_DIR is not set");
+  return flight_.Dump(settings_.flight_recorder_dir, flight_identity_, reason, path);
 }
 
 // With TESSERA_FLIGHT_RECORDER_DIR: writes the flight recorder and returns `cause` with

@@ -23,6 +23,9 @@
 #include "comm/operation.h"
 #include "comm/flight_recorder.h"
 #include "comm/premulsum_ops.h"
+#include "diagnosis/activity.h"
+#include "diagnosis/diagnose.h"
+#include "diagnosis/watch.h"
 #include "device/device_engine.h"
 #include "transport/link_table.h"
 #include "transport/registry.h"
@@ -91,6 +94,10 @@ class Communicator {
   // Thread-safe: makes a blocked or future collective fail promptly.
   void RequestAbort() { abort_.store(true); }
 
+  // Thread-safe, any time: writes the flight recorder to TESSERA_FLIGHT_RECORDER_DIR
+  // now; *path names the file. InvalidUsage when the setting is empty.
+  Status DumpFlightRecordNow(const std::string& reason, std::string* path) const;
+
  private:
   Communicator() = default;
   Status Init(const Settings& settings, const UniqueIdData& id, int nranks, int rank);
@@ -98,9 +105,19 @@ class Communicator {
   ExecutionSite Site();
   Status InitShape(const std::vector<RankInfo>& all);
   Status ProbeAndAgree();
-  // Records `cause` as the sticky error (the first one wins) and returns it; the first
-  // also writes the flight record (TESSERA_FLIGHT_RECORDER_DIR) and names its file.
+  // Records `cause` as the sticky error (the first one wins) and returns it. The first
+  // is diagnosed (Diagnosed) and writes the flight record (TESSERA_FLIGHT_RECORDER_DIR),
+  // naming its file.
   Status Break(const Status& cause);
+  // When `cause` can be a peer's doing (a timeout, a peer gone or failed; not an abort):
+  // the verdict of asking every rank (diagnosis/diagnose.h) first, then what this rank
+  // saw. The verdict is also published for peers to adopt. Else `cause`.
+  Status Diagnosed(const Status& cause);
+  // The watch service, started before the rendezvous (its address is this rank's
+  // "watch" card), and after it everyone's addresses, pids and hosts.
+  Status StartWatch(const Settings& settings, uint64_t secret, RankInfo* mine);
+  void InitMembership(const std::vector<RankInfo>& all, const std::vector<std::string>& hosts,
+                      const std::vector<int>& pids);
   Status DumpFlightRecord(const Status& cause) const;
 
   Settings settings_;
@@ -130,6 +147,12 @@ class Communicator {
   std::unique_ptr<DeviceEngine> device_engine_;
   std::unique_ptr<DeviceStream> device_stream_;
   std::unique_ptr<LinkTable> device_links_;
+  // Diagnosis: what this rank is doing, who the ranks are, and the service answering
+  // peers about it (declared last: its thread, which reads the members above, stops
+  // first).
+  mutable Activity activity_;  // internally locked; the exchange tells it what it waits for
+  Membership membership_;  // watch addresses empty: no diagnosis
+  std::unique_ptr<WatchService> watch_;
 };
 
 }  // namespace tessera

@@ -159,12 +159,17 @@ Status Executor::RunGroupIn(const std::vector<Operation>& ops, const CollectiveC
       continue;
     }
     StampCollective(op);
-    site_.recorder->Begin(OpName(op.kind), op.count * SizeOf(op.type));
+    site_.recorder->Begin(OpName(op.kind), op.count * SizeOf(op.type), stamp_.seq);
+    site_.activity->BeginCall(stamp_);
     CollectiveContext ctx = device ? *device : HostContext();
     ctx.exchange.stamp = &stamp_;
     Status s = RunOne(op, ctx, elementwise, device != nullptr);
     site_.recorder->End(s.ok());
-    if (!s.ok()) return s.code() == Code::kInvalidArgument ? s : site_.fail(s);
+    // A failure breaks the communicator (and is diagnosed) while this rank still shows
+    // as in the call.
+    if (!s.ok() && s.code() != Code::kInvalidArgument) s = site_.fail(s);
+    site_.activity->EndCall(s.ok());
+    if (!s.ok()) return s;
   }
   return RunPointToPointGroup(p2p, device ? *device : HostContext());
 }
@@ -273,10 +278,16 @@ Status Executor::RunPointToPointGroup(const std::vector<Operation>& p2p, const C
   if (site_.tracer != nullptr) site_.tracer->BeginOperation("send/recv#" + std::to_string(++op_count_));
   uint64_t sent = 0;
   for (const Operation& op : p2p) sent += op.kind == OpKind::kSend ? op.count * SizeOf(op.type) : 0;
-  site_.recorder->Begin("send/recv", sent);
+  site_.recorder->Begin("send/recv", sent, 0);
+  CallStamp group;  // sequence number 0: sends and receives are not matched across all ranks
+  group.kind = static_cast<uint8_t>(p2p[0].kind);
+  group.count = sent;
+  site_.activity->BeginCall(group);
   Status s = RunPointToPoint(p2p, ctx);
   site_.recorder->End(s.ok());
-  return s.ok() ? s : site_.fail(s.Annotate(p2p.size() == 1 ? OpName(p2p[0].kind) : "send/recv group"));
+  if (!s.ok()) s = site_.fail(s.Annotate(p2p.size() == 1 ? OpName(p2p[0].kind) : "send/recv group"));
+  site_.activity->EndCall(s.ok());
+  return s;
 }
 
 // Every send and receive of the group in one exchange: the engine progresses them all

@@ -23,6 +23,7 @@
 #include "collectives/host_memory_pool.h"
 #include "comm/elementwise_ops.h"
 #include "comm/flight_recorder.h"
+#include "diagnosis/activity.h"
 #include "comm/operation.h"
 #include "comm/premulsum_ops.h"
 #include "device/device_engine.h"
@@ -42,6 +43,7 @@ struct ExecutionSite {
   Tracer* tracer = nullptr;            // null unless TESSERA_TRACE_DIR
   const PreMulSumOps* premulsum = nullptr;
   FlightRecorder* recorder = nullptr;  // the communicator's last operations
+  Activity* activity = nullptr;        // what this rank is doing, for peers' diagnosis
   // A host-path context with a fresh deadline: the links, grids and exchange options.
   std::function<CollectiveContext()> context;
   // Records a communication failure as the communicator's sticky error; returns it.

@@ -51,28 +51,35 @@ const char* FlightStateName(FlightEntry::State state) {
   return "unknown";
 }
 
-FlightEntry* FlightRecorder::Current() {
-  if (ring_.empty() || next_seq_ == 1) return nullptr;
-  return &ring_[(next_seq_ - 2) % ring_.size()];
+void FlightRecorder::SetCapacity(size_t capacity) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ring_.assign(capacity, FlightEntry());
+  recorded_ = 0;
 }
 
-uint64_t FlightRecorder::Begin(const char* what, uint64_t bytes) {
-  const uint64_t seq = next_seq_++;
-  if (ring_.empty()) return seq;
-  FlightEntry& e = ring_[(seq - 1) % ring_.size()];
+FlightEntry* FlightRecorder::Current() {
+  if (ring_.empty() || recorded_ == 0) return nullptr;
+  return &ring_[(recorded_ - 1) % ring_.size()];
+}
+
+void FlightRecorder::Begin(const char* what, uint64_t bytes, uint64_t seq) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ring_.empty()) return;
+  FlightEntry& e = ring_[recorded_++ % ring_.size()];
   e = FlightEntry();
   e.seq = seq;
   e.what = what;
   e.bytes = bytes;
   e.start_us = WallMicros();
-  return seq;
 }
 
 void FlightRecorder::SetAlgorithm(const char* label) {
+  std::lock_guard<std::mutex> lock(mu_);
   if (FlightEntry* e = Current()) e->algorithm = label;
 }
 
 void FlightRecorder::End(bool ok) {
+  std::lock_guard<std::mutex> lock(mu_);
   FlightEntry* e = Current();
   if (e == nullptr || e->state != FlightEntry::State::kRunning) return;
   e->end_us = WallMicros();
@@ -80,10 +87,14 @@ void FlightRecorder::End(bool ok) {
 }
 
 std::vector<FlightEntry> FlightRecorder::Entries() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return EntriesLocked();
+}
+
+std::vector<FlightEntry> FlightRecorder::EntriesLocked() const {
   std::vector<FlightEntry> out;
-  const uint64_t recorded = next_seq_ - 1;
-  const uint64_t first = recorded > ring_.size() ? recorded - ring_.size() + 1 : 1;
-  for (uint64_t seq = first; seq <= recorded && !ring_.empty(); ++seq) out.push_back(ring_[(seq - 1) % ring_.size()]);
+  const uint64_t first = recorded_ > ring_.size() ? recorded_ - ring_.size() : 0;
+  for (uint64_t i = first; i < recorded_; ++i) out.push_back(ring_[i % ring_.size()]);
   return out;
 }
 
@@ -94,7 +105,7 @@ std::string FlightRecorder::ToJson(const FlightIdentity& who, const std::string&
                     ", \"nranks\": " + std::to_string(who.nranks) + ", \"pid\": " + std::to_string(who.pid) +
                     ", \"host\": " + Quoted(who.host) + ", \"reason\": " + Quoted(reason) +
                     ", \"dumped_us\": " + std::to_string(WallMicros()) + ",\n \"entries\": [";
-  const std::vector<FlightEntry> entries = Entries();
+  const std::vector<FlightEntry> entries = Entries();  // locks
   for (size_t i = 0; i < entries.size(); ++i) out += std::string(i ? ",\n  " : "\n  ") + EntryJson(entries[i]);
   return out + "\n]}\n";
 }

@@ -6,14 +6,15 @@
 // hosts) and how it ended. When the communicator breaks, the ring is written as JSON
 // (TESSERA_FLIGHT_RECORDER_DIR); tools/flight_report.py reads every rank's file.
 //
-// Thread-safety: Begin, SetAlgorithm and End are called by the thread that runs the
-// communicator's operations, one at a time; so is Dump (from Communicator::Break, on
-// that thread). Nothing else touches the ring.
+// Thread-safety: every method locks (uncontended: the thread that runs the operations
+// calls Begin, SetAlgorithm and End; Dump may also come from the watch service's thread
+// or tesseraCommDumpFlightRecord on any thread).
 #ifndef TESSERA_COMM_FLIGHT_RECORDER_H_
 #define TESSERA_COMM_FLIGHT_RECORDER_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,7 @@ namespace tessera {
 
 struct FlightEntry {
   enum class State { kRunning, kDone, kFailed };
-  uint64_t seq = 0;               // 1, 2, ... on this communicator
+  uint64_t seq = 0;               // the collective's sequence number (CallStamp); 0 for sends/receives
   const char* what = "";          // "allreduce", ..., "send/recv"
   uint64_t bytes = 0;             // this rank's input bytes (a group: its sends' total)
   const char* algorithm = "";     // the table row's label, "" where none was chosen
@@ -43,11 +44,12 @@ struct FlightIdentity {
 
 class FlightRecorder {
  public:
-  // `capacity` 0: records nothing (Begin still numbers the operations).
+  // `capacity` 0: records nothing.
   explicit FlightRecorder(size_t capacity) : ring_(capacity) {}
+  void SetCapacity(size_t capacity);  // empties the ring
 
-  // A new operation, running from now; returns its sequence number.
-  uint64_t Begin(const char* what, uint64_t bytes);
+  // A new operation, running from now; `seq`: its collective sequence number (0: none).
+  void Begin(const char* what, uint64_t bytes, uint64_t seq);
   void SetAlgorithm(const char* label);
   void End(bool ok);
 
@@ -62,9 +64,11 @@ class FlightRecorder {
 
  private:
   FlightEntry* Current();
+  std::vector<FlightEntry> EntriesLocked() const;
 
+  mutable std::mutex mu_;
   std::vector<FlightEntry> ring_;
-  uint64_t next_seq_ = 1;
+  uint64_t recorded_ = 0;  // entries ever begun
 };
 
 const char* FlightStateName(FlightEntry::State state);  // "running", "done", "failed"

@@ -13,7 +13,7 @@ namespace {
 TEST(FlightRecorder, KeepsTheLastEntriesInOrder) {
   FlightRecorder r(3);
   for (int i = 0; i < 5; ++i) {
-    EXPECT_EQ(r.Begin("allreduce", 8 * (i + 1)), static_cast<uint64_t>(i + 1));
+    r.Begin("allreduce", 8 * (i + 1), static_cast<uint64_t>(i + 1));
     r.SetAlgorithm("ring");
     r.End(i != 4);
   }
@@ -30,26 +30,29 @@ TEST(FlightRecorder, KeepsTheLastEntriesInOrder) {
 
 TEST(FlightRecorder, AnOpenOperationIsRunning) {
   FlightRecorder r(4);
-  r.Begin("broadcast", 16);
+  r.Begin("broadcast", 16, 1);
   r.End(true);
-  r.Begin("send/recv", 32);
+  r.Begin("send/recv", 32, 0);
   const std::vector<FlightEntry> e = r.Entries();
   ASSERT_EQ(e.size(), 2u);
   EXPECT_EQ(e[1].state, FlightEntry::State::kRunning);
   EXPECT_EQ(e[1].end_us, 0);
 }
 
-TEST(FlightRecorder, CapacityZeroStillNumbers) {
+TEST(FlightRecorder, CapacityZeroRecordsNothing) {
   FlightRecorder r(0);
-  EXPECT_EQ(r.Begin("allreduce", 8), 1u);
+  r.Begin("allreduce", 8, 1);
   r.End(true);
-  EXPECT_EQ(r.Begin("allreduce", 8), 2u);
   EXPECT_TRUE(r.Entries().empty());
+  r.SetCapacity(2);
+  r.Begin("allreduce", 8, 2);
+  ASSERT_EQ(r.Entries().size(), 1u);
+  EXPECT_EQ(r.Entries()[0].seq, 2u);
 }
 
 TEST(FlightRecorder, DumpsJsonNamedAfterCommunicatorAndRank) {
   FlightRecorder r(2);
-  r.Begin("allreduce", 64);
+  r.Begin("allreduce", 64, 1);
   r.End(false);
   const char* tmp = std::getenv("TEST_TMPDIR");
   const std::string dir = tmp != nullptr ? tmp : "/tmp";

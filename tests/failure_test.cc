@@ -96,7 +96,7 @@ TEST_P(PeerFailure, PeerExitsAfterInit) {
     if (rank == 2) _exit(0);
     RankChecks c;
     CallOutcome o = TimedAllReduce(comm, kCount);
-    ExpectPeerFailure(&c, o, kPeerGone, {"rank 2"}, "allreduce with rank 2 gone");
+    ExpectPeerFailure(&c, o, kPeerGone, {"rank 2", "[culprit: rank 2]"}, "allreduce with rank 2 gone");
     printf("[ info ] rank %d: %s\n", rank, Describe(o).c_str());
     // Do not destroy (and so disappear) before the other survivor has its error.
     ArriveAndWait(0, 2, Milliseconds(20000));
@@ -131,7 +131,7 @@ TEST_P(PeerFailure, PeerKilledDuringAllReduce) {
     if (rank == 2) pause();  // the allreduce ended before the kill: wait for it
     printf("[ info ] rank %d: %s\n", rank, Describe(o).c_str());
     if (o.code != tesseraSuccess) {
-      ExpectPeerFailure(&c, o, kPeerGone, {}, "allreduce while rank 2 is killed");
+      ExpectPeerFailure(&c, o, kPeerGone, {"[culprit: rank 2]"}, "allreduce while rank 2 is killed");
     }
     ArriveAndWait(0, 2, Milliseconds(20000));
     return c.str();
@@ -152,7 +152,8 @@ TEST_P(PeerFailure, SilentPeerTimesOut) {
     }
     RankChecks c;
     CallOutcome o = TimedAllReduce(comm, kCount);
-    ExpectPeerFailure(&c, o, {tesseraTimeout}, {"allreduce"}, "allreduce with rank 2 silent");
+    ExpectPeerFailure(&c, o, {tesseraTimeout}, {"rank 2", "has not called allreduce #1", "[culprit: rank 2]"},
+                      "allreduce with rank 2 silent");
     c.Expect(o.seconds >= kTimeoutMs / 1000.0 * 0.9,
              "timed out before the timeout: " + Describe(o));
     printf("[ info ] rank %d: %s\n", rank, Describe(o).c_str());
@@ -160,6 +161,41 @@ TEST_P(PeerFailure, SilentPeerTimesOut) {
     return c.str();
   }, FailureOptions(GetParam()));
   EXPECT_EQ("", Failures(results));
+}
+
+// Rank 2 is stopped (SIGSTOP) in the middle of a large allreduce: every survivor times
+// out naming rank 2 as the culprit, stopped, and no survivor blames another. Rank 0
+// then kills it.
+TEST_P(PeerFailure, StoppedPeerIsTheCulprit) {
+  const size_t big = size_t{16} << 20;
+  auto results = RunRanks(4, [big](int rank, tesseraComm_t comm) {
+    RankChecks c;
+    std::vector<int32_t> pids(4);
+    int32_t mine = getpid();
+    const tesseraResult_t r = tesseraAllGather(&mine, pids.data(), 1, tesseraInt32, comm, nullptr);
+    if (!c.ExpectCode(r, tesseraSuccess, "allgather of pids")) return c.str();
+    std::vector<float> buf(big, 1.0f);
+    if (rank == 2) {
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        raise(SIGSTOP);
+      }).detach();
+    }
+    auto start = std::chrono::steady_clock::now();
+    CallOutcome o;
+    o.code = tesseraAllReduce(buf.data(), buf.data(), big, tesseraFloat32, tesseraSum, comm, nullptr);
+    o.seconds = SecondsSince(start);
+    if (o.code != tesseraSuccess) o.message = LastError(comm);
+    if (rank == 2) pause();  // the allreduce ended before the stop: wait to be killed
+    printf("[ info ] rank %d: %s\n", rank, Describe(o).c_str());
+    ExpectPeerFailure(&c, o, kPeerGone, {"[culprit: rank 2]", "stopped"}, "allreduce while rank 2 is stopped");
+    ArriveAndWait(0, 3, Milliseconds(20000));
+    if (rank == 0) kill(pids[2], SIGKILL);
+    return c.str();
+  }, FailureOptions(GetParam()));
+  ASSERT_EQ(4u, results.size());
+  for (int r : {0, 1, 3}) EXPECT_TRUE(results[r].ok()) << results[r].Describe();
+  EXPECT_EQ(SIGKILL, results[2].signal) << results[2].Describe();
 }
 
 // (c) tesseraCommAbort from a second thread unblocks a collective that cannot complete

@@ -74,20 +74,55 @@ TEST(FlightRecord, SilentRankIsNamedFromTheRecords) {
   }, opts);
   EXPECT_EQ("", Failures(results));
 
+  // Ranks 0 and 1 write theirs on failing; rank 2's is written when rank 0's diagnosis
+  // asks, while it is outside tessera.
   std::vector<std::string> files = FlightFiles(dir);
-  ASSERT_EQ(files.size(), 2u) << "ranks 0 and 1 write a record, silent rank 2 does not";
+  ASSERT_EQ(files.size(), 3u) << "every rank writes a record";
   for (const std::string& name : files) {
     const std::string json = ReadFile(dir + "/" + name);
     EXPECT_NE(json.find("\"seq\": 3, \"op\": \"allreduce\", \"bytes\": 4096"), std::string::npos) << json;
-    EXPECT_NE(json.find("\"state\": \"failed\""), std::string::npos) << json;
-    EXPECT_EQ(json.find("-rank2.json"), std::string::npos);
+    const bool silent = name.find("-rank2.json") != std::string::npos;
+    EXPECT_EQ(json.find("\"state\": \"failed\"") != std::string::npos, !silent) << json;
+    if (silent) EXPECT_NE(json.find("asked by a peer's diagnosis"), std::string::npos) << json;
   }
   const std::string report = RunTool(dir);
   printf("%s\n", report.c_str());
-  EXPECT_NE(report.find("records from 2 of 3 ranks"), std::string::npos) << report;
-  EXPECT_NE(report.find("no record from rank(s) 2"), std::string::npos) << report;
+  EXPECT_NE(report.find("records from 3 of 3 ranks"), std::string::npos) << report;
+  EXPECT_NE(report.find("outside tessera: rank(s) 2 (never called #4)"), std::string::npos) << report;
   EXPECT_NE(report.find("verdict: suspect rank(s) 2; the others were waiting in #4"), std::string::npos) << report;
+  EXPECT_NE(report.find("diagnosis agreed by the ranks: [culprit: rank 2]"), std::string::npos) << report;
   system(("rm -rf " + dir).c_str());
+}
+
+// A dump on request, while nothing failed: every rank writes its record; without the
+// directory setting the call says so.
+TEST(FlightRecord, DumpOnRequest) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/flight_req_" + std::to_string(getpid());
+  ASSERT_EQ(0, system(("mkdir -p " + dir).c_str()));
+  RankOptions opts;
+  opts.env["TESSERA_FLIGHT_RECORDER_DIR"] = dir;
+  auto results = RunRanks(2, [](int, tesseraComm_t comm) {
+    RankChecks c;
+    std::vector<float> data(16, 1.0f);
+    c.ExpectCode(tesseraAllReduce(data.data(), data.data(), data.size(), tesseraFloat32, tesseraSum, comm, nullptr),
+                 tesseraSuccess, "allreduce");
+    c.ExpectCode(tesseraCommDumpFlightRecord(comm), tesseraSuccess, "dump on request");
+    return c.str();
+  }, opts);
+  EXPECT_EQ("", Failures(results));
+  std::vector<std::string> files = FlightFiles(dir);
+  ASSERT_EQ(files.size(), 2u);
+  const std::string json = ReadFile(dir + "/" + files[0]);
+  EXPECT_NE(json.find("asked by tesseraCommDumpFlightRecord"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"seq\": 1, \"op\": \"allreduce\", \"bytes\": 64"), std::string::npos) << json;
+  system(("rm -rf " + dir).c_str());
+  auto unset = RunRanks(2, [](int, tesseraComm_t comm) {
+    RankChecks c;
+    c.ExpectCode(tesseraCommDumpFlightRecord(comm), tesseraInvalidUsage, "dump without a directory");
+    return c.str();
+  }, RankOptions());
+  EXPECT_EQ("", Failures(unset));
 }
 
 }  // namespace

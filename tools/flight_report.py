@@ -42,8 +42,25 @@ def describe(entry, now_us):
 
 
 def last_done(record):
-    done = [e["seq"] for e in record["entries"] if e["state"] == "done"]
+    """The last completed collective's sequence number (sends/receives have seq 0)."""
+    done = [e["seq"] for e in record["entries"] if e["state"] == "done" and e["seq"] > 0]
     return max(done) if done else 0
+
+
+def open_seq(record):
+    """The collective this rank was in (running or failed), or 0."""
+    open_entries = [e["seq"] for e in record["entries"] if e["state"] != "done" and e["seq"] > 0]
+    return max(open_entries) if open_entries else 0
+
+
+def culprit_tags(records):
+    """The diagnosis' '[culprit: ...]' tags found in the ranks' reasons."""
+    tags = set()
+    for r in records.values():
+        start = r["reason"].find("[culprit: ")
+        if start >= 0:
+            tags.add(r["reason"][start:r["reason"].find("]", start) + 1])
+    return sorted(tags)
 
 
 def report(comm_id, records):
@@ -56,19 +73,27 @@ def report(comm_id, records):
         lines.append(f"  rank {rank} (pid {r['pid']} on {r['host']}): last completed #{last_done(r)}; {where}")
         lines.append(f"    reason: {r['reason']}")
     missing = [rank for rank in range(nranks) if rank not in records]
+    failing = max(open_seq(r) for r in records.values())
     newest = max(last_done(r) for r in records.values())
-    behind = sorted(rank for rank, r in records.items() if last_done(r) < newest)
+    idle = sorted(rank for rank, r in records.items() if open_seq(r) == 0 and last_done(r) < failing)
+    behind = sorted(rank for rank, r in records.items() if last_done(r) < newest and rank not in idle)
     if missing:
         lines.append(f"  no record from rank(s) {', '.join(map(str, missing))}: they did not fail here "
                      "(stalled, killed, or never reached the failing call)")
+    if idle:
+        lines.append(f"  outside tessera: rank(s) {', '.join(map(str, idle))} (never called #{failing})")
     if behind:
         lines.append(f"  behind: rank(s) {', '.join(map(str, behind))} (last completed older than #{newest})")
-    suspects = missing + behind
+    suspects = missing + idle + behind
+    waiting_in = failing or newest + 1
     if suspects:
         lines.append(f"verdict: suspect rank(s) {', '.join(map(str, sorted(suspects)))}; "
-                     f"the others were waiting in #{newest + 1}")
+                     f"the others were waiting in #{waiting_in}")
     else:
-        lines.append(f"verdict: every rank failed in #{newest + 1}; see the reasons above")
+        lines.append(f"verdict: every rank failed in #{waiting_in}; see the reasons above")
+    tags = culprit_tags(records)
+    if tags:
+        lines.append(f"diagnosis agreed by the ranks: {' / '.join(tags)}")
     return "\n".join(lines)
 
 

@@ -128,6 +128,17 @@ class Engine {
     return notice.ok() ? s : Status(notice.code(), s.message() + "; " + notice.message());
   }
 
+  void TellObserver(int64_t last_progress_us) {
+    waiting_peers_.clear();
+    for (const Queue& q : queues_) {
+      const int peer = q.link->peer();
+      if (q.busy() && std::find(waiting_peers_.begin(), waiting_peers_.end(), peer) == waiting_peers_.end()) {
+        waiting_peers_.push_back(peer);
+      }
+    }
+    opt_.observer->Waiting(waiting_peers_.data(), waiting_peers_.size(), last_progress_us);
+  }
+
   Status CheckPeers() {
     for (Queue& q : queues_) {
       if (!q.busy()) continue;
@@ -142,6 +153,7 @@ class Engine {
   std::vector<State> state_;
   std::vector<int64_t> start_us_;  // when each transfer began (tracing only)
   std::vector<Queue> queues_;
+  std::vector<int> waiting_peers_;  // for the observer
   size_t remaining_ = 0;
 };
 
@@ -182,6 +194,7 @@ Status Engine::Run() {
       last_peer_check_us = now;
       TESSERA_RETURN_IF_ERROR(CheckPeers());
     }
+    if (opt_.observer != nullptr) TellObserver(last_progress_us);
     // Sleep until a link can move, a slice passes, or the deadline.
     waits.Clear();
     for (Queue& q : queues_) {

@@ -53,6 +53,15 @@ struct Transfer {
   }
 };
 
+// Told, from the exchange's thread, what a stalled exchange waits for each time it is
+// about to sleep: the peers of its transfers not yet done and when anything last moved
+// (NowMicros). Diagnosis reads what it was told from another thread.
+class ExchangeObserver {
+ public:
+  virtual ~ExchangeObserver() = default;
+  virtual void Waiting(const int* peers, size_t count, int64_t last_progress_us) = 0;
+};
+
 struct ExchangeOptions {
   Deadline deadline = Deadline::AfterMs(0);
   int64_t timeout_ms = 0;                  // for messages only
@@ -63,6 +72,7 @@ struct ExchangeOptions {
   // The collective these messages belong to, the same on every rank (base/call_stamp.h);
   // null outside collectives (sends and receives, the cost-model probe).
   const CallStamp* stamp = nullptr;
+  ExchangeObserver* observer = nullptr;      // null: nobody asks
 };
 
 Status Exchange(Transfer* transfers, size_t count, const ExchangeOptions& options);

@@ -210,6 +210,13 @@ tesseraResult_t tesseraCommUserRank(const tesseraComm_t comm, int* rank);
 /* The error that broke comm, or tesseraSuccess. Thread-safe; does not block. */
 tesseraResult_t tesseraCommGetAsyncError(tesseraComm_t comm, tesseraResult_t* asyncError);
 
+/* Writes comm's flight recorder (its last TESSERA_FLIGHT_RECORDER operations) as JSON
+ * to TESSERA_FLIGHT_RECORDER_DIR now, as a failure would (docs/diagnosis.md). Thread-safe:
+ * may be called while another thread is blocked in a collective of comm.
+ * tesseraInvalidUsage when TESSERA_FLIGHT_RECORDER_DIR is not set or comm is still being
+ * created; tesseraSystemError when the file cannot be written. */
+tesseraResult_t tesseraCommDumpFlightRecord(tesseraComm_t comm);
+
 /* A short static description of a result code ("invalid argument", ...). */
 const char* tesseraGetErrorString(tesseraResult_t result);
 

@@ -1,0 +1,287 @@
+#include "diagnosis/watch.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace tessera {
+namespace {
+
+constexpr uint64_t kRequestMagic = 0x7465737377617463ull;  // "tesswatc"
+constexpr uint64_t kReplyMagic = 0x7465737377617472ull;    // "tesswatr"
+// How long one client may take to send its request or read the answer.
+constexpr int kClientMs = 200;
+
+struct RequestWire {
+  uint64_t magic;
+  uint64_t secret;
+  uint32_t kind;
+  int32_t from_rank;
+};
+
+struct ReplyHeader {
+  uint64_t magic;
+  int32_t rank;
+  int32_t pid;
+  uint8_t state;
+  uint8_t reserved[3];
+  uint32_t last_done_seq;
+  CallStamp call;
+  int64_t in_state_us;
+  int64_t since_progress_us;
+  uint32_t waiting;
+  uint32_t culprits;
+  uint32_t verdict_bytes;
+  uint32_t reserved2;
+};
+
+template <typename T>
+void Append(std::string* out, const T& value) {
+  out->append(reinterpret_cast<const char*>(&value), sizeof(value));
+}
+
+void AppendRanks(std::string* out, const std::vector<int32_t>& ranks) {
+  for (size_t i = 0; i < ranks.size() && i < kMaxWatchPeers; ++i) Append(out, ranks[i]);
+}
+
+}  // namespace
+
+std::string EncodeSnapshot(int rank, int pid, const ActivitySnapshot& s) {
+  ReplyHeader h{};
+  h.magic = kReplyMagic;
+  h.rank = rank;
+  h.pid = pid;
+  h.state = static_cast<uint8_t>(s.state);
+  h.last_done_seq = s.last_done_seq;
+  h.call = s.call;
+  h.in_state_us = s.in_state_us;
+  h.since_progress_us = s.since_progress_us;
+  h.waiting = static_cast<uint32_t>(std::min(s.waiting_on.size(), kMaxWatchPeers));
+  h.culprits = static_cast<uint32_t>(std::min(s.culprits.size(), kMaxWatchPeers));
+  h.verdict_bytes = static_cast<uint32_t>(std::min(s.verdict.size(), kMaxVerdictBytes));
+  std::string out;
+  Append(&out, h);
+  AppendRanks(&out, s.waiting_on);
+  AppendRanks(&out, s.culprits);
+  out.append(s.verdict, 0, h.verdict_bytes);
+  return out;
+}
+
+Status DecodeSnapshot(const std::string& bytes, int* rank, int* pid, ActivitySnapshot* s) {
+  ReplyHeader h;
+  if (bytes.size() < sizeof(h)) return InvalidArgument("watch reply of " + std::to_string(bytes.size()) + " bytes");
+  std::memcpy(&h, bytes.data(), sizeof(h));
+  if (h.magic != kReplyMagic) return InvalidArgument("watch reply without its magic");
+  if (h.state > static_cast<uint8_t>(ActivitySnapshot::State::kBroken)) return InvalidArgument("watch reply: bad state");
+  if (h.waiting > kMaxWatchPeers || h.culprits > kMaxWatchPeers || h.verdict_bytes > kMaxVerdictBytes) {
+    return InvalidArgument("watch reply: lengths out of range");
+  }
+  const size_t want = sizeof(h) + 4 * (size_t{h.waiting} + h.culprits) + h.verdict_bytes;
+  if (bytes.size() != want) {
+    return InvalidArgument("watch reply of " + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(want));
+  }
+  *rank = h.rank;
+  *pid = h.pid;
+  s->state = static_cast<ActivitySnapshot::State>(h.state);
+  s->last_done_seq = h.last_done_seq;
+  s->call = h.call;
+  s->in_state_us = h.in_state_us;
+  s->since_progress_us = h.since_progress_us;
+  const char* p = bytes.data() + sizeof(h);
+  s->waiting_on.resize(h.waiting);
+  std::memcpy(s->waiting_on.data(), p, 4 * size_t{h.waiting});
+  p += 4 * size_t{h.waiting};
+  s->culprits.resize(h.culprits);
+  std::memcpy(s->culprits.data(), p, 4 * size_t{h.culprits});
+  p += 4 * size_t{h.culprits};
+  s->verdict.assign(p, h.verdict_bytes);
+  return Status::Ok();
+}
+
+// --- The service ----------------------------------------------------------------------
+
+Status WatchService::Start(const std::string& ip, uint64_t secret, int rank, const Activity* activity,
+                           std::function<void()> dump, std::unique_ptr<WatchService>* out) {
+  std::unique_ptr<WatchService> w(new WatchService());
+  TESSERA_RETURN_IF_ERROR(Listen(ip, 0, &w->listener_, &w->address_).Annotate("watch service"));
+  w->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (w->wake_fd_ < 0) return ErrnoError("watch service: eventfd", errno);
+  w->secret_ = secret;
+  w->rank_ = rank;
+  w->pid_ = static_cast<int>(getpid());
+  w->activity_ = activity;
+  w->dump_ = std::move(dump);
+  w->thread_ = std::thread([raw = w.get()] { raw->Serve(); });
+  *out = std::move(w);
+  return Status::Ok();
+}
+
+WatchService::~WatchService() {
+  if (thread_.joinable()) {
+    const uint64_t one = 1;
+    ssize_t ignored = write(wake_fd_, &one, sizeof(one));
+    (void)ignored;
+    thread_.join();
+  }
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+void WatchService::Serve() {
+  for (;;) {
+    pollfd fds[2] = {{listener_.fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
+    if (fds[1].revents != 0) return;
+    if (fds[0].revents == 0) continue;
+    for (;;) {
+      const int fd = ::accept4(listener_.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) break;
+      Answer(Socket(fd));
+    }
+  }
+}
+
+void WatchService::Answer(Socket client) {
+  const Deadline deadline = Deadline::AfterMs(kClientMs);
+  RequestWire req;
+  if (!RecvAll(client, &req, sizeof(req), deadline).ok()) return;
+  if (req.magic != kRequestMagic || req.secret != secret_) return;
+  if (req.kind != static_cast<uint32_t>(WatchRequest::kStatus) &&
+      req.kind != static_cast<uint32_t>(WatchRequest::kStatusAndDump)) {
+    return;
+  }
+  if (req.kind == static_cast<uint32_t>(WatchRequest::kStatusAndDump) && dump_) dump_();
+  const std::string reply = EncodeSnapshot(rank_, pid_, activity_->Snapshot());
+  const uint32_t length = static_cast<uint32_t>(reply.size());
+  if (SendAll(client, &length, sizeof(length), deadline).ok()) SendAll(client, reply.data(), reply.size(), deadline);
+}
+
+// --- The client -----------------------------------------------------------------------
+
+const char* PeerAnswerName(PeerAnswer::Kind kind) {
+  switch (kind) {
+    case PeerAnswer::Kind::kAnswered: return "answered";
+    case PeerAnswer::Kind::kRefused: return "refused";
+    case PeerAnswer::Kind::kLocalError: return "local network error";
+    case PeerAnswer::Kind::kSilent: return "silent";
+    case PeerAnswer::Kind::kBadReply: return "bad reply";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// One question in flight.
+struct Query {
+  int peer = -1;
+  Socket socket;
+  enum class Step { kConnecting, kReceiving, kDone } step = Step::kConnecting;
+  std::string in;  // the length word, then the reply
+};
+
+PeerAnswer::Kind KindOfErrno(int e) {
+  switch (e) {
+    case ECONNREFUSED: case ECONNRESET: case EPIPE: return PeerAnswer::Kind::kRefused;
+    case ENETUNREACH: case ENETDOWN: case EPERM: case EACCES: return PeerAnswer::Kind::kLocalError;
+    default: return PeerAnswer::Kind::kSilent;
+  }
+}
+
+void Fail(Query* q, PeerAnswer* a, int e, const char* what) {
+  a->kind = KindOfErrno(e);
+  a->error = std::string(what) + ": " + std::strerror(e);
+  q->step = Query::Step::kDone;
+  q->socket.Close();
+}
+
+void StartQuery(const SocketAddress& to, Query* q, PeerAnswer* a) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Fail(q, a, errno, "socket");
+  q->socket = Socket(fd);
+  const sockaddr_in addr = to.ToSockaddr();
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) < 0 && errno != EINPROGRESS) {
+    return Fail(q, a, errno, "connect");
+  }
+}
+
+// The connection is writable: check it connected and send the request (small: one send).
+void SendRequest(const RequestWire& req, Query* q, PeerAnswer* a) {
+  int err = 0;
+  socklen_t len = sizeof(err);
+  getsockopt(q->socket.fd(), SOL_SOCKET, SO_ERROR, &err, &len);
+  if (err != 0) return Fail(q, a, err, "connect");
+  const ssize_t n = ::send(q->socket.fd(), &req, sizeof(req), MSG_NOSIGNAL);
+  if (n != static_cast<ssize_t>(sizeof(req))) return Fail(q, a, n < 0 ? errno : EPIPE, "send");
+  q->step = Query::Step::kReceiving;
+}
+
+// Reads what has arrived; decodes once the whole reply is in.
+void ReadReply(Query* q, PeerAnswer* a) {
+  char buf[4096];
+  const ssize_t n = ::recv(q->socket.fd(), buf, sizeof(buf), 0);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+  if (n <= 0) return Fail(q, a, n < 0 ? errno : ECONNRESET, "receive");
+  q->in.append(buf, static_cast<size_t>(n));
+  uint32_t length = 0;
+  if (q->in.size() < sizeof(length)) return;
+  std::memcpy(&length, q->in.data(), sizeof(length));
+  if (length > sizeof(ReplyHeader) + 8 * kMaxWatchPeers + kMaxVerdictBytes || q->in.size() > sizeof(length) + length) {
+    a->kind = PeerAnswer::Kind::kBadReply;
+    a->error = "watch reply too long";
+  } else if (q->in.size() < sizeof(length) + length) {
+    return;
+  } else {
+    int rank = -1;
+    const Status s = DecodeSnapshot(q->in.substr(sizeof(length)), &rank, &a->pid, &a->snapshot);
+    a->kind = s.ok() && rank == q->peer ? PeerAnswer::Kind::kAnswered : PeerAnswer::Kind::kBadReply;
+    a->error = s.ok() ? (rank == q->peer ? "" : "answered as rank " + std::to_string(rank)) : s.message();
+  }
+  q->step = Query::Step::kDone;
+  q->socket.Close();
+}
+
+}  // namespace
+
+void QueryPeers(const std::vector<SocketAddress>& peers, const std::vector<bool>& skip, uint64_t secret, int my_rank,
+                WatchRequest request, const Deadline& deadline, bool stop_on_verdict, std::vector<PeerAnswer>* answers) {
+  answers->assign(peers.size(), PeerAnswer());
+  const RequestWire req{kRequestMagic, secret, static_cast<uint32_t>(request), my_rank};
+  std::vector<Query> queries;
+  for (size_t r = 0; r < peers.size(); ++r) {
+    if (r < skip.size() && skip[r]) continue;
+    queries.emplace_back();
+    queries.back().peer = static_cast<int>(r);
+    StartQuery(peers[r], &queries.back(), &(*answers)[r]);
+  }
+  for (;;) {
+    std::vector<pollfd> fds;
+    std::vector<Query*> open;
+    for (Query& q : queries) {
+      if (q.step == Query::Step::kDone) continue;
+      fds.push_back(pollfd{q.socket.fd(), static_cast<short>(q.step == Query::Step::kConnecting ? POLLOUT : POLLIN), 0});
+      open.push_back(&q);
+    }
+    if (open.empty() || deadline.Expired()) break;
+    if (::poll(fds.data(), fds.size(), deadline.RemainingMs()) <= 0) continue;
+    for (size_t i = 0; i < open.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      PeerAnswer* a = &(*answers)[open[i]->peer];
+      if (open[i]->step == Query::Step::kConnecting) {
+        SendRequest(req, open[i], a);
+      } else {
+        ReadReply(open[i], a);
+      }
+      if (stop_on_verdict && a->kind == PeerAnswer::Kind::kAnswered && !a->snapshot.verdict.empty()) return;
+    }
+  }
+  for (Query& q : queries) {
+    if (q.step != Query::Step::kDone) (*answers)[q.peer].error = "no answer by the deadline";
+  }
+}
+
+}  // namespace tessera

@@ -1,0 +1,97 @@
+// The watch service: a thread per communicator that answers peers' questions about
+// this rank (its Activity), so that when a call stalls the survivors can find out who
+// stopped, who is outside tessera and who is merely waiting, even while this rank's
+// calls are blocked. It listens on its own TCP socket (the address is a rendezvous
+// card), apart from the data links, and answers one small request at a time:
+// - kStatus: this rank's ActivitySnapshot;
+// - kStatusAndDump: the same, after writing this rank's flight record (the dump
+//   callback), so that every rank that still runs leaves its record, not only those
+//   that failed.
+// Requests carry the communicator's secret; anything else is dropped unanswered. A
+// stopped process (SIGSTOP) answers nothing; a dead one refuses the connection.
+//
+// QueryPeers is the other side: it asks many peers at once, all in parallel, bounded by
+// one deadline, and sorts out who answered, who refused, who stayed silent and whose
+// packets this host could not even send.
+#ifndef TESSERA_DIAGNOSIS_WATCH_H_
+#define TESSERA_DIAGNOSIS_WATCH_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/socket.h"
+#include "base/status.h"
+#include "diagnosis/activity.h"
+
+namespace tessera {
+
+enum class WatchRequest : uint32_t { kStatus = 1, kStatusAndDump = 2 };
+
+// The reply's bytes: encoded by the service, decoded (bounds-checked: they come from the
+// network) by QueryPeers. At most kMaxWatchPeers waiting peers and culprits and
+// kMaxVerdictBytes of verdict travel.
+constexpr size_t kMaxWatchPeers = 64;
+constexpr size_t kMaxVerdictBytes = 2048;
+std::string EncodeSnapshot(int rank, int pid, const ActivitySnapshot& s);
+// InvalidArgument naming what is wrong when `bytes` is not a whole, valid reply.
+Status DecodeSnapshot(const std::string& bytes, int* rank, int* pid, ActivitySnapshot* s);
+
+class WatchService {
+ public:
+  // Listens on `ip` (port chosen by the kernel) and starts the thread. `activity` and
+  // `dump` must outlive the service; `dump` runs on the service's thread.
+  static Status Start(const std::string& ip, uint64_t secret, int rank, const Activity* activity,
+                      std::function<void()> dump, std::unique_ptr<WatchService>* out);
+  ~WatchService();  // stops and joins the thread, closes every socket
+  WatchService(const WatchService&) = delete;
+  WatchService& operator=(const WatchService&) = delete;
+
+  SocketAddress address() const { return address_; }
+
+ private:
+  WatchService() = default;
+  void Serve();
+  void Answer(Socket client);
+
+  Socket listener_;
+  int wake_fd_ = -1;  // an eventfd: written to stop the thread
+  SocketAddress address_;
+  uint64_t secret_ = 0;
+  int rank_ = 0;
+  int pid_ = 0;
+  const Activity* activity_ = nullptr;
+  std::function<void()> dump_;
+  std::thread thread_;
+};
+
+// What asking one peer gave.
+struct PeerAnswer {
+  enum class Kind : uint8_t {
+    kAnswered,     // `snapshot` holds its state
+    kRefused,      // connection refused or reset: nothing listens (the process is gone)
+    kLocalError,   // this host could not send (network down, unreachable net, packets
+                   // dropped by a local firewall): the fault is on this side
+    kSilent,       // no answer by the deadline (stopped, hung, or cut off)
+    kBadReply,     // answered garbage
+  };
+  Kind kind = Kind::kSilent;
+  int pid = 0;
+  ActivitySnapshot snapshot;
+  std::string error;  // what failed, for kinds other than kAnswered
+};
+const char* PeerAnswerName(PeerAnswer::Kind kind);
+
+// Asks each address of `peers` (index = rank; ranks in `skip` are not asked) for its
+// status, all at once, until every one has answered or failed or the deadline passes.
+// With stop_on_verdict, returns as soon as one answer carries a verdict (the others stay
+// kSilent). `answers` is resized to peers.size().
+void QueryPeers(const std::vector<SocketAddress>& peers, const std::vector<bool>& skip, uint64_t secret, int my_rank,
+                WatchRequest request, const Deadline& deadline, bool stop_on_verdict, std::vector<PeerAnswer>* answers);
+
+}  // namespace tessera
+
+#endif  // TESSERA_DIAGNOSIS_WATCH_H_
