@@ -116,7 +116,8 @@ class RendezvousService {
       if (nranks_ <= 0) return;  // nobody came
       failure_ = TimeoutError("rendezvous timed out after " + std::to_string(timeout_ms_) + " ms: " +
                               std::to_string(joined_count_) + " of " + std::to_string(nranks_) +
-                              " ranks joined; missing rank(s) " + MissingRanks(joined_));
+                              " ranks joined; missing rank(s) " + MissingRanks(joined_) + " [culprit: " +
+                              (nranks_ - joined_count_ == 1 ? "rank " : "ranks ") + MissingRanks(joined_) + "]");
     }
     FailAll();
   }
