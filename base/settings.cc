@@ -64,6 +64,7 @@ Status Validate(const Settings& s) {
   if (s.flight_recorder < 0 || s.flight_recorder > 1000000) {
     return InvalidArgument("TESSERA_FLIGHT_RECORDER must be in [0, 1000000]");
   }
+  if (s.dump_signal < 0 || s.dump_signal > 64) return InvalidArgument("TESSERA_DUMP_SIGNAL must be in [0, 64]");
   if (s.diagnosis_ms < 0 || s.diagnosis_ms > 60000) {
     return InvalidArgument("TESSERA_DIAGNOSIS_MS must be in [0, 60000]");
   }

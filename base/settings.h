@@ -135,6 +135,10 @@ namespace tessera {
     "breaks (a timeout, a peer's failure, an abort): tessera-flight-<id>-rank<r>.json, "  \
     "read for all ranks by tools/flight_report.py; also when a peer's diagnosis asks or "\
     "on tesseraCommDumpFlightRecord. Empty: no file.")                                 \
+  X(int64_t, dump_signal, "TESSERA_DUMP_SIGNAL", 0,                                      \
+    "A signal number (e.g. 10, SIGUSR1) on which every communicator of the process "     \
+    "writes its flight recorder to TESSERA_FLIGHT_RECORDER_DIR (within 200 ms). 0: none "\
+    "(tessera installs no handler).")                                                  \
   X(int64_t, diagnosis_ms, "TESSERA_DIAGNOSIS_MS", 500,                                  \
     "When a call fails because of a peer (timeout, peer gone, peer's failure), how long "\
     "this rank asks the others' watch services where they are before naming the "       \

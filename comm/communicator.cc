@@ -87,9 +87,11 @@ Status Communicator::StartWatch(const Settings& settings, uint64_t secret, RankI
   TESSERA_RETURN_IF_ERROR(ChooseLocalAddress(settings.socket_ifname, &ip).Annotate("watch service"));
   auto dump = [this] {
     std::string path;
-    DumpFlightRecordNow("asked by a peer's diagnosis", &path);  // best effort
+    DumpFlightRecordNow("asked by a peer's diagnosis or the dump signal", &path);  // best effort
   };
-  TESSERA_RETURN_IF_ERROR(WatchService::Start(ip, secret, rank_, &activity_, dump, &watch_));
+  const bool on_signal = settings.dump_signal > 0;
+  if (on_signal) TESSERA_RETURN_IF_ERROR(InstallDumpSignal(static_cast<int>(settings.dump_signal)));
+  TESSERA_RETURN_IF_ERROR(WatchService::Start(ip, secret, rank_, &activity_, dump, on_signal, &watch_));
   const SocketAddress a = watch_->address();
   std::string card(6, '\0');
   std::memcpy(&card[0], &a.ip_be, 4);

@@ -3,12 +3,14 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 
 namespace tessera {
 namespace {
@@ -104,10 +106,40 @@ Status DecodeSnapshot(const std::string& bytes, int* rank, int* pid, ActivitySna
   return Status::Ok();
 }
 
+// --- The dump signal ------------------------------------------------------------------
+
+namespace {
+
+std::atomic<uint64_t> g_dump_signals{0};  // bumped by the handler (lock-free, signal-safe)
+std::mutex g_signal_mu;
+int g_signal = 0;  // the signal installed, 0 = none
+
+void OnDumpSignal(int) { g_dump_signals.fetch_add(1, std::memory_order_relaxed); }
+
+}  // namespace
+
+Status InstallDumpSignal(int signo) {
+  std::lock_guard<std::mutex> lock(g_signal_mu);
+  if (g_signal == signo) return Status::Ok();
+  if (g_signal != 0) {
+    return InvalidUsage("the flight-record dump signal is already " + std::to_string(g_signal) + ", not " +
+                        std::to_string(signo));
+  }
+  struct sigaction action {};
+  action.sa_handler = OnDumpSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  if (signo <= 0 || signo == SIGKILL || signo == SIGSTOP || sigaction(signo, &action, nullptr) != 0) {
+    return InvalidArgument("signal " + std::to_string(signo) + " cannot be caught for flight-record dumps");
+  }
+  g_signal = signo;
+  return Status::Ok();
+}
+
 // --- The service ----------------------------------------------------------------------
 
 Status WatchService::Start(const std::string& ip, uint64_t secret, int rank, const Activity* activity,
-                           std::function<void()> dump, std::unique_ptr<WatchService>* out) {
+                           std::function<void()> dump, bool dump_on_signal, std::unique_ptr<WatchService>* out) {
   std::unique_ptr<WatchService> w(new WatchService());
   TESSERA_RETURN_IF_ERROR(Listen(ip, 0, &w->listener_, &w->address_).Annotate("watch service"));
   w->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -117,6 +149,8 @@ Status WatchService::Start(const std::string& ip, uint64_t secret, int rank, con
   w->pid_ = static_cast<int>(getpid());
   w->activity_ = activity;
   w->dump_ = std::move(dump);
+  w->dump_on_signal_ = dump_on_signal;
+  w->signals_seen_ = g_dump_signals.load();  // before the thread: a signal from now on counts
   w->thread_ = std::thread([raw = w.get()] { raw->Serve(); });
   *out = std::move(w);
   return Status::Ok();
@@ -135,8 +169,11 @@ WatchService::~WatchService() {
 void WatchService::Serve() {
   for (;;) {
     pollfd fds[2] = {{listener_.fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
+    if (::poll(fds, 2, dump_on_signal_ ? kSignalCheckMs : -1) < 0 && errno != EINTR) return;
     if (fds[1].revents != 0) return;
+    const uint64_t signals = g_dump_signals.load(std::memory_order_relaxed);
+    if (dump_on_signal_ && signals != signals_seen_ && dump_) dump_();
+    signals_seen_ = signals;
     if (fds[0].revents == 0) continue;
     for (;;) {
       const int fd = ::accept4(listener_.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);

@@ -40,12 +40,20 @@ std::string EncodeSnapshot(int rank, int pid, const ActivitySnapshot& s);
 // InvalidArgument naming what is wrong when `bytes` is not a whole, valid reply.
 Status DecodeSnapshot(const std::string& bytes, int* rank, int* pid, ActivitySnapshot* s);
 
+// Makes signal `signo` (e.g. SIGUSR1) ask every watch service of the process that was
+// started with dump_on_signal to run its dump (within kSignalCheckMs). The handler only
+// bumps a counter. Installed once per process; InvalidArgument for a signal that cannot
+// be caught, InvalidUsage when another signal was installed before.
+Status InstallDumpSignal(int signo);
+constexpr int kSignalCheckMs = 200;
+
 class WatchService {
  public:
   // Listens on `ip` (port chosen by the kernel) and starts the thread. `activity` and
-  // `dump` must outlive the service; `dump` runs on the service's thread.
+  // `dump` must outlive the service; `dump` runs on the service's thread. With
+  // dump_on_signal it also runs when the signal of InstallDumpSignal arrives.
   static Status Start(const std::string& ip, uint64_t secret, int rank, const Activity* activity,
-                      std::function<void()> dump, std::unique_ptr<WatchService>* out);
+                      std::function<void()> dump, bool dump_on_signal, std::unique_ptr<WatchService>* out);
   ~WatchService();  // stops and joins the thread, closes every socket
   WatchService(const WatchService&) = delete;
   WatchService& operator=(const WatchService&) = delete;
@@ -65,6 +73,8 @@ class WatchService {
   int pid_ = 0;
   const Activity* activity_ = nullptr;
   std::function<void()> dump_;
+  bool dump_on_signal_ = false;
+  uint64_t signals_seen_ = 0;  // the dump signals counted when last looked (the thread's)
   std::thread thread_;
 };
 

@@ -1,5 +1,9 @@
 #include "diagnosis/watch.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <random>
 
 #include "gtest/gtest.h"
@@ -17,8 +21,8 @@ TEST(WatchTest, PeersAnswerWithTheirActivity) {
   a1.BeginCall(call);
   int dumps = 0;
   std::unique_ptr<WatchService> w0, w1;
-  ASSERT_TRUE(WatchService::Start("127.0.0.1", kSecret, 0, &a0, nullptr, &w0).ok());
-  ASSERT_TRUE(WatchService::Start("127.0.0.1", kSecret, 1, &a1, [&dumps] { ++dumps; }, &w1).ok());
+  ASSERT_TRUE(WatchService::Start("127.0.0.1", kSecret, 0, &a0, nullptr, false, &w0).ok());
+  ASSERT_TRUE(WatchService::Start("127.0.0.1", kSecret, 1, &a1, [&dumps] { ++dumps; }, false, &w1).ok());
   std::vector<PeerAnswer> answers;
   QueryPeers({w0->address(), w1->address()}, {}, kSecret, 2, WatchRequest::kStatusAndDump, Deadline::AfterMs(2000),
              false, &answers);
@@ -34,7 +38,7 @@ TEST(WatchTest, PeersAnswerWithTheirActivity) {
 TEST(WatchTest, WrongSecretIsNotAnsweredAndAClosedPortIsRefused) {
   Activity a;
   std::unique_ptr<WatchService> w;
-  ASSERT_TRUE(WatchService::Start("127.0.0.1", kSecret, 0, &a, nullptr, &w).ok());
+  ASSERT_TRUE(WatchService::Start("127.0.0.1", kSecret, 0, &a, nullptr, false, &w).ok());
   SocketAddress gone = w->address();
   std::vector<PeerAnswer> answers;
   QueryPeers({w->address()}, {}, kSecret + 1, 1, WatchRequest::kStatus, Deadline::AfterMs(300), false, &answers);
@@ -42,6 +46,21 @@ TEST(WatchTest, WrongSecretIsNotAnsweredAndAClosedPortIsRefused) {
   w.reset();  // stops listening
   QueryPeers({gone}, {}, kSecret, 1, WatchRequest::kStatus, Deadline::AfterMs(1000), false, &answers);
   EXPECT_EQ(answers[0].kind, PeerAnswer::Kind::kRefused) << answers[0].error;
+}
+
+TEST(WatchTest, TheDumpSignalRunsTheDump) {
+  ASSERT_TRUE(InstallDumpSignal(SIGUSR2).ok());
+  EXPECT_TRUE(InstallDumpSignal(SIGUSR2).ok());
+  EXPECT_EQ(InstallDumpSignal(SIGUSR1).code(), Code::kInvalidUsage);
+  Activity a;
+  std::atomic<int> dumps{0};
+  std::unique_ptr<WatchService> on, off;
+  ASSERT_TRUE(WatchService::Start("127.0.0.1", kSecret, 0, &a, [&dumps] { dumps += 1; }, true, &on).ok());
+  ASSERT_TRUE(WatchService::Start("127.0.0.1", kSecret, 1, &a, [&dumps] { dumps += 100; }, false, &off).ok());
+  raise(SIGUSR2);
+  for (int i = 0; i < 100 && dumps.load() == 0; ++i) usleep(10000);
+  usleep(3 * kSignalCheckMs * 1000);
+  EXPECT_EQ(dumps.load(), 1);
 }
 
 TEST(WatchTest, GarbageRepliesAreRejected) {
