@@ -382,7 +382,7 @@ class Worker {
   std::vector<int> survivors_;
   double timeout_s_;
   tesseraComm_t comm_ = nullptr;
-  Counts before_;
+  Counts before_, live_;
   Outcome out_;
   JsonLine extra_;  // teardown and re-creation fields
   std::string notes_;
@@ -458,7 +458,10 @@ void Worker::CollectiveLoop() {
       out_.wrong = "allreduce " + std::to_string(out_.iterations + 1) + ": " + out_.wrong;
       return;
     }
-    if (++out_.iterations == 1) WriteFileAtomically(Path(a_, "looping." + std::to_string(rank_)), "");
+    if (++out_.iterations == 1) {
+      live_ = CountNow();  // what the communicator holds, every link connected
+      WriteFileAtomically(Path(a_, "looping." + std::to_string(rank_)), "");
+    }
     if (loss && out_.iterations >= a_.iterations) return;
     if (std::chrono::duration<double>(Clock::now() - start).count() > limit_s) {
       notes_ += "no allreduce failed in " + std::to_string(static_cast<int>(limit_s)) + " s; ";
@@ -554,6 +557,8 @@ void Worker::Finish() {
       .Num("t_call", out_.t_call)
       .Num("t_error", out_.t_error)
       .Num("seconds", out_.phase == "none" ? 0 : out_.t_error - out_.t_call)
+      .Int("fds_live", live_.fds)
+      .Int("threads_live", live_.threads)
       .Str("notes", notes_);
   std::string line = j.str();
   const std::string more = extra_.str();

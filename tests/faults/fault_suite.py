@@ -87,7 +87,7 @@ CASES = [
          "link", {"2x2": host_ranks("2x2", 2)}, layouts=("2x2",)),
     Case("partition", "iptables DROP on INPUT and OUTPUT of host 2 mid-loop: a partition without resets",
          "drop", {"2x2": host_ranks("2x2", 2)}, layouts=("2x2",)),
-    Case("loss", "1% random loss each way on host 2 (iptables statistic) from start to end; "
+    Case("loss", "1%% random loss each way on host 2 (iptables statistic) from start to end; "
          "%d allreduces of 4 MiB must all be right" % LOSS_ITERATIONS, "loss", {"2x2": []}, layouts=("2x2",)),
     Case("root_init", "rank 0 (created the id, hosts the rendezvous) SIGKILLs itself 300 ms into "
          "tesseraCommInitRank; rank 3 calls it 1 s late", "", {"1x4": [0], "2x2": [0]}, signal=signal.SIGKILL),
@@ -503,6 +503,12 @@ def render(runs, args, started, total_s):
         out.append("- rank %d (%s) %s in %s after %.2f s: `%s`" % (
             r, j.get("role"), j.get("code"), j.get("phase"), j.get("seconds", 0),
             (j.get("error") or j.get("wrong") or "").replace("`", "'")))
+    counts = sorted({(j["fds_before"], j["fds_live"], j["fds_after"], j["threads_before"], j["threads_live"],
+                      j["threads_after"]) for j in run.results.values() if "fds_before" in j})
+    if counts:
+      out.append("- survivors' fds before creation, live, after teardown (threads): " + "; ".join(
+          "%d, %s, %d (%d, %s, %d)" % (a, "-" if b < 0 else b, c, d, "-" if e < 0 else e, f)
+          for a, b, c, d, e, f in counts))
     out.append("")
   return "\n".join(out) + "\n"
 
