@@ -344,6 +344,7 @@ struct Outcome {
   tesseraResult_t async_code = tesseraSuccess;
   std::string error;           // tesseraGetLastError of the failed call
   std::string wrong;           // a wrong value, if an allreduce returned one
+  double slowest_s = 0;        // the longest allreduce that succeeded
   double t_call = 0, t_error = 0;
 };
 
@@ -451,6 +452,7 @@ void Worker::CollectiveLoop() {
       tesseraCommGetAsyncError(comm_, &out_.async_code);
       return;
     }
+    out_.slowest_s = std::max(out_.slowest_s, WallNow() - out_.t_call);
     out_.wrong = c.Check(nranks_);
     if (!out_.wrong.empty()) {
       out_.t_error = WallNow();
@@ -557,6 +559,7 @@ void Worker::Finish() {
       .Num("t_call", out_.t_call)
       .Num("t_error", out_.t_error)
       .Num("seconds", out_.phase == "none" ? 0 : out_.t_error - out_.t_call)
+      .Num("slowest_s", out_.slowest_s)
       .Int("fds_live", live_.fds)
       .Int("threads_live", live_.threads)
       .Str("notes", notes_);
@@ -649,7 +652,8 @@ int Supervise(const Args& a, int rank, char** argv) {
   if (hung) {
     how = "hung: killed by the supervisor after " + std::to_string(static_cast<int>(a.hard_limit_s)) + " s";
   } else if (WIFSIGNALED(status)) {
-    how = std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+    const int sig = WTERMSIG(status);
+    how = "killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
   } else {
     how = "exited with code " + std::to_string(WEXITSTATUS(status)) + " without a result";
   }
