@@ -478,7 +478,7 @@ def render(runs, args, started, total_s):
   for run in runs:
     if run.detect:
       lo, hi = min(run.detect), max(run.detect)
-      detect = "%.2f" % hi if hi - lo < 0.005 else "%.2f-%.2f" % (lo, hi)
+      detect = "%.2f" % hi if "%.2f" % lo == "%.2f" % hi else "%.2f-%.2f" % (lo, hi)
     elif run.case.name == "loss" and run.results:
       detect = "slowest call %.2f" % max(j.get("slowest_s", 0) for j in run.results.values())
     else:
