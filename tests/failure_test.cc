@@ -488,5 +488,57 @@ TEST(ShmLeak, RankDiesRightAfterCreatingItsSegment) {
       << "entries left after rank 2 (pid " << results[2].pid << ") died holding its segment";
 }
 
+// The last moment to die with a name in /dev/shm: as it removes its own segment's name,
+// once every local peer has mapped the segment. Nobody waits for it any more, so the
+// peers' set-up succeeds and only their teardown can remove the name (the fault suite's
+// segv_unlink case, tests/faults). Interposed like ftruncate above: rank 2 exits in its
+// first shm_unlink, which is its own segment's.
+std::atomic<bool> g_exit_in_shm_unlink{false};
+
+}  // namespace
+}  // namespace tessera_test
+
+extern "C" int shm_unlink(const char* name) {
+  using Fn = int (*)(const char*);
+  static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "shm_unlink"));
+  if (tessera_test::g_exit_in_shm_unlink.load()) _exit(6);
+  return real(name);
+}
+
+namespace tessera_test {
+namespace {
+
+TEST(ShmLeak, RankDiesAsItUnlinksItsSegment) {
+  const std::vector<std::string> before = TesseraShmEntries();
+  auto results = RunRanksRaw(3, [](const RankContext& ctx) {
+    if (ctx.rank == 2) g_exit_in_shm_unlink.store(true);
+    tesseraComm_t comm = nullptr;
+    CallOutcome o;
+    auto start = std::chrono::steady_clock::now();
+    o.code = tesseraCommInitRank(&comm, ctx.nranks, ctx.ids[0], ctx.rank);
+    o.seconds = SecondsSince(start);
+    o.message = o.code == tesseraSuccess ? "" : LastError(nullptr);
+    if (ctx.rank == 2) return "rank 2 never unlinked its segment; init: " + Describe(o);
+    RankChecks c;
+    if (o.code == tesseraSuccess) {
+      CallOutcome a = TimedAllReduce(comm, kCount);
+      ExpectPeerFailure(&c, a, kPeerGone, {"rank 2"}, "allreduce after rank 2 died unlinking its segment");
+      ArriveAndWait(0, 2, Milliseconds(20000));
+      tesseraCommDestroy(comm);
+    } else {
+      ExpectPeerFailure(&c, o, kPeerGone, {"rank 2"}, "init while rank 2 died unlinking its segment");
+      ArriveAndWait(0, 2, Milliseconds(20000));
+    }
+    printf("[ info ] rank %d: init %s\n", ctx.rank, Describe(o).c_str());
+    return c.str();
+  }, FailureOptions(Transport::kShm));
+  ASSERT_EQ(3u, results.size());
+  EXPECT_TRUE(results[0].ok()) << results[0].Describe();
+  EXPECT_TRUE(results[1].ok()) << results[1].Describe();
+  EXPECT_EQ(6, results[2].exit_code) << results[2].Describe();
+  EXPECT_EQ(Join(before), Join(TesseraShmEntries()))
+      << "entries left after rank 2 (pid " << results[2].pid << ") died unlinking its segment";
+}
+
 }  // namespace
 }  // namespace tessera_test

@@ -28,6 +28,7 @@ PACKAGES=(
   gnuplot-nox       # the trainer's PNG plot of loss and accuracy
   libibverbs-dev    # //third_party:ibverbs: rdma-core's verbs API (pulls libibverbs1, ibverbs-providers)
   iproute2          # ip netns, veth and tc, for tests that emulate several hosts
+  iptables          # the fault suite's partitions and packet loss (//tests/faults)
   python3           # scripts in tools/
 )
 

@@ -346,6 +346,12 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
 
 ShmTransport::~ShmTransport() {
   if (!own_unlinked_) shm_unlink(own_name_.c_str());
+  // A local peer that died before removing its segment's name (after every peer had
+  // mapped the segment, so set-up did not fail on it) left the name in /dev/shm. Its
+  // owner is gone and its name is in its card: remove it (ENOENT when it was removed).
+  for (size_t i = 0; i < pidfds_.size(); ++i) {
+    if (static_cast<int>(i) != my_index_ && PidfdExited(pidfds_[i])) shm_unlink(local_[i].segment.c_str());
+  }
   for (int fd : pidfds_) {
     if (fd >= 0) close(fd);
   }
