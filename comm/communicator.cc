@@ -51,7 +51,9 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   flight_identity_ = FlightIdentity{id.secret, rank, nranks, static_cast<int>(mine.pid), host};
   // Open what peers will reach this rank by before telling them where it is.
   TESSERA_RETURN_IF_ERROR(transports_.Open(settings, rank, nranks, id.secret));
-  TESSERA_RETURN_IF_ERROR(AddAgreed(transports_.agreed() + "TESSERA_HALF_WIRE=" + settings.half_wire + "\n", &mine));
+  TESSERA_RETURN_IF_ERROR(AddAgreed(transports_.agreed() + "TESSERA_HALF_WIRE=" + settings.half_wire +
+                                        "\nTESSERA_CHECK_CALLS=" + std::to_string(settings.check_calls) + "\n",
+                                    &mine));
   for (const auto& [name, bytes] : transports_.cards()) TESSERA_RETURN_IF_ERROR(AddCard(name, bytes, &mine));
 
   std::vector<RankInfo> all;
@@ -220,6 +222,7 @@ CollectiveContext Communicator::Context() const {
   ctx.exchange.abort = &abort_;
   ctx.exchange.notices = links_.get();
   ctx.exchange.tracer = tracer_.get();
+  ctx.exchange.check_calls = settings_.check_calls != 0;
   ctx.host_grid = host_grid_.get();
   ctx.torus_grid = torus_grid_.get();
   return ctx;
