@@ -39,10 +39,13 @@ struct ChannelHeader {
   std::atomic<uint32_t> attached;             // the sender has mapped this segment
 };
 
+// The first line of a slot. `call` is written and read in a message's first slot only.
 struct SlotHeader {
   uint64_t message_bytes;
   uint64_t offset;
+  CallStamp call;  // the sender's call (Link::SetCall)
 };
+static_assert(sizeof(SlotHeader) <= kLine, "a slot's header fits its first line");
 
 size_t RoundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 size_t HeaderBytes() { return RoundUp(sizeof(SegmentHeader), 4096); }
@@ -104,15 +107,17 @@ Ring RingOf(const ShmTransport::Mapping& m, size_t channel) {
 
 class ShmLink : public Link {
  public:
-  ShmLink(int peer, int peer_pid, int pidfd, Ring out, Ring in, Doorbell* mine, SegmentHeader* theirs)
-      : Link(peer), peer_pid_(peer_pid), pidfd_(pidfd), out_(out), in_(in), mine_(mine), peer_header_(theirs),
-        theirs_(&theirs->doorbell) {
+  ShmLink(int my_rank, int peer, int peer_pid, int pidfd, Ring out, Ring in, Doorbell* mine, SegmentHeader* theirs)
+      : Link(peer), my_rank_(my_rank), peer_pid_(peer_pid), pidfd_(pidfd), out_(out), in_(in), mine_(mine),
+        peer_header_(theirs), theirs_(&theirs->doorbell) {
     // Both sides start from the counters as they are (fresh segments hold zero).
     send_head_ = out_.ch->head.load(std::memory_order_relaxed);
     recv_tail_ = in_.ch->tail.load(std::memory_order_relaxed);
   }
 
   const char* kind() const override { return "shm"; }
+
+  void SetCall(const CallStamp& call) override { call_ = call; }
 
   void BeginSend(const void* data, size_t len) override {
     send_data_ = static_cast<const char*>(data);
@@ -137,6 +142,7 @@ class ShmLink : public Link {
       SlotHeader* h = out_.slot_header(send_head_);
       h->message_bytes = send_len_;
       h->offset = send_off_;
+      if (send_off_ == 0) h->call = call_;
       std::memcpy(out_.payload(send_head_), send_data_ + send_off_, piece);
       out_.ch->head.store(++send_head_, std::memory_order_release);
       theirs_->Ring();
@@ -152,6 +158,9 @@ class ShmLink : public Link {
     const uint64_t head = in_.ch->head.load(std::memory_order_acquire);
     if (recv_tail_ != head) {
       const SlotHeader* h = in_.slot_header(recv_tail_);
+      if (recv_off_ == 0 && h->offset == 0 && h->call != call_) {
+        return MismatchedCalls(my_rank_, call_, peer(), h->call);  // before anything is consumed
+      }
       if (h->message_bytes != recv_len_ || h->offset != recv_off_) {
         return InvalidUsage("message size mismatch: rank " + std::to_string(peer()) + " sent " +
                             std::to_string(h->message_bytes) + " bytes (piece at " + std::to_string(h->offset) +
@@ -194,6 +203,7 @@ class ShmLink : public Link {
   size_t ready_bytes() const override { return recv_off_; }
 
  private:
+  const int my_rank_;
   const int peer_pid_;
   const int pidfd_;  // owned by the transport
   Ring out_, in_;
@@ -201,6 +211,7 @@ class ShmLink : public Link {
   SegmentHeader* peer_header_;
   Doorbell* theirs_;
   uint64_t send_head_ = 0, recv_tail_ = 0;
+  CallStamp call_;  // of this link's messages, both ways
   const char* send_data_ = nullptr;
   size_t send_len_ = 0, send_off_ = 0;
   char* recv_dst_ = nullptr;
@@ -379,7 +390,7 @@ Status ShmTransport::Connect(int peer, const Deadline&, std::unique_ptr<Link>* o
   // on the channel indexed by the peer.
   Ring out_ring = RingOf(*maps_[pi], my_index_);
   Ring in_ring = RingOf(*maps_[my_index_], pi);
-  *out = std::make_unique<ShmLink>(peer, local_[pi].pid, pidfds_[pi], out_ring, in_ring,
+  *out = std::make_unique<ShmLink>(my_rank_, peer, local_[pi].pid, pidfds_[pi], out_ring, in_ring,
                                    &maps_[my_index_]->header()->doorbell, maps_[pi]->header());
   return Status::Ok();
 }
