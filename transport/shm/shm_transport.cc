@@ -30,6 +30,7 @@ struct SegmentHeader {
   // it fail at once with the root cause instead of timing out.
   alignas(kLine) std::atomic<uint32_t> failed;
   int32_t failure_code;
+  int64_t failed_us;  // NowMicros() (monotonic: comparable between the host's ranks)
   char failure[512];
 };
 
@@ -66,6 +67,15 @@ bool PidfdExited(int pidfd) {
   if (pidfd < 0) return false;
   pollfd p{pidfd, POLLIN, 0};
   return ::poll(&p, 1, 0) > 0;
+}
+
+// The failure that rank `rank` published in its segment header `h` (its code, "rank N
+// failed: <reason>"); call once h->failed is seen set.
+Status PublishedFailure(const SegmentHeader* h, int rank) {
+  char reason[sizeof(h->failure)];
+  std::memcpy(reason, h->failure, sizeof(reason));
+  reason[sizeof(reason) - 1] = '\0';
+  return Status(static_cast<Code>(h->failure_code), "rank " + std::to_string(rank) + " failed: " + reason);
 }
 
 }  // namespace
@@ -186,12 +196,7 @@ class ShmLink : public Link {
   void AddWaits(WaitSet* set, bool, bool) override { mine_->AddTo(set); }
 
   Status CheckPeer() override {
-    if (peer_header_->failed.load(std::memory_order_acquire) != 0) {
-      char reason[sizeof(peer_header_->failure)];
-      std::memcpy(reason, peer_header_->failure, sizeof(reason));
-      reason[sizeof(reason) - 1] = '\0';
-      return Status(static_cast<Code>(peer_header_->failure_code), "rank " + std::to_string(peer()) + " failed: " + reason);
-    }
+    if (peer_header_->failed.load(std::memory_order_acquire) != 0) return PublishedFailure(peer_header_, peer());
     if (PidfdExited(pidfd_)) {
       return RemoteError("rank " + std::to_string(peer()) + " (pid " + std::to_string(peer_pid_) + ") exited");
     }
@@ -367,11 +372,30 @@ void ShmTransport::PublishFailure(const Status& failure) {
   SegmentHeader* own = maps_[my_index_]->header();
   if (own->failed.load(std::memory_order_acquire) != 0) return;
   own->failure_code = static_cast<int32_t>(failure.code());
+  own->failed_us = NowMicros();
   std::strncpy(own->failure, failure.message().c_str(), sizeof(own->failure) - 1);
   own->failed.store(1, std::memory_order_release);
   for (size_t i = 0; i < maps_.size(); ++i) {
     if (static_cast<int>(i) != my_index_ && maps_[i]) maps_[i]->header()->doorbell.Ring();
   }
+}
+
+// The first failure published on this host is the root cause; the later ones are
+// usually its echoes ("rank 3 failed: ... rank 2 failed: ..."), which may also have
+// been cut to fit.
+Status ShmTransport::CheckNotices(int) {
+  const SegmentHeader* first = nullptr;
+  int first_rank = -1;
+  for (size_t i = 0; i < maps_.size(); ++i) {
+    if (static_cast<int>(i) == my_index_ || !maps_[i]) continue;
+    const SegmentHeader* h = maps_[i]->header();
+    if (h->failed.load(std::memory_order_acquire) == 0) continue;
+    if (first == nullptr || h->failed_us < first->failed_us) {
+      first = h;
+      first_rank = local_[i].rank;
+    }
+  }
+  return first == nullptr ? Status::Ok() : PublishedFailure(first, first_rank);
 }
 
 int ShmTransport::LocalIndex(int rank) const {

@@ -53,7 +53,11 @@ class ShmTransport : public Transport {
   const char* name() const override { return "shm"; }
   bool CanConnect(int peer) const override;
   Status Connect(int peer, const Deadline& deadline, std::unique_ptr<Link>* out) override;
+  // Failure notices live in each rank's segment header (set once, never cleared), and
+  // PublishFailure rings every local peer's doorbell; CheckNotices returns the earliest
+  // failure published by any local peer, not only by those this rank is waiting for.
   void PublishFailure(const Status& failure) override;
+  Status CheckNotices(int wait_ms) override;
 
   struct Mapping;  // one mapped segment (defined in the .cc)
 
