@@ -72,7 +72,8 @@ TEST(CallStamp, AnyBytesGiveAReadableText) {
     if (i % 2 == 0) bytes[13] %= 16;
     CallStamp garbage;
     std::memcpy(&garbage, bytes, sizeof(garbage));
-    const std::string text = MismatchedCalls(1, AllReduce(9, 16, DataType::kFloat32, RedOp::kSum), 0, garbage).message();
+    const CallStamp mine = AllReduce(9, 16, DataType::kFloat32, RedOp::kSum);
+    const std::string text = MismatchedCalls(1, mine, 0, garbage).message();
     ASSERT_EQ(text.rfind("mismatched calls: rank 0 ", 0), 0u) << text;
     ASSERT_NE(text.find(" but rank 1 called allreduce #9 (16 x float32 = 64 B, sum)"), std::string::npos) << text;
     for (char ch : text) ASSERT_TRUE(ch >= 0x20 && ch < 0x7f) << "unprintable byte in: " << text;
