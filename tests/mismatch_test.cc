@@ -101,7 +101,7 @@ RankOptions Options(Wire w, bool check) {
   return opts;
 }
 
-tesseraResult_t Run(const Call& c, tesseraComm_t comm) {
+tesseraResult_t RunCall(const Call& c, tesseraComm_t comm) {
   // Every type here has 4-byte elements.
   std::vector<float> send(c.kind == Kind::kReduceScatter ? kRanks * c.count : c.count, 1.0f), recv(c.count);
   switch (c.kind) {
@@ -129,10 +129,10 @@ struct Outcome {
 // would then fail #1, with the failure of #2).
 Outcome RunCase(const MismatchCase& mc, int rank, tesseraComm_t comm, RankChecks* c) {
   Outcome o;
-  c->ExpectCode(Run(Call(), comm), tesseraSuccess, "allreduce #1");
+  c->ExpectCode(RunCall(Call(), comm), tesseraSuccess, "allreduce #1");
   c->Expect(ArriveAndWait(1, kRanks, Milliseconds(20000)), "barrier after allreduce #1");
   const auto start = std::chrono::steady_clock::now();
-  o.code = Run(rank == kOdd ? mc.odd : mc.normal, comm);
+  o.code = RunCall(rank == kOdd ? mc.odd : mc.normal, comm);
   o.seconds = SecondsSince(start);
   if (o.code != tesseraSuccess) o.message = LastError(comm);
   return o;
@@ -206,6 +206,59 @@ TEST_P(UncheckedMismatch, Succeeds) {
   }, Options(w, /*check=*/false));
   EXPECT_EQ("", Failures(results));
 }
+
+class EarlyFinisher : public testing::TestWithParam<Wire> {};
+
+// A small broadcast where rank 1 names itself the root: rank 0 (the others' root) and
+// rank 1 only send, their messages fit in the transport's buffers, and they are done
+// before rank 2 finds the mismatch in rank 1's message. They fail their next call:
+// from the failure notice, or on finding the other call's message still in the link.
+// The barrier first: a rank still creating its communicator (the cost-model probe)
+// when the failure is published would fail there instead.
+TEST_P(EarlyFinisher, FailsItsNextCall) {
+  const Wire w = GetParam();
+  auto results = RunRanks(kRanks, [w](int rank, tesseraComm_t comm) {
+    RankChecks c;
+    c.Expect(ArriveAndWait(1, kRanks, Milliseconds(20000)), "barrier after creation");
+    Call broadcast{Kind::kBroadcast, kCount, tesseraFloat32, tesseraSum, rank == kOdd ? 1 : 0, ""};
+    Outcome o;
+    const auto start = std::chrono::steady_clock::now();
+    o.code = RunCall(broadcast, comm);
+    if (o.code == tesseraSuccess) {
+      c.Expect(rank == 0 || rank == 1, "only the two roots can be done before the mismatch is found");
+      o.code = RunCall(Call(), comm);
+    }
+    o.seconds = SecondsSince(start);
+    if (o.code != tesseraSuccess) o.message = LastError(comm);
+    printf("[ info ] early finisher over %s, rank %d: %s\n", WireName(w), rank, o.Describe().c_str());
+    c.Expect(o.code == tesseraInvalidUsage, "expected tesseraInvalidUsage(5), got " + o.Describe());
+    c.Expect(Contains(o.message, "mismatched calls: ") &&
+                 (Contains(o.message, "rank 1 called ") || Contains(o.message, "rank 1 sent ")),
+             "no mismatch of rank 1's call named: " + o.Describe());
+    ArriveAndWait(0, kRanks, Milliseconds(20000));
+    return c.str();
+  }, Options(w, /*check=*/true));
+  EXPECT_EQ("", Failures(results));
+}
+
+// TESSERA_CHECK_CALLS is agreed at creation: a rank that sends zero stamps beside ranks
+// that compare them would make them report mismatches that are not there.
+TEST(CheckSetting, MustAgree) {
+  RankOptions opts = Options(Wire::kShm, /*check=*/true);
+  opts.env["TESSERA_TIMEOUT_MS"] = "2000";  // rank 0 waits up to this for its rendezvous service
+  opts.env_for_rank = [](int rank) { return rank == kOdd ? EnvVars{{"TESSERA_CHECK_CALLS", "0"}} : EnvVars{}; };
+  auto results = RunRanks(kRanks, [](int, tesseraComm_t) { return std::string("created a communicator"); }, opts);
+  ASSERT_EQ(results.size(), static_cast<size_t>(kRanks));
+  for (const RankResult& r : results) {
+    printf("[ info ] %s\n", r.Describe().c_str());
+    EXPECT_NE(r.message.find("TESSERA_CHECK_CALLS"), std::string::npos) << r.Describe();
+  }
+}
+
+std::string WireParamName(const testing::TestParamInfo<Wire>& info) { return WireName(info.param); }
+
+INSTANTIATE_TEST_SUITE_P(All, EarlyFinisher, testing::Values(Wire::kShm, Wire::kTcp, Wire::kUcx, Wire::kHosts),
+                         WireParamName);
 
 std::string CaseName(const testing::TestParamInfo<Param>& info) {
   return std::string(WireName(std::get<0>(info.param))) + "_" + kCases[std::get<1>(info.param)].name;
