@@ -43,4 +43,25 @@ std::string DescribeCall(const CallStamp& s) {
   return out + ")";
 }
 
+namespace {
+
+std::string RankCalled(int rank, const CallStamp& stamp) {
+  const std::string who = "rank " + std::to_string(rank);
+  if (stamp.seq == 0) return who + " was in no collective (a send or receive)";
+  return who + " called " + DescribeCall(stamp);
+}
+
+}  // namespace
+
+Status MismatchedCalls(int rank, const CallStamp& mine, int peer, const CallStamp& theirs) {
+  const bool mine_first = rank <= peer;
+  return InvalidUsage("mismatched calls: " + RankCalled(mine_first ? rank : peer, mine_first ? mine : theirs) +
+                      " but " + RankCalled(mine_first ? peer : rank, mine_first ? theirs : mine));
+}
+
+Status MismatchedCallDigest(int rank, const CallStamp& mine, int peer, const std::string& how) {
+  return InvalidUsage("mismatched calls: " + RankCalled(rank, mine) + " but rank " + std::to_string(peer) +
+                      " sent a message of another call (" + how + ")");
+}
+
 }  // namespace tessera

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "base/status.h"
 #include "base/types.h"
 
 namespace tessera {
@@ -37,6 +38,18 @@ inline bool operator!=(const CallStamp& a, const CallStamp& b) { return !(a == b
 // "sends/receives (4 KiB sent)"; any other stamp with seq 0: "no collective". Any bytes give a readable text (stamps
 // come from the network).
 std::string DescribeCall(const CallStamp& stamp);
+
+// The failure of a receive whose sender's call differs from the receiver's: InvalidUsage
+// "mismatched calls: rank 2 called allreduce #5 (1024 x float32 = 4 KiB, sum) but rank 3
+// called allreduce #5 (2048 x float32 = 8 KiB, sum)", the lower rank first, so that the
+// same pair reads the same whichever rank detects it. A side in no collective (a send or
+// receive) reads "rank 3 was in no collective (a send or receive)". `theirs` may be any
+// bytes (it comes from the network).
+Status MismatchedCalls(int rank, const CallStamp& mine, int peer, const CallStamp& theirs);
+// The same failure where the wire carries only a digest of the sender's call (`how`
+// says which, e.g. "the ucx transport carries an 8-bit digest of the call"): "mismatched
+// calls: rank 3 called allreduce #5 (...) but rank 2 sent a message of another call (<how>)".
+Status MismatchedCallDigest(int rank, const CallStamp& mine, int peer, const std::string& how);
 
 // "64 MiB", "1.5 KiB", "8 B".
 std::string DescribeBytes(uint64_t bytes);

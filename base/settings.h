@@ -127,6 +127,13 @@ namespace tessera {
     "Microseconds a waiting rank polls before it sleeps in the kernel (futex/poll). "   \
     "-1: 50 (1000 when UCX carries some pair) when the host's ranks fit its cores, "  \
     "else 0.")                                                                        \
+  X(int64_t, check_calls, "TESSERA_CHECK_CALLS", 1,                                     \
+    "1: messages carry the stamp of their collective (sequence number, collective, "    \
+    "count, datatype, operator, root; whole over shm and tcp, an 8-bit digest over "    \
+    "ucx, nothing over ibverbs and cuda_ipc), and a rank that receives one of another " \
+    "call fails naming both ranks and the calls, as then does every rank "              \
+    "(docs/diagnosis.md). 0: not compared; mismatched calls may then hang or corrupt " \
+    "data silently. All ranks must agree.")                                             \
   X(int64_t, flight_recorder, "TESSERA_FLIGHT_RECORDER", 256,                            \
     "Operations each communicator keeps in its flight recorder (a ring of the last N: "  \
     "sequence number, collective, bytes, algorithm, start, end, state). 0: none.")       \

@@ -52,7 +52,9 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   if (settings.diagnosis_ms > 0 && nranks > 1) TESSERA_RETURN_IF_ERROR(StartWatch(settings, id.secret, &mine));
   // Open what peers will reach this rank by before telling them where it is.
   TESSERA_RETURN_IF_ERROR(transports_.Open(settings, rank, nranks, id.secret));
-  TESSERA_RETURN_IF_ERROR(AddAgreed(transports_.agreed() + "TESSERA_HALF_WIRE=" + settings.half_wire + "\n", &mine));
+  TESSERA_RETURN_IF_ERROR(AddAgreed(transports_.agreed() + "TESSERA_HALF_WIRE=" + settings.half_wire +
+                                        "\nTESSERA_CHECK_CALLS=" + std::to_string(settings.check_calls) + "\n",
+                                    &mine));
   for (const auto& [name, bytes] : transports_.cards()) TESSERA_RETURN_IF_ERROR(AddCard(name, bytes, &mine));
 
   std::vector<RankInfo> all;
@@ -256,6 +258,7 @@ CollectiveContext Communicator::Context() const {
   ctx.exchange.notices = links_.get();
   ctx.exchange.tracer = tracer_.get();
   ctx.exchange.observer = &activity_;
+  ctx.exchange.check_calls = settings_.check_calls != 0;
   ctx.host_grid = host_grid_.get();
   ctx.torus_grid = torus_grid_.get();
   return ctx;

@@ -158,7 +158,11 @@ class Engine {
 };
 
 Status Engine::Run() {
-  for (Queue& q : queues_) Activate(q);
+  const CallStamp call = opt_.check_calls && opt_.stamp != nullptr ? *opt_.stamp : CallStamp{};
+  for (Queue& q : queues_) {
+    q.link->SetCall(call);
+    Activate(q);
+  }
   int64_t last_progress_us = NowMicros();
   int64_t last_peer_check_us = last_progress_us;
   uint32_t spins = 0;

@@ -1,7 +1,8 @@
 // The Exchange engine: runs a set of sends and receives over Links to completion,
 // progressing them all together without blocking, spinning briefly and then sleeping
 // on what the links say (futex doorbell, sockets), until all are done, one fails, the
-// deadline passes, or the communicator is aborted. Failures name the peer(s).
+// deadline passes, or the communicator is aborted. Failures name the peer(s). Every
+// link's messages carry the exchange's call stamp where the wire has room.
 #ifndef TESSERA_TRANSPORT_EXCHANGE_H_
 #define TESSERA_TRANSPORT_EXCHANGE_H_
 
@@ -10,6 +11,7 @@
 
 #include "base/call_stamp.h"
 #include "base/deadline.h"
+#include "base/settings.h"
 #include "base/status.h"
 #include "transport/link_table.h"
 #include "transport/trace.h"
@@ -73,6 +75,9 @@ struct ExchangeOptions {
   // null outside collectives (sends and receives, the cost-model probe).
   const CallStamp* stamp = nullptr;
   ExchangeObserver* observer = nullptr;      // null: nobody asks
+  // TESSERA_CHECK_CALLS: links carry `stamp` and receivers compare it (Link::SetCall);
+  // false: they carry a zero stamp, so no two calls differ.
+  bool check_calls = SettingDefaults::check_calls != 0;
 };
 
 Status Exchange(Transfer* transfers, size_t count, const ExchangeOptions& options);

@@ -8,7 +8,9 @@
 //
 // Links are driven by the Exchange engine (transport/exchange.h) without blocking:
 // Begin* starts a message, Progress* moves as much as it can right now, and AddWaits
-// tells the engine what to sleep on when nothing moves.
+// tells the engine what to sleep on when nothing moves. Messages carry the stamp of the
+// call they belong to where the wire has room (SetCall), so ranks in different calls
+// fail instead of hanging or corrupting data.
 #ifndef TESSERA_TRANSPORT_TRANSPORT_H_
 #define TESSERA_TRANSPORT_TRANSPORT_H_
 
@@ -21,6 +23,7 @@
 
 #include <poll.h>
 
+#include "base/call_stamp.h"
 #include "base/deadline.h"
 #include "base/status.h"
 #include "base/types.h"
@@ -102,6 +105,19 @@ class Link {
 
   int peer() const { return peer_; }
   virtual const char* kind() const = 0;  // "shm", "tcp", ...
+
+  // The call that the messages begun from now on belong to (base/call_stamp.h): the
+  // collective's stamp, all zero outside collectives or with TESSERA_CHECK_CALLS=0; the
+  // Exchange engine sets it before it begins a link's messages, and it holds for both
+  // directions. A link whose wire has room sends it with every message and, when a
+  // message's header arrives, compares the sender's with its own before any of the
+  // message is reduced into the destination (a copy's first bytes may already be there
+  // where they come with the header): on a difference the receive fails with
+  // MismatchedCalls (InvalidUsage naming both ranks and both calls). shm and tcp carry
+  // the whole stamp; ucx an 8-bit digest in its tags (MismatchedCallDigest: the error
+  // names this rank's call only); ibverbs and cuda_ipc nothing (this default ignores it).
+  // The cost is a few stores per message and a 24-byte compare per received message.
+  virtual void SetCall(const CallStamp& call) { (void)call; }
 
   // Start a message. At most one send and one receive are active per link; the peer
   // must post the matching operation with the same length (mismatches are detected and

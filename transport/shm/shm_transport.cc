@@ -30,6 +30,7 @@ struct SegmentHeader {
   // it fail at once with the root cause instead of timing out.
   alignas(kLine) std::atomic<uint32_t> failed;
   int32_t failure_code;
+  int64_t failed_us;  // NowMicros() (monotonic: comparable between the host's ranks)
   char failure[512];
 };
 
@@ -39,10 +40,13 @@ struct ChannelHeader {
   std::atomic<uint32_t> attached;             // the sender has mapped this segment
 };
 
+// The first line of a slot. `call` is written and read in a message's first slot only.
 struct SlotHeader {
   uint64_t message_bytes;
   uint64_t offset;
+  CallStamp call;  // the sender's call (Link::SetCall)
 };
+static_assert(sizeof(SlotHeader) <= kLine, "a slot's header fits its first line");
 
 size_t RoundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 size_t HeaderBytes() { return RoundUp(sizeof(SegmentHeader), 4096); }
@@ -63,6 +67,15 @@ bool PidfdExited(int pidfd) {
   if (pidfd < 0) return false;
   pollfd p{pidfd, POLLIN, 0};
   return ::poll(&p, 1, 0) > 0;
+}
+
+// The failure that rank `rank` published in its segment header `h` (its code, "rank N
+// failed: <reason>"); call once h->failed is seen set.
+Status PublishedFailure(const SegmentHeader* h, int rank) {
+  char reason[sizeof(h->failure)];
+  std::memcpy(reason, h->failure, sizeof(reason));
+  reason[sizeof(reason) - 1] = '\0';
+  return Status(static_cast<Code>(h->failure_code), "rank " + std::to_string(rank) + " failed: " + reason);
 }
 
 }  // namespace
@@ -104,15 +117,17 @@ Ring RingOf(const ShmTransport::Mapping& m, size_t channel) {
 
 class ShmLink : public Link {
  public:
-  ShmLink(int peer, int peer_pid, int pidfd, Ring out, Ring in, Doorbell* mine, SegmentHeader* theirs)
-      : Link(peer), peer_pid_(peer_pid), pidfd_(pidfd), out_(out), in_(in), mine_(mine), peer_header_(theirs),
-        theirs_(&theirs->doorbell) {
+  ShmLink(int my_rank, int peer, int peer_pid, int pidfd, Ring out, Ring in, Doorbell* mine, SegmentHeader* theirs)
+      : Link(peer), my_rank_(my_rank), peer_pid_(peer_pid), pidfd_(pidfd), out_(out), in_(in), mine_(mine),
+        peer_header_(theirs), theirs_(&theirs->doorbell) {
     // Both sides start from the counters as they are (fresh segments hold zero).
     send_head_ = out_.ch->head.load(std::memory_order_relaxed);
     recv_tail_ = in_.ch->tail.load(std::memory_order_relaxed);
   }
 
   const char* kind() const override { return "shm"; }
+
+  void SetCall(const CallStamp& call) override { call_ = call; }
 
   void BeginSend(const void* data, size_t len) override {
     send_data_ = static_cast<const char*>(data);
@@ -137,6 +152,7 @@ class ShmLink : public Link {
       SlotHeader* h = out_.slot_header(send_head_);
       h->message_bytes = send_len_;
       h->offset = send_off_;
+      if (send_off_ == 0) h->call = call_;
       std::memcpy(out_.payload(send_head_), send_data_ + send_off_, piece);
       out_.ch->head.store(++send_head_, std::memory_order_release);
       theirs_->Ring();
@@ -152,6 +168,9 @@ class ShmLink : public Link {
     const uint64_t head = in_.ch->head.load(std::memory_order_acquire);
     if (recv_tail_ != head) {
       const SlotHeader* h = in_.slot_header(recv_tail_);
+      if (recv_off_ == 0 && h->offset == 0 && h->call != call_) {
+        return MismatchedCalls(my_rank_, call_, peer(), h->call);  // before anything is consumed
+      }
       if (h->message_bytes != recv_len_ || h->offset != recv_off_) {
         return InvalidUsage("message size mismatch: rank " + std::to_string(peer()) + " sent " +
                             std::to_string(h->message_bytes) + " bytes (piece at " + std::to_string(h->offset) +
@@ -177,12 +196,7 @@ class ShmLink : public Link {
   void AddWaits(WaitSet* set, bool, bool) override { mine_->AddTo(set); }
 
   Status CheckPeer() override {
-    if (peer_header_->failed.load(std::memory_order_acquire) != 0) {
-      char reason[sizeof(peer_header_->failure)];
-      std::memcpy(reason, peer_header_->failure, sizeof(reason));
-      reason[sizeof(reason) - 1] = '\0';
-      return Status(static_cast<Code>(peer_header_->failure_code), "rank " + std::to_string(peer()) + " failed: " + reason);
-    }
+    if (peer_header_->failed.load(std::memory_order_acquire) != 0) return PublishedFailure(peer_header_, peer());
     if (PidfdExited(pidfd_)) {
       return RemoteError("rank " + std::to_string(peer()) + " (pid " + std::to_string(peer_pid_) + ") exited");
     }
@@ -194,6 +208,7 @@ class ShmLink : public Link {
   size_t ready_bytes() const override { return recv_off_; }
 
  private:
+  const int my_rank_;
   const int peer_pid_;
   const int pidfd_;  // owned by the transport
   Ring out_, in_;
@@ -201,6 +216,7 @@ class ShmLink : public Link {
   SegmentHeader* peer_header_;
   Doorbell* theirs_;
   uint64_t send_head_ = 0, recv_tail_ = 0;
+  CallStamp call_;  // of this link's messages, both ways
   const char* send_data_ = nullptr;
   size_t send_len_ = 0, send_off_ = 0;
   char* recv_dst_ = nullptr;
@@ -362,11 +378,30 @@ void ShmTransport::PublishFailure(const Status& failure) {
   SegmentHeader* own = maps_[my_index_]->header();
   if (own->failed.load(std::memory_order_acquire) != 0) return;
   own->failure_code = static_cast<int32_t>(failure.code());
+  own->failed_us = NowMicros();
   std::strncpy(own->failure, failure.message().c_str(), sizeof(own->failure) - 1);
   own->failed.store(1, std::memory_order_release);
   for (size_t i = 0; i < maps_.size(); ++i) {
     if (static_cast<int>(i) != my_index_ && maps_[i]) maps_[i]->header()->doorbell.Ring();
   }
+}
+
+// The first failure published on this host is the root cause; the later ones are
+// usually its echoes ("rank 3 failed: ... rank 2 failed: ..."), which may also have
+// been cut to fit.
+Status ShmTransport::CheckNotices(int) {
+  const SegmentHeader* first = nullptr;
+  int first_rank = -1;
+  for (size_t i = 0; i < maps_.size(); ++i) {
+    if (static_cast<int>(i) == my_index_ || !maps_[i]) continue;
+    const SegmentHeader* h = maps_[i]->header();
+    if (h->failed.load(std::memory_order_acquire) == 0) continue;
+    if (first == nullptr || h->failed_us < first->failed_us) {
+      first = h;
+      first_rank = local_[i].rank;
+    }
+  }
+  return first == nullptr ? Status::Ok() : PublishedFailure(first, first_rank);
 }
 
 int ShmTransport::LocalIndex(int rank) const {
@@ -385,7 +420,7 @@ Status ShmTransport::Connect(int peer, const Deadline&, std::unique_ptr<Link>* o
   // on the channel indexed by the peer.
   Ring out_ring = RingOf(*maps_[pi], my_index_);
   Ring in_ring = RingOf(*maps_[my_index_], pi);
-  *out = std::make_unique<ShmLink>(peer, local_[pi].pid, pidfds_[pi], out_ring, in_ring,
+  *out = std::make_unique<ShmLink>(my_rank_, peer, local_[pi].pid, pidfds_[pi], out_ring, in_ring,
                                    &maps_[my_index_]->header()->doorbell, maps_[pi]->header());
   return Status::Ok();
 }

@@ -6,7 +6,10 @@
 // straight out of the slot into its destination and advances `tail`. Slots are reused,
 // so they stay in the shared cache and a message costs one copy in and one pass out.
 // Both sides ring the other's doorbell after moving a counter, so a sleeping rank
-// wakes at once (futex) and an idle rank spins no core.
+// wakes at once (futex) and an idle rank spins no core. A slot's first line is its
+// header: the message's length, the piece's offset and, in a message's first slot, the
+// sender's call stamp (Link::SetCall), which the receiver compares with its own before
+// it consumes the slot.
 //
 // Segments are unlinked as soon as every local peer has mapped them, so nothing is left
 // in /dev/shm whatever happens to the processes afterwards. A dead peer is noticed
@@ -50,7 +53,11 @@ class ShmTransport : public Transport {
   const char* name() const override { return "shm"; }
   bool CanConnect(int peer) const override;
   Status Connect(int peer, const Deadline& deadline, std::unique_ptr<Link>* out) override;
+  // Failure notices live in each rank's segment header (set once, never cleared), and
+  // PublishFailure rings every local peer's doorbell; CheckNotices returns the earliest
+  // failure published by any local peer, not only by those this rank is waiting for.
   void PublishFailure(const Status& failure) override;
+  Status CheckNotices(int wait_ms) override;
 
   struct Mapping;  // one mapped segment (defined in the .cc)
 

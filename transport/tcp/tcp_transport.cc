@@ -24,9 +24,12 @@ struct ConnectHello {
 constexpr int32_t kNoticeStream = -1;
 constexpr uint32_t kMaxNoticeBytes = 1024;
 
+// Before each message on stream 0. Read from the network: any bytes must give an error,
+// never a crash (CheckHeader).
 struct MessageHeader {
   uint64_t bytes;
-  uint64_t sequence;
+  uint64_t sequence;  // the link's message number in this direction
+  CallStamp call;     // the sender's call (Link::SetCall)
 };
 
 // Per-stream progress of one message in one direction.
@@ -38,8 +41,8 @@ struct StreamCursor {
 
 class TcpLink : public Link {
  public:
-  TcpLink(int peer, std::vector<Socket> streams, size_t chunk_bytes)
-      : Link(peer), streams_(std::move(streams)), chunk_(chunk_bytes) {
+  TcpLink(int my_rank, int peer, std::vector<Socket> streams, size_t chunk_bytes)
+      : Link(peer), my_rank_(my_rank), streams_(std::move(streams)), chunk_(chunk_bytes) {
     send_.resize(streams_.size());
     recv_.resize(streams_.size());
     staging_.resize(streams_.size());
@@ -47,11 +50,13 @@ class TcpLink : public Link {
 
   const char* kind() const override { return "tcp"; }
 
+  void SetCall(const CallStamp& call) override { call_ = call; }
+
   void BeginSend(const void* data, size_t len) override {
     send_data_ = static_cast<const char*>(data);
     send_len_ = len;
     send_moved_ = 0;
-    send_header_ = MessageHeader{len, send_seq_++};
+    send_header_ = MessageHeader{len, send_seq_++, call_};
     for (size_t s = 0; s < send_.size(); ++s) send_[s] = StreamCursor{s, 0, 0};
   }
 
@@ -119,7 +124,9 @@ class TcpLink : public Link {
 
   Status ProgressRecv(bool* progressed, bool* done) override {
     *progressed = false;
-    for (size_t s = 0; s < streams_.size(); ++s) {
+    // The other streams wait for the header on stream 0 to be checked (CheckHeader).
+    const size_t streams = header_checked() ? streams_.size() : 1;
+    for (size_t s = 0; s < streams; ++s) {
       StreamCursor& c = recv_[s];
       for (;;) {
         const size_t begin = c.chunk * chunk_;
@@ -150,11 +157,7 @@ class TcpLink : public Link {
           c.header_done += h;
           m -= h;
           if (c.header_done == sizeof(MessageHeader)) {
-            if (recv_header_.bytes != recv_len_ || recv_header_.sequence != recv_seq_) {
-              return InvalidUsage("message size mismatch: rank " + std::to_string(peer()) + " sent " +
-                                  std::to_string(recv_header_.bytes) + " bytes, this rank expected " +
-                                  std::to_string(recv_len_) + " (do all ranks pass the same count and datatype?)");
-            }
+            TESSERA_RETURN_IF_ERROR(CheckHeader());
             ++recv_seq_;
           }
         }
@@ -171,7 +174,22 @@ class TcpLink : public Link {
         }
       }
     }
-    *done = recv_moved_ == recv_len_ && recv_[0].header_done == sizeof(MessageHeader);
+    *done = recv_moved_ == recv_len_ && header_checked();
+    return Status::Ok();
+  }
+
+  bool header_checked() const { return recv_[0].header_done == sizeof(MessageHeader); }
+
+  // The arrived header against this rank's receive, before any of the message is reduced
+  // (a copy's first bytes may already be in the destination: they come in the same
+  // system call as the header).
+  Status CheckHeader() const {
+    if (recv_header_.call != call_) return MismatchedCalls(my_rank_, call_, peer(), recv_header_.call);
+    if (recv_header_.bytes != recv_len_ || recv_header_.sequence != recv_seq_) {
+      return InvalidUsage("message size mismatch: rank " + std::to_string(peer()) + " sent " +
+                          std::to_string(recv_header_.bytes) + " bytes, this rank expected " +
+                          std::to_string(recv_len_) + " (do all ranks pass the same count and datatype?)");
+    }
     return Status::Ok();
   }
 
@@ -182,7 +200,8 @@ class TcpLink : public Link {
                       (s == 0 && send_[0].header_done < sizeof(MessageHeader)))) {
         set->AddFd(streams_[s].fd(), POLLOUT);
       }
-      if (receiving && (recv_[s].chunk * chunk_ < recv_len_ || (s == 0 && recv_[0].header_done < sizeof(MessageHeader)))) {
+      if (receiving && ((recv_[s].chunk * chunk_ < recv_len_ && (s == 0 || header_checked())) ||
+                        (s == 0 && !header_checked()))) {
         set->AddFd(streams_[s].fd(), POLLIN);
       }
     }
@@ -204,19 +223,21 @@ class TcpLink : public Link {
   }
 
  private:
+  const int my_rank_;
   std::vector<Socket> streams_;
   const size_t chunk_;
   std::vector<StreamCursor> send_, recv_;
   std::vector<std::vector<char>> staging_;
   const char* send_data_ = nullptr;
   size_t send_len_ = 0, send_moved_ = 0, send_available_ = 0;
-  MessageHeader send_header_{0, 0};
+  CallStamp call_;  // of this link's messages, both ways
+  MessageHeader send_header_{0, 0, {}};
   uint64_t send_seq_ = 0;
   char* recv_dst_ = nullptr;
   const char* recv_acc_ = nullptr;
   const Reducer* recv_reducer_ = nullptr;
   size_t recv_len_ = 0, recv_moved_ = 0;
-  MessageHeader recv_header_{0, 0};
+  MessageHeader recv_header_{0, 0, {}};
   uint64_t recv_seq_ = 0;
 };
 
@@ -354,7 +375,7 @@ Status TcpTransport::Connect(int peer, const Deadline& deadline, std::unique_ptr
     // Checked at construction; a refusal now only leaves this stream on the default.
     if (!options_.congestion.empty()) SetCongestionControl(s.fd(), options_.congestion);
   }
-  *out = std::make_unique<TcpLink>(peer, std::move(streams), static_cast<size_t>(options_.chunk_bytes));
+  *out = std::make_unique<TcpLink>(my_rank_, peer, std::move(streams), static_cast<size_t>(options_.chunk_bytes));
   return Status::Ok();
 }
 

@@ -3,10 +3,10 @@
 //
 // A link is `streams` non-blocking connections. A message is cut into chunks of
 // `chunk_bytes`; chunk k travels on stream k % streams, so a large message keeps every
-// stream busy while a small one uses stream 0 alone. Stream 0 carries a 16-byte header
-// (length, sequence number) before each message, sent in the same system call as the
-// first chunk, so a size mismatch between sender and receiver is reported, not silently
-// absorbed. Received chunks land directly in the destination, or, when reducing, in a
+// stream busy while a small one uses stream 0 alone. Stream 0 carries a 40-byte header
+// (length, sequence number, the sender's call stamp) before each message, sent in the
+// same system call as the first chunk, so mismatched calls and a size mismatch between
+// sender and receiver are reported, not silently absorbed. Received chunks land directly in the destination, or, when reducing, in a
 // per-stream staging chunk that is reduced into the destination once complete.
 //
 // Connections are made lazily, the first time a peer is needed: the lower rank

@@ -17,23 +17,59 @@ namespace {
 
 // --- Tags -------------------------------------------------------------------------
 // bit 63      failure notice (1) or data (0)
-// bits 62..43 sending rank (20 bits)
-// bits 42..23 the link's message sequence number, modulo 2^20
-// bit 22      last chunk of its message
-// bits 21..0  chunk index within the message
-constexpr int kRankShift = 43;
-constexpr int kRankBits = 20;
-constexpr int kSeqShift = 23;
-constexpr uint64_t kSeqMask = (uint64_t{1} << 20) - 1;
-constexpr uint64_t kLastFlag = uint64_t{1} << 22;
+// bits 62..45 sending rank (18 bits)
+// bits 44..29 the link's message sequence number, modulo 2^16
+// bits 28..21 digest of the sender's call (CallDigest)
+// bit 20      last chunk of its message
+// bits 19..0  chunk index within the message
+constexpr int kRankShift = 45;
+constexpr int kRankBits = 18;
+constexpr int kSeqShift = 29;
+constexpr uint64_t kSeqMask = (uint64_t{1} << 16) - 1;
+constexpr int kDigestShift = 21;
+constexpr uint64_t kDigestMask = uint64_t{0xFF} << kDigestShift;
+constexpr uint64_t kLastFlag = uint64_t{1} << 20;
 constexpr uint64_t kNoticeFlag = uint64_t{1} << 63;
-constexpr uint64_t kMaxChunks = uint64_t{1} << 22;
-// A data receive matches every bit but the last-chunk flag, which it then checks.
-constexpr uint64_t kDataMatchMask = ~kLastFlag;
+constexpr uint64_t kMaxChunks = uint64_t{1} << 20;
+// A data receive matches every bit but the last-chunk flag and the call digest, which
+// it then checks: a chunk of another call is received and reported, not left unmatched.
+constexpr uint64_t kDataMatchMask = ~(kLastFlag | kDigestMask);
 
-uint64_t DataTag(int sender, uint64_t seq, uint64_t chunk, bool last) {
-  return (static_cast<uint64_t>(sender) << kRankShift) | ((seq & kSeqMask) << kSeqShift) | (last ? kLastFlag : 0) |
-         chunk;
+uint64_t DataTag(int sender, uint64_t seq, uint8_t digest, uint64_t chunk, bool last) {
+  return (static_cast<uint64_t>(sender) << kRankShift) | ((seq & kSeqMask) << kSeqShift) |
+         (static_cast<uint64_t>(digest) << kDigestShift) | (last ? kLastFlag : 0) | chunk;
+}
+uint8_t TagDigest(uint64_t tag) { return static_cast<uint8_t>((tag & kDigestMask) >> kDigestShift); }
+
+// CRC-8 (polynomial x^8 + x^2 + x + 1) of the stamp's fields, byte by byte (not its
+// padding): calls that differ within one of those bytes (the collective, the datatype,
+// the operator, a root below 256, most nearby sequence numbers) always get different
+// digests, other differences with odds 255 in 256.
+struct Crc8Table {
+  uint8_t at[256] = {};
+  constexpr Crc8Table() {
+    for (int i = 0; i < 256; ++i) {
+      uint8_t c = static_cast<uint8_t>(i);
+      for (int b = 0; b < 8; ++b) c = static_cast<uint8_t>((c & 0x80) ? (c << 1) ^ 0x07 : c << 1);
+      at[i] = c;
+    }
+  }
+};
+constexpr Crc8Table kCrc8;
+
+uint8_t CallDigest(const CallStamp& call) {
+  uint8_t crc = 0;
+  auto add = [&crc](uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) crc = kCrc8.at[crc ^ static_cast<uint8_t>(v >> (8 * i))];
+  };
+  add(call.count, 8);
+  add(call.seq, 4);
+  add(call.kind, 1);
+  add(call.type, 1);
+  add(call.op, 1);
+  add(call.flags, 1);
+  add(static_cast<uint32_t>(call.root), 4);
+  return crc;
 }
 uint64_t NoticeTag(int sender) { return kNoticeFlag | (static_cast<uint64_t>(sender) << kRankShift); }
 int TagSender(uint64_t tag) { return static_cast<int>((tag >> kRankShift) & ((uint64_t{1} << kRankBits) - 1)); }
@@ -210,6 +246,11 @@ class UcxLink : public Link {
 
   const char* kind() const override { return "ucx"; }
 
+  void SetCall(const CallStamp& call) override {
+    call_ = call;
+    digest_ = CallDigest(call);
+  }
+
   void BeginSend(const void* data, size_t len) override {
     AbandonSend();
     send_data_ = static_cast<const char*>(data);
@@ -240,7 +281,7 @@ class UcxLink : public Link {
       peer_->used = true;
       ucp_request_param_t param{};
       void* req = ucp_tag_send_nbx(peer_->ep, send_data_ + send_.Begin(k), send_.Length(k),
-                                   DataTag(my_rank_, send_seq_now_, k, k + 1 == send_.count), &param);
+                                   DataTag(my_rank_, send_seq_now_, digest_, k, k + 1 == send_.count), &param);
       if (UCS_PTR_IS_ERR(req)) return send_error_ = SendFailed(UCS_PTR_STATUS(req), k);
       *progressed = true;
       if (req == nullptr) {
@@ -307,7 +348,7 @@ class UcxLink : public Link {
         continue;
       }
       void* req = ucp_tag_recv_nbx(worker_->worker, Landing(k), recv_.Length(k),
-                                   DataTag(peer(), recv_seq_now_, k, false), kDataMatchMask, &RecvParam(&slot));
+                                   DataTag(peer(), recv_seq_now_, 0, k, false), kDataMatchMask, &RecvParam(&slot));
       Posted(&slot, req);
     }
     if (worker_->Progress()) *progressed = true;
@@ -382,11 +423,15 @@ class UcxLink : public Link {
   // Receives the short last chunk k if it has arrived and matches what this rank
   // expects; a mismatch is reported without receiving it.
   Status MatchShortLastChunk(size_t k, RecvSlot* slot, bool* progressed) {
-    const uint64_t tag = DataTag(peer(), recv_seq_now_, k, false);
+    const uint64_t tag = DataTag(peer(), recv_seq_now_, 0, k, false);
     ucp_tag_recv_info_t info{};
     if (ucp_tag_probe_nb(worker_->worker, tag, kDataMatchMask, 0, &info) == nullptr) return Status::Ok();
     *progressed = true;
     slot->probing = false;
+    if (TagDigest(info.sender_tag) != digest_) {
+      slot->complete = slot->handled = true;
+      return recv_error_ = CallMismatch();
+    }
     const bool last = (info.sender_tag & kLastFlag) != 0;
     if (info.length != recv_.Length(k) || !last) {
       slot->complete = slot->handled = true;
@@ -399,6 +444,12 @@ class UcxLink : public Link {
 
   // Checks a completed chunk against what this rank expects and reduces it if needed.
   Status ChunkReceived(size_t k, ucs_status_t s, const ucp_tag_recv_info_t& info) {
+    // A truncated chunk still reports its tag (UCX sets it when matching; checked against
+    // the receive's own): another call's is named as such, not as a size mismatch.
+    const uint64_t posted = DataTag(peer(), recv_seq_now_, 0, k, false);
+    const bool tagged =
+        s == UCS_OK || (s == UCS_ERR_MESSAGE_TRUNCATED && (info.sender_tag & kDataMatchMask) == posted);
+    if (tagged && TagDigest(info.sender_tag) != digest_) return recv_error_ = CallMismatch();
     if (s == UCS_ERR_MESSAGE_TRUNCATED) return recv_error_ = Mismatch(k, 0, false, true);
     if (s != UCS_OK) {
       return recv_error_ = peer_->failed() ? peer_->FailureStatus()
@@ -426,6 +477,10 @@ class UcxLink : public Link {
     if (peer_->failed()) return peer_->FailureStatus();
     return RemoteError("sending chunk " + std::to_string(k) + " of " + std::to_string(send_.count) + " to rank " +
                        std::to_string(peer()) + " failed: " + UcsText(s));
+  }
+
+  Status CallMismatch() const {
+    return MismatchedCallDigest(my_rank_, call_, peer(), "UCX links carry only an 8-bit digest of the call");
   }
 
   // What the sender's chunk k says about its message, against what this rank expects.
@@ -503,6 +558,8 @@ class UcxLink : public Link {
 
   const int my_rank_;
   UcxTransport::Peer* const peer_;
+  CallStamp call_;       // of this link's messages, both ways (SetCall)
+  uint8_t digest_ = 0;   // CallDigest(call_)
   UcxTransport::Worker* const worker_;
   const size_t chunk_bytes_;
   const size_t in_flight_;

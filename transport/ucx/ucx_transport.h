@@ -12,7 +12,12 @@
 // The tag names the sending rank, the link's message sequence number, the chunk index
 // and whether the chunk is the last, so chunks match their own receive whatever order
 // they complete in, and a sender and receiver that disagree on the length are caught
-// (InvalidUsage naming the sender) from the chunk lengths and the last-chunk flag. No
+// (InvalidUsage naming the sender) from the chunk lengths and the last-chunk flag. It
+// also carries an 8-bit digest of the sender's call stamp (Link::SetCall), which
+// receives do not match on but check before a chunk is reduced: a chunk of another
+// call fails the receive (mismatched calls) instead of waiting for a match that never
+// comes; the tag has no room for the whole stamp, so the error names this rank's call
+// only. Limits that follow from the tag: 2^18 ranks, 2^20 chunks per message. No
 // receive is ever posted shorter than what the sender may send for it (a short last
 // chunk is received only once probed), so UCX never truncates into user memory. A
 // few chunks per direction are in flight at once (`chunks_in_flight`). Received chunks
