@@ -69,7 +69,8 @@ int64_t LongestWait(const std::vector<RankFacts>& ranks, const CallStamp& call) 
   return longest;
 }
 
-// Why rank r is to blame, or "" when it is not.
+// Why rank r is to blame on its own (it does not answer, is gone, or is outside
+// tessera), or "".
 std::string Blame(int r, const RankFacts& f, const CallStamp& call, int64_t waited_us) {
   const std::string state = f.process_state.empty() ? "" : ": " + f.process_state;
   const ActivitySnapshot& s = f.answer.snapshot;
@@ -82,18 +83,34 @@ std::string Blame(int r, const RankFacts& f, const CallStamp& call, int64_t wait
       return Who(r, f) + " has made no progress in " + DescribeCall(call) + " for " + Ms(waited_us) +
              " and does not answer" + (state.empty() ? " (stopped, hung or cut off)" : state);
     case Kind::kLocalError:
+      return "";
     case Kind::kAnswered:
       break;
   }
-  if (f.answer.kind != Kind::kAnswered) return "";
   if (s.state == State::kIdle && s.last_done_seq < call.seq) {
     return Who(r, f) + " has not called " + DescribeCall(call) + ": it has been outside tessera for " +
            Ms(s.in_state_us) + " since " + DescribeCall(s.call) + " ended";
   }
-  if (s.state != State::kIdle && s.call.seq < call.seq && s.call.seq != 0) {
+  return "";
+}
+
+bool WaitsOnAny(const ActivitySnapshot& s, const std::vector<int32_t>& ranks) {
+  for (int32_t peer : s.waiting_on) {
+    if (std::find(ranks.begin(), ranks.end(), peer) != ranks.end()) return true;
+  }
+  return false;
+}
+
+// Why rank r, in a call, is to blame for being in another call than the others: still
+// in an earlier one (unless it waits there on a rank already blamed), or in another at
+// the same sequence number (mismatched calls); or "".
+std::string BlameCall(int r, const RankFacts& f, const CallStamp& call, const std::vector<int32_t>& blamed) {
+  const ActivitySnapshot& s = f.answer.snapshot;
+  if (f.answer.kind != Kind::kAnswered || s.state == State::kIdle || s.call.seq == 0) return "";
+  if (s.call.seq < call.seq && !WaitsOnAny(s, blamed)) {
     return Who(r, f) + " is still in " + DescribeCall(s.call) + " (for " + Ms(s.in_state_us) + ")";
   }
-  if (s.state != State::kIdle && s.call.seq == call.seq && s.call != call) {
+  if (s.call.seq == call.seq && s.call != call) {
     return "mismatched calls: " + Who(r, f) + " called " + DescribeCall(s.call) + " but the others called " +
            DescribeCall(call);
   }
@@ -135,17 +152,25 @@ Verdict Judge(int my_rank, const std::vector<RankFacts>& ranks) {
   if (LocalFault(ranks, &local_error)) return LocalFaultVerdict(my_rank, ranks, local_error);
   const CallStamp call = ReferenceCall(ranks, my_rank);
   const int64_t waited = LongestWait(ranks, call);
-  std::vector<std::string> reasons;
+  std::vector<std::string> reasons(ranks.size());
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    reasons[r] = Blame(static_cast<int>(r), ranks[r], call, waited);
+    if (!reasons[r].empty()) v.culprits.push_back(static_cast<int32_t>(r));
+  }
+  const std::vector<int32_t> blamed = v.culprits;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    if (reasons[r].empty()) reasons[r] = BlameCall(static_cast<int>(r), ranks[r], call, blamed);
+  }
+  v.culprits.clear();
   std::vector<int32_t> waiters;
   for (size_t r = 0; r < ranks.size(); ++r) {
-    const std::string why = Blame(static_cast<int>(r), ranks[r], call, waited);
-    if (!why.empty()) {
-      reasons.push_back(why);
+    if (!reasons[r].empty()) {
       v.culprits.push_back(static_cast<int32_t>(r));
-    } else if (WaitsIn(ranks[r], call)) {
+    } else if (ranks[r].answer.kind == Kind::kAnswered && ranks[r].answer.snapshot.state != State::kIdle) {
       waiters.push_back(static_cast<int32_t>(r));
     }
   }
+  reasons.erase(std::remove(reasons.begin(), reasons.end(), std::string()), reasons.end());
   if (v.culprits.empty()) {
     v.text = "no rank stopped: " + RankList(waiters) + " are all in " + DescribeCall(call) + " and waiting for " +
              Ms(waited) + " (a deadlock, or messages lost between ranks)";

@@ -47,6 +47,24 @@ TEST(VerdictTest, SilentRankIsTheCulpritAndWaitersAreNot) {
   EXPECT_NE(v.text.find("ranks 0, 2, 3 were waiting on it [culprit: rank 1]"), std::string::npos) << v.text;
 }
 
+// Rank 3 still finishes allreduce #72, waiting on the stopped rank 2, while ranks 0 and 1
+// are in #73: rank 3 waits, it is not to blame.
+TEST(VerdictTest, RankBehindWaitingOnTheCulpritIsAWaiter) {
+  std::vector<RankFacts> ranks = Waiting();
+  ranks[2].answer = PeerAnswer();
+  ActivitySnapshot& behind = ranks[3].answer.snapshot;
+  behind.call = Allreduce(72);
+  behind.last_done_seq = 71;
+  behind.waiting_on = {2};
+  Verdict v = Judge(0, ranks);
+  EXPECT_EQ(v.culprits, std::vector<int32_t>{2}) << v.text;
+  EXPECT_NE(v.text.find("ranks 0, 1, 3 were waiting on it [culprit: rank 2]"), std::string::npos) << v.text;
+  behind.waiting_on = {0};  // waits on a rank that is itself waiting: behind on its own
+  v = Judge(0, ranks);
+  EXPECT_EQ(v.culprits, (std::vector<int32_t>{2, 3})) << v.text;
+  EXPECT_NE(v.text.find("rank 3 (pid 1003 on host b) is still in allreduce #72"), std::string::npos) << v.text;
+}
+
 TEST(VerdictTest, RankOutsideTesseraIsTheCulprit) {
   std::vector<RankFacts> ranks = Waiting();
   ActivitySnapshot& idle = ranks[2].answer.snapshot;
