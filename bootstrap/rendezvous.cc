@@ -210,6 +210,9 @@ void EncodeUniqueId(const UniqueIdData& id, char out[kUniqueIdBytes]) {
   std::memcpy(out + 8, &id.root.ip_be, sizeof(id.root.ip_be));
   std::memcpy(out + 12, &id.root.port_be, sizeof(id.root.port_be));
   std::memcpy(out + 16, &id.secret, sizeof(id.secret));
+  std::memcpy(out + 24, &id.root_pid, sizeof(id.root_pid));
+  std::memcpy(out + 28, &id.root_rank, sizeof(id.root_rank));
+  std::memcpy(out + 32, id.root_host.data(), std::min<size_t>(id.root_host.size(), kUniqueIdBytes - 33));
 }
 
 Status AddAgreed(const std::string& lines, RankInfo* info) {
@@ -266,6 +269,9 @@ Status DecodeUniqueId(const char in[kUniqueIdBytes], UniqueIdData* out) {
   std::memcpy(&out->root.ip_be, in + 8, sizeof(out->root.ip_be));
   std::memcpy(&out->root.port_be, in + 12, sizeof(out->root.port_be));
   std::memcpy(&out->secret, in + 16, sizeof(out->secret));
+  std::memcpy(&out->root_pid, in + 24, sizeof(out->root_pid));
+  std::memcpy(&out->root_rank, in + 28, sizeof(out->root_rank));
+  out->root_host.assign(in + 32, strnlen(in + 32, kUniqueIdBytes - 33));
   if (out->root.port() == 0) return InvalidArgument("commId has no rendezvous port");
   return Status::Ok();
 }
@@ -313,12 +319,25 @@ Status JoinRendezvous(const UniqueIdData& id, int rank, int nranks, const RankIn
   return JoinRendezvousOnce(id, rank, nranks, mine, timeout_ms, all);
 }
 
+// The rendezvous service is gone or stopped: it lives in the process that created the
+// id, so that process is the culprit, by rank where the id knows it.
+static std::string RendezvousHostBlamed(const UniqueIdData& id) {
+  std::string who = "the process serving the rendezvous";
+  if (id.root_pid != 0) who += " (pid " + std::to_string(id.root_pid) + " on host " + id.root_host + ")";
+  if (id.root_rank >= 0) who = "rank " + std::to_string(id.root_rank) + ", " + who + ",";
+  const std::string tag = id.root_rank >= 0 ? "[culprit: rank " + std::to_string(id.root_rank) + "]"
+                          : id.root_pid != 0 ? "[culprit: rendezvous host pid " + std::to_string(id.root_pid) + "]"
+                                             : "[culprit: rendezvous host]";
+  return who + " is gone or stopped (it created the unique id) " + tag;
+}
+
 static Status JoinRendezvousOnce(const UniqueIdData& id, int rank, int nranks, const RankInfo& mine,
                                  int64_t timeout_ms, std::vector<RankInfo>* all) {
   const Deadline deadline = Deadline::AfterMs(timeout_ms);
   const std::string where = "rendezvous at " + id.root.ToString() + " (rank " + std::to_string(rank) + ")";
   Socket s;
-  TESSERA_RETURN_IF_ERROR(Connect(id.root, deadline, &s).Annotate(where));
+  Status connected = Connect(id.root, deadline, &s);
+  if (!connected.ok()) return connected.Annotate(where + ": " + RendezvousHostBlamed(id));
   Hello hello{};
   hello.magic = kHelloMagic;
   hello.secret = id.secret;
@@ -329,8 +348,10 @@ static Status JoinRendezvousOnce(const UniqueIdData& id, int rank, int nranks, c
   Reply reply;
   Status st = RecvAll(s, &reply, sizeof(reply), deadline);
   if (st.code() == Code::kRemoteError) {
-    return RemoteError(where + ": the service closed the connection (it timed out or exited)");
+    return RemoteError(where + ": the service closed the connection: " + RendezvousHostBlamed(id));
   }
+  // The service answers by its deadline, which came before ours: it has stopped.
+  if (st.code() == Code::kTimeout) return st.Annotate(where + ": no table and no answer: " + RendezvousHostBlamed(id));
   TESSERA_RETURN_IF_ERROR(st.Annotate(where + ": waiting for all ranks to join"));
   reply.message[sizeof(reply.message) - 1] = '\0';
   if (reply.code != 0) return Status(static_cast<Code>(reply.code), where + ": " + reply.message);

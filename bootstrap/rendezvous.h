@@ -26,6 +26,12 @@ namespace tessera {
 struct UniqueIdData {
   SocketAddress root;
   uint64_t secret = 0;
+  // Who serves the rendezvous, so that ranks can name it when it is gone: its process
+  // (0: unknown), its rank in the communicator being created (-1: unknown, as for
+  // tesseraGetUniqueId, which any process may call) and its host (at most 95 bytes).
+  int32_t root_pid = 0;
+  int32_t root_rank = -1;
+  std::string root_host;
 };
 constexpr size_t kUniqueIdBytes = 128;
 void EncodeUniqueId(const UniqueIdData& id, char out[kUniqueIdBytes]);

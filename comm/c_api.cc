@@ -2,6 +2,8 @@
 // becomes a tesseraResult_t, where handles and arguments are validated, where groups are
 // recorded, and where the last error message is kept (per communicator and per thread:
 // no global error buffer).
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -22,6 +24,7 @@
 #include "comm/launch.h"
 #include "comm/operation.h"
 #include "tessera/tessera.h"
+#include "topology/host_identity.h"
 
 using tessera::Code;
 using tessera::Communicator;
@@ -392,6 +395,8 @@ tesseraResult_t tesseraGetUniqueId(tesseraUniqueId* uniqueId) {
   if (s.ok()) {
     id.secret = tessera::RandomSecret();
     s = tessera::StartRendezvous(ip, 0, id.secret, settings.timeout_ms, &id.root);
+    id.root_pid = getpid();  // its rank is not known yet (-1)
+    id.root_host = tessera::HostIdentity(settings.host_id);
   }
   if (!s.ok()) return Report(nullptr, fn, s);
   tessera::EncodeUniqueId(id, uniqueId->internal);

@@ -57,8 +57,19 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
                                     &mine));
   for (const auto& [name, bytes] : transports_.cards()) TESSERA_RETURN_IF_ERROR(AddCard(name, bytes, &mine));
 
+  CallStamp creation;
+  creation.flags = kStampCreation;
+  activity_.BeginCall(creation);
   std::vector<RankInfo> all;
   TESSERA_RETURN_IF_ERROR(JoinRendezvous(id, rank, nranks, mine, settings.timeout_ms, &all));
+  const Status s = SetUpWith(all, deadline);
+  if (!s.ok()) return FailCreation(s);
+  activity_.EndCall(true);
+  return Status::Ok();
+}
+
+// After the rendezvous: the links, the shape and the cost model, with every rank's info.
+Status Communicator::SetUpWith(const std::vector<RankInfo>& all, const Deadline& deadline) {
   std::vector<std::string> hosts;
   std::vector<int> pids;
   for (const RankInfo& info : all) {
@@ -66,19 +77,19 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
     pids.push_back(info.pid);
   }
   InitMembership(all, hosts, pids);
-  const std::vector<LocalRank> local = LocalRanks(hosts, pids, rank);
+  const std::vector<LocalRank> local = LocalRanks(hosts, pids, rank_);
   auto card_of = [&all](int r, const std::string& name, std::string* bytes) { return FindCard(all[r], name, bytes); };
   TESSERA_RETURN_IF_ERROR(transports_.Finish(card_of, local, deadline, &links_));
   const int local_ranks = static_cast<int>(local.size());
   TESSERA_RETURN_IF_ERROR(InitShape(all));
-  if (!settings.trace_dir.empty()) tracer_ = std::make_unique<Tracer>();
+  if (!settings_.trace_dir.empty()) tracer_ = std::make_unique<Tracer>();
 
   const int64_t cores = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
   // A backend may ask for a longer spin (UCX: waking from its event fd is slow).
   const int64_t spin_when_fits = std::max<int64_t>(50, transports_.spin_us_hint());
-  spin_us_ = settings.spin_us >= 0 ? settings.spin_us : (local_ranks <= cores ? spin_when_fits : 0);
+  spin_us_ = settings_.spin_us >= 0 ? settings_.spin_us : (local_ranks <= cores ? spin_when_fits : 0);
   Log(log_level_, LogLevel::kInfo,
-      "rank " + std::to_string(rank) + " of " + std::to_string(nranks) + " ready: host " + mine.host + ", " +
+      "rank " + std::to_string(rank_) + " of " + std::to_string(nranks_) + " ready: host " + hosts[rank_] + ", " +
           std::to_string(local_ranks) + " rank(s) on this host, transports " + transports_.description() +
           ", spin " + std::to_string(spin_us_) + " us");
   return Status::Ok();
@@ -116,6 +127,22 @@ void Communicator::InitMembership(const std::vector<RankInfo>& all, const std::v
   membership_ = Membership{rank_, flight_identity_.comm_id, std::move(addresses), pids, hosts};
 }
 
+// A failure after the rendezvous: diagnosed like a collective's (the culprit among ranks
+// that are gone or silent), and told to the peers, which are in the same set-up.
+Status Communicator::FailCreation(const Status& cause) {
+  const Status s = Diagnosed(cause, /*in_creation=*/true);
+  activity_.Break();
+  if (links_) links_->PublishFailure(s);
+  // A failed creation takes this rank's watch service with it, and a peer that asks
+  // after that finds nothing there and blames this rank as gone. Unless the failure was a
+  // timeout (then every rank diagnoses at about the same time), stay answerable with the
+  // verdict for as long as a diagnosis asks, for the peers that fail later.
+  if (!membership_.watch.empty() && s.code() != Code::kTimeout) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(settings_.diagnosis_ms));
+  }
+  return s;
+}
+
 // Hosts numbered by first appearance; grids and the cost model's shape from them.
 Status Communicator::InitShape(const std::vector<RankInfo>& all) {
   std::vector<std::string> ids;
@@ -141,11 +168,7 @@ Status Communicator::InitShape(const std::vector<RankInfo>& all) {
   }
   if (!settings_.tuning_file.empty()) TESSERA_RETURN_IF_ERROR(CostModel::FromTuningFile(settings_.tuning_file, &model_));
   if (nranks_ > 1) {
-    Status s = ProbeAndAgree().Annotate("cost-model probe");
-    if (!s.ok()) {
-      links_->PublishFailure(s);  // the others are in the probe too: tell them why
-      return s;
-    }
+    TESSERA_RETURN_IF_ERROR(ProbeAndAgree().Annotate("cost-model probe"));
   }
   Log(log_level_, LogLevel::kInfo,
       "rank " + std::to_string(rank_) + ": " + std::to_string(shape_.hosts) + " host(s), " +
@@ -287,9 +310,10 @@ Status Communicator::Break(const Status& cause) {
   return s;
 }
 
-Status Communicator::Diagnosed(const Status& cause) {
+Status Communicator::Diagnosed(const Status& cause, bool in_creation) {
   if (membership_.watch.empty() || abort_.load()) return cause;
-  if (cause.code() != Code::kTimeout && cause.code() != Code::kRemoteError) return cause;
+  const Code c = cause.code();
+  if (c != Code::kTimeout && c != Code::kRemoteError && !(in_creation && c == Code::kSystemError)) return cause;
   const Verdict v = Diagnose(membership_, activity_, !settings_.flight_recorder_dir.empty(),
                              Deadline::AfterMs(settings_.diagnosis_ms));
   activity_.SetVerdict(v.text, v.culprits);
@@ -350,6 +374,9 @@ Status Communicator::Split(int color, int key, const Settings& settings, std::un
     TESSERA_RETURN_IF_ERROR(ChooseLocalAddress(settings.socket_ifname, &ip));
     id.secret = RandomSecret();
     TESSERA_RETURN_IF_ERROR(StartRendezvous(ip, 0, id.secret, settings.timeout_ms, &id.root).Annotate("split"));
+    id.root_pid = getpid();
+    id.root_rank = 0;
+    id.root_host = flight_identity_.host;
     EncodeUniqueId(id, my_id.data());
   }
   gather.send = my_id.data();

@@ -103,16 +103,19 @@ class Communicator {
   Status Init(const Settings& settings, const UniqueIdData& id, int nranks, int rank);
   CollectiveContext Context() const;
   ExecutionSite Site();
+  Status SetUpWith(const std::vector<RankInfo>& all, const Deadline& deadline);
+  Status FailCreation(const Status& cause);
   Status InitShape(const std::vector<RankInfo>& all);
   Status ProbeAndAgree();
   // Records `cause` as the sticky error (the first one wins) and returns it. The first
   // is diagnosed (Diagnosed) and writes the flight record (TESSERA_FLIGHT_RECORDER_DIR),
   // naming its file.
   Status Break(const Status& cause);
-  // When `cause` can be a peer's doing (a timeout, a peer gone or failed; not an abort):
-  // the verdict of asking every rank (diagnosis/diagnose.h) first, then what this rank
-  // saw. The verdict is also published for peers to adopt. Else `cause`.
-  Status Diagnosed(const Status& cause);
+  // When `cause` can be a peer's doing (a timeout, a peer gone or failed; during
+  // creation also a system error, such as a crashed peer's missing segment; not an
+  // abort): the verdict of asking every rank (diagnosis/diagnose.h) first, then what
+  // this rank saw. The verdict is also published for peers to adopt. Else `cause`.
+  Status Diagnosed(const Status& cause, bool in_creation = false);
   // The watch service, started before the rendezvous (its address is this rank's
   // "watch" card), and after it everyone's addresses, pids and hosts.
   Status StartWatch(const Settings& settings, uint64_t secret, RankInfo* mine);

@@ -1,5 +1,7 @@
 #include "comm/launch.h"
 
+#include <unistd.h>
+
 #include "bootstrap/launcher_env.h"
 #include "bootstrap/pmix_share.h"
 #include "bootstrap/rendezvous.h"
@@ -29,6 +31,8 @@ Status CreateFromLauncher(const Settings& settings, std::unique_ptr<Communicator
     // A known address: rank 0 serves the rendezvous there, everyone connects to it.
     id.secret = SharedSecret(li);
     TESSERA_RETURN_IF_ERROR(SocketAddress::FromHostPort(li.root_host, li.root_port, &id.root).Annotate(who));
+    id.root_rank = 0;
+    id.root_host = li.root_host;
     if (li.rank == 0) {
       SocketAddress bound;
       TESSERA_RETURN_IF_ERROR(StartRendezvous("0.0.0.0", li.root_port, id.secret, settings.timeout_ms, &bound)
@@ -42,6 +46,9 @@ Status CreateFromLauncher(const Settings& settings, std::unique_ptr<Communicator
       TESSERA_RETURN_IF_ERROR(ChooseLocalAddress(settings.socket_ifname, &ip));
       id.secret = RandomSecret();
       TESSERA_RETURN_IF_ERROR(StartRendezvous(ip, 0, id.secret, settings.timeout_ms, &id.root).Annotate(who));
+      id.root_pid = getpid();
+      id.root_rank = 0;
+      id.root_host = ip;
       blob.assign(kUniqueIdBytes, '\0');
       EncodeUniqueId(id, &blob[0]);
     }

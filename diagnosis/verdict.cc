@@ -94,20 +94,16 @@ std::string Blame(int r, const RankFacts& f, const CallStamp& call, int64_t wait
   return "";
 }
 
-bool WaitsOnAny(const ActivitySnapshot& s, const std::vector<int32_t>& ranks) {
-  for (int32_t peer : s.waiting_on) {
-    if (std::find(ranks.begin(), ranks.end(), peer) != ranks.end()) return true;
-  }
-  return false;
-}
-
 // Why rank r, in a call, is to blame for being in another call than the others: still
-// in an earlier one (unless it waits there on a rank already blamed), or in another at
-// the same sequence number (mismatched calls); or "".
+// in an earlier one, or in another at the same sequence number (mismatched calls); or
+// "". A rank still in an earlier call that waits there on a peer is not to blame when
+// some rank is already blamed: it waits on the culprit, directly or through a chain of
+// waiting ranks (a ring's neighbour finishing the previous call).
 std::string BlameCall(int r, const RankFacts& f, const CallStamp& call, const std::vector<int32_t>& blamed) {
   const ActivitySnapshot& s = f.answer.snapshot;
   if (f.answer.kind != Kind::kAnswered || s.state == State::kIdle || s.call.seq == 0) return "";
-  if (s.call.seq < call.seq && !WaitsOnAny(s, blamed)) {
+  const bool waits_on_culprit = !blamed.empty() && !s.waiting_on.empty();
+  if (s.call.seq < call.seq && !waits_on_culprit) {
     return Who(r, f) + " is still in " + DescribeCall(s.call) + " (for " + Ms(s.in_state_us) + ")";
   }
   if (s.call.seq == call.seq && s.call != call) {

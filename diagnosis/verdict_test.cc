@@ -59,9 +59,12 @@ TEST(VerdictTest, RankBehindWaitingOnTheCulpritIsAWaiter) {
   Verdict v = Judge(0, ranks);
   EXPECT_EQ(v.culprits, std::vector<int32_t>{2}) << v.text;
   EXPECT_NE(v.text.find("ranks 0, 1, 3 were waiting on it [culprit: rank 2]"), std::string::npos) << v.text;
-  behind.waiting_on = {0};  // waits on a rank that is itself waiting: behind on its own
+  behind.waiting_on = {0};  // through a rank that is itself waiting: still a waiter
   v = Judge(0, ranks);
-  EXPECT_EQ(v.culprits, (std::vector<int32_t>{2, 3})) << v.text;
+  EXPECT_EQ(v.culprits, std::vector<int32_t>{2}) << v.text;
+  ranks[2] = ranks[1];  // nobody else to blame: the rank behind is the suspect
+  v = Judge(0, ranks);
+  EXPECT_EQ(v.culprits, std::vector<int32_t>{3}) << v.text;
   EXPECT_NE(v.text.find("rank 3 (pid 1003 on host b) is still in allreduce #72"), std::string::npos) << v.text;
 }
 

@@ -14,7 +14,8 @@ Each case asserts, for every survivor:
   in time    the error came within TESSERA_TIMEOUT_MS + 1 s of when it could first have
              known: the later of its call's start and the fault;
   culprit    its error text names the culprit: "[culprit: rank V]", or for the cut host
-             "[culprit: ranks 2, 3]";
+             "[culprit: ranks 2, 3]"; root_init, whose id comes from tesseraGetUniqueId
+             (which knows the process, not its rank): "[culprit: rendezvous host pid P]";
   leftovers  nothing of the run's processes in /dev/shm (tessera-<pid>-*) and no process
              left in the hosts once the survivors are done and the victim is reaped;
   fds/threads  as many fds and threads right after tesseraCommDestroy/Abort (and after
@@ -392,6 +393,9 @@ def collect(cluster, run, nranks, survivors, timeout_ms):
   # culprit
   if case.name != "loss":
     token = culprit_token(run.victims)
+    if case.name == "root_init":
+      # The id came from tesseraGetUniqueId, which knows its process but not its rank.
+      token = "[culprit: rendezvous host pid %s]" % victim_pid(run, run.victims[0])
     why = ["rank %d" % r for r in survivors if token not in (run.results.get(r) or {}).get("error", "")]
     run.checks["culprit"] = (not why, ("no %s from " % token + ", ".join(why)) if why else "")
 

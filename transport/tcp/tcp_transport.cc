@@ -315,7 +315,11 @@ Status TcpTransport::AcceptFrom(int peer, const Deadline& deadline, std::vector<
 }
 
 void TcpTransport::PublishFailure(const Status& failure) {
-  const Deadline deadline = Deadline::AfterMs(500);  // best effort, bounded
+  // Best effort, bounded: a live peer's kernel accepts within a millisecond even when
+  // the peer is busy, so the bound only matters for peers cut off, which must not delay
+  // the caller's error by much (a survivor returns within the timeout + 1 s, of which
+  // diagnosis takes up to TESSERA_DIAGNOSIS_MS).
+  const Deadline deadline = Deadline::AfterMs(250);
   const std::string text = failure.message().substr(0, kMaxNoticeBytes);
   // Linked peers always; on a small communicator every peer, so that a rank that failed
   // before linking to anyone (e.g. during set-up) still tells the others why.
