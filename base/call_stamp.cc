@@ -22,6 +22,7 @@ std::string DescribeBytes(uint64_t bytes) {
 }
 
 std::string DescribeCall(const CallStamp& s) {
+  if (s.seq == 0 && (s.flags & kStampCreation) != 0) return "communicator creation";
   if (s.seq == 0 && s.kind < kNumOpKinds && IsPointToPoint(static_cast<OpKind>(s.kind))) {
     return "sends/receives (" + DescribeBytes(s.count) + " sent)";
   }
