@@ -108,28 +108,36 @@ TEST_P(PeerFailure, PeerExitsAfterInit) {
   EXPECT_TRUE(results[2].died()) << results[2].Describe();
 }
 
+// A 16M-element allreduce during which rank 2 raises `signo` on itself 20 ms in (the
+// links are all set up before, so it lands in the data transfer). Rank 2 never returns
+// from here: when its allreduce ended before the signal, it waits for the signal's end.
+CallOutcome BigAllReduceWhileRank2Raises(int rank, int signo, tesseraComm_t comm) {
+  const size_t big = size_t{16} << 20;
+  std::vector<float> buf(big, 1.0f);
+  if (rank == 2) {
+    std::thread([signo] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      raise(signo);
+    }).detach();
+  }
+  auto start = std::chrono::steady_clock::now();
+  CallOutcome o;
+  o.code = tesseraAllReduce(buf.data(), buf.data(), big, tesseraFloat32, tesseraSum, comm, nullptr);
+  o.seconds = SecondsSince(start);
+  if (o.code != tesseraSuccess) o.message = LastError(comm);
+  if (rank == 2) pause();
+  printf("[ info ] rank %d: %s\n", rank, Describe(o).c_str());
+  return o;
+}
+
 // A rank killed (SIGKILL) in the middle of a large allreduce: the others fail in time.
 // A small allreduce first sets up every link, so the kill lands in the data transfer.
 TEST_P(PeerFailure, PeerKilledDuringAllReduce) {
-  const size_t big = size_t{16} << 20;
-  auto results = RunRanks(3, [big](int rank, tesseraComm_t comm) {
+  auto results = RunRanks(3, [](int rank, tesseraComm_t comm) {
     RankChecks c;
     CallOutcome warm_up = TimedAllReduce(comm, 1031);
     if (!c.ExpectCode(warm_up.code, tesseraSuccess, "warm-up allreduce")) return c.str();
-    std::vector<float> buf(big, 1.0f);
-    if (rank == 2) {
-      std::thread([] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        raise(SIGKILL);
-      }).detach();
-    }
-    auto start = std::chrono::steady_clock::now();
-    CallOutcome o;
-    o.code = tesseraAllReduce(buf.data(), buf.data(), big, tesseraFloat32, tesseraSum, comm, nullptr);
-    o.seconds = SecondsSince(start);
-    if (o.code != tesseraSuccess) o.message = LastError(comm);
-    if (rank == 2) pause();  // the allreduce ended before the kill: wait for it
-    printf("[ info ] rank %d: %s\n", rank, Describe(o).c_str());
+    const CallOutcome o = BigAllReduceWhileRank2Raises(rank, SIGKILL, comm);
     if (o.code != tesseraSuccess) {
       ExpectPeerFailure(&c, o, kPeerGone, {"[culprit: rank 2]"}, "allreduce while rank 2 is killed");
     }
@@ -167,27 +175,13 @@ TEST_P(PeerFailure, SilentPeerTimesOut) {
 // out naming rank 2 as the culprit, stopped, and no survivor blames another. Rank 0
 // then kills it.
 TEST_P(PeerFailure, StoppedPeerIsTheCulprit) {
-  const size_t big = size_t{16} << 20;
-  auto results = RunRanks(4, [big](int rank, tesseraComm_t comm) {
+  auto results = RunRanks(4, [](int rank, tesseraComm_t comm) {
     RankChecks c;
     std::vector<int32_t> pids(4);
     int32_t mine = getpid();
     const tesseraResult_t r = tesseraAllGather(&mine, pids.data(), 1, tesseraInt32, comm, nullptr);
     if (!c.ExpectCode(r, tesseraSuccess, "allgather of pids")) return c.str();
-    std::vector<float> buf(big, 1.0f);
-    if (rank == 2) {
-      std::thread([] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        raise(SIGSTOP);
-      }).detach();
-    }
-    auto start = std::chrono::steady_clock::now();
-    CallOutcome o;
-    o.code = tesseraAllReduce(buf.data(), buf.data(), big, tesseraFloat32, tesseraSum, comm, nullptr);
-    o.seconds = SecondsSince(start);
-    if (o.code != tesseraSuccess) o.message = LastError(comm);
-    if (rank == 2) pause();  // the allreduce ended before the stop: wait to be killed
-    printf("[ info ] rank %d: %s\n", rank, Describe(o).c_str());
+    const CallOutcome o = BigAllReduceWhileRank2Raises(rank, SIGSTOP, comm);
     ExpectPeerFailure(&c, o, kPeerGone, {"[culprit: rank 2]", "stopped"}, "allreduce while rank 2 is stopped");
     ArriveAndWait(0, 3, Milliseconds(20000));
     if (rank == 0) kill(pids[2], SIGKILL);
@@ -454,28 +448,30 @@ extern "C" int ftruncate(int fd, off_t length) {
 namespace tessera_test {
 namespace {
 
-TEST(ShmLeak, RankDiesRightAfterCreatingItsSegment) {
+// Three ranks create a communicator over shared memory while rank 2 dies at `trigger`
+// (exit code `exit_code`, in a system call of its set-up, interposed below): ranks 0 and
+// 1 fail in time naming rank 2, at creation or at their first allreduce, and nothing of
+// anyone is left in /dev/shm.
+void ExpectCleanDeathInSetUp(std::atomic<bool>* trigger, int exit_code, const std::string& what) {
   const std::vector<std::string> before = TesseraShmEntries();
-  auto results = RunRanksRaw(3, [](const RankContext& ctx) {
-    if (ctx.rank == 2) g_exit_after_ftruncate.store(true);
+  auto results = RunRanksRaw(3, [trigger, what](const RankContext& ctx) {
+    if (ctx.rank == 2) trigger->store(true);
     tesseraComm_t comm = nullptr;
     CallOutcome o;
     auto start = std::chrono::steady_clock::now();
     o.code = tesseraCommInitRank(&comm, ctx.nranks, ctx.ids[0], ctx.rank);
     o.seconds = SecondsSince(start);
     o.message = o.code == tesseraSuccess ? "" : LastError(nullptr);
-    if (ctx.rank == 2) {
-      // ftruncate was never called (or init failed before it).
-      return "rank 2 was not killed by its segment's creation; init: " + Describe(o);
-    }
+    if (ctx.rank == 2) return "rank 2 did not die " + what + "; init: " + Describe(o);
     RankChecks c;
     if (o.code == tesseraSuccess) {
       CallOutcome a = TimedAllReduce(comm, kCount);
-      ExpectPeerFailure(&c, a, kPeerGone, {}, "allreduce after rank 2 died in init");
+      ExpectPeerFailure(&c, a, kPeerGone, {"[culprit: rank 2]"}, "allreduce after rank 2 died " + what);
       ArriveAndWait(0, 2, Milliseconds(20000));
       tesseraCommDestroy(comm);
     } else {
-      ExpectPeerFailure(&c, o, kPeerGone, {}, "init while rank 2 died");
+      ExpectPeerFailure(&c, o, kPeerGone, {"[culprit: rank 2]"}, "init while rank 2 died " + what);
+      ArriveAndWait(0, 2, Milliseconds(20000));
     }
     printf("[ info ] rank %d: init %s\n", ctx.rank, Describe(o).c_str());
     return c.str();
@@ -483,9 +479,13 @@ TEST(ShmLeak, RankDiesRightAfterCreatingItsSegment) {
   ASSERT_EQ(3u, results.size());
   EXPECT_TRUE(results[0].ok()) << results[0].Describe();
   EXPECT_TRUE(results[1].ok()) << results[1].Describe();
-  EXPECT_EQ(5, results[2].exit_code) << results[2].Describe();
+  EXPECT_EQ(exit_code, results[2].exit_code) << results[2].Describe();
   EXPECT_EQ(Join(before), Join(TesseraShmEntries()))
-      << "entries left after rank 2 (pid " << results[2].pid << ") died holding its segment";
+      << "entries left after rank 2 (pid " << results[2].pid << ") died " << what;
+}
+
+TEST(ShmLeak, RankDiesRightAfterCreatingItsSegment) {
+  ExpectCleanDeathInSetUp(&g_exit_after_ftruncate, 5, "right after creating its segment");
 }
 
 // The last moment to die with a name in /dev/shm: as it removes its own segment's name,
@@ -509,35 +509,7 @@ namespace tessera_test {
 namespace {
 
 TEST(ShmLeak, RankDiesAsItUnlinksItsSegment) {
-  const std::vector<std::string> before = TesseraShmEntries();
-  auto results = RunRanksRaw(3, [](const RankContext& ctx) {
-    if (ctx.rank == 2) g_exit_in_shm_unlink.store(true);
-    tesseraComm_t comm = nullptr;
-    CallOutcome o;
-    auto start = std::chrono::steady_clock::now();
-    o.code = tesseraCommInitRank(&comm, ctx.nranks, ctx.ids[0], ctx.rank);
-    o.seconds = SecondsSince(start);
-    o.message = o.code == tesseraSuccess ? "" : LastError(nullptr);
-    if (ctx.rank == 2) return "rank 2 never unlinked its segment; init: " + Describe(o);
-    RankChecks c;
-    if (o.code == tesseraSuccess) {
-      CallOutcome a = TimedAllReduce(comm, kCount);
-      ExpectPeerFailure(&c, a, kPeerGone, {"rank 2"}, "allreduce after rank 2 died unlinking its segment");
-      ArriveAndWait(0, 2, Milliseconds(20000));
-      tesseraCommDestroy(comm);
-    } else {
-      ExpectPeerFailure(&c, o, kPeerGone, {"rank 2"}, "init while rank 2 died unlinking its segment");
-      ArriveAndWait(0, 2, Milliseconds(20000));
-    }
-    printf("[ info ] rank %d: init %s\n", ctx.rank, Describe(o).c_str());
-    return c.str();
-  }, FailureOptions(Transport::kShm));
-  ASSERT_EQ(3u, results.size());
-  EXPECT_TRUE(results[0].ok()) << results[0].Describe();
-  EXPECT_TRUE(results[1].ok()) << results[1].Describe();
-  EXPECT_EQ(6, results[2].exit_code) << results[2].Describe();
-  EXPECT_EQ(Join(before), Join(TesseraShmEntries()))
-      << "entries left after rank 2 (pid " << results[2].pid << ") died unlinking its segment";
+  ExpectCleanDeathInSetUp(&g_exit_in_shm_unlink, 6, "unlinking its segment");
 }
 
 }  // namespace
