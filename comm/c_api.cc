@@ -507,6 +507,57 @@ tesseraResult_t tesseraCommSplit(tesseraComm_t comm, int color, int key, tessera
   return tesseraSuccess;
 }
 
+tesseraResult_t tesseraCommRevoke(tesseraComm_t comm, int flags) {
+  CallGuard guard(comm);
+  Status s = CheckCommHandle(comm, guard.comm());
+  if (s.ok() && flags != 0) s = InvalidArgument("flags " + std::to_string(flags) + " must be 0");
+  if (s.ok() && comm->impl() == nullptr) s = tessera::InvalidUsage("the communicator is still being created");
+  if (!s.ok()) return Report(guard.comm(), "tesseraCommRevoke", s);
+  comm->impl()->Revoke();
+  return tesseraSuccess;
+}
+
+// The survivors' new communicator, published in a handle like Split's.
+static tesseraResult_t ShrinkInto(tesseraComm_t comm, const std::vector<int>& exclude, const Config& cfg,
+                                  bool inherit_blocking, tesseraComm_t* newcomm) {
+  const char* fn = "tesseraCommShrink";
+  if (comm->worker) comm->worker->WaitIdle();
+  comm->device.WaitIdle();
+  std::unique_ptr<Communicator> impl;
+  tessera::Settings settings = comm->impl()->settings();
+  if (cfg.timeout_ms > 0) settings.timeout_ms = cfg.timeout_ms;
+  Status s = comm->impl()->Shrink(exclude, settings, &impl);
+  if (s.ok()) s = tessera::DevicePath::Attach(impl.get());
+  if (!s.ok()) return Report(comm, fn, s);
+  tesseraComm* handle = NewHandle(impl->rank(), impl->nranks(), cfg.name, impl->settings());
+  handle->Publish(std::move(impl));
+  const bool blocking = inherit_blocking ? comm->worker == nullptr : cfg.blocking;
+  if (!blocking) handle->worker = std::make_unique<tessera::AsyncWorker>();
+  *newcomm = handle;
+  return tesseraSuccess;
+}
+
+tesseraResult_t tesseraCommShrink(tesseraComm_t comm, const int* excludeRanks, int excludeCount,
+                                  tesseraComm_t* newcomm, tesseraConfig_t* config, int flags) {
+  const char* fn = "tesseraCommShrink";
+  CallGuard guard(comm);
+  Status s = CheckCommHandle(comm, guard.comm());
+  if (s.ok() && newcomm == nullptr) s = InvalidArgument("newcomm is NULL");
+  if (newcomm != nullptr) *newcomm = nullptr;
+  if (s.ok() && (excludeCount < 0 || (excludeCount > 0 && excludeRanks == nullptr))) {
+    s = InvalidArgument("excludeRanks is NULL or excludeCount " + std::to_string(excludeCount) + " is negative");
+  }
+  if (s.ok() && (flags & ~TESSERA_SHRINK_ABORT) != 0) s = InvalidArgument("unknown flags " + std::to_string(flags));
+  Config cfg;
+  if (s.ok()) s = ReadConfig(config, &cfg);
+  if (s.ok() && t_group.depth > 0) s = tessera::InvalidUsage("tesseraCommShrink inside a group is not supported");
+  if (s.ok() && !comm->impl()) s = tessera::InvalidUsage("the parent communicator was never created");
+  if (!s.ok()) return Report(guard.comm(), fn, s);
+  if ((flags & TESSERA_SHRINK_ABORT) != 0) comm->impl()->Revoke();
+  const std::vector<int> exclude(excludeRanks, excludeRanks + excludeCount);
+  return ShrinkInto(comm, exclude, cfg, config == nullptr, newcomm);
+}
+
 tesseraResult_t tesseraCommFinalize(tesseraComm_t comm) {
   CallGuard guard(comm);
   Status s = CheckCommHandle(comm, guard.comm());

@@ -94,6 +94,22 @@ class Communicator {
   // Thread-safe: makes a blocked or future collective fail promptly.
   void RequestAbort() { abort_.store(true); }
 
+  // --- Surviving a lost rank (docs/diagnosis.md#revoke-and-shrink) --------------------
+  // Thread-safe, not collective: every pending and future call on this communicator
+  // fails promptly, on this rank ("revoked") and, through the failure notice, on every
+  // rank that can still be reached. The communicator keeps its resources (its watch
+  // service, which Shrink uses) until it is destroyed.
+  void Revoke();
+  // Called by the surviving ranks only, each with the same `exclude` (ranks of this
+  // communicator; empty: the culprits of this communicator's diagnosis): they create a
+  // new communicator of the ranks not excluded, numbered in their old order, without
+  // the excluded ranks taking part and without this communicator's links. They agree
+  // through the lowest survivor's watch service: it serves the new unique id and its
+  // list of excluded ranks, and a survivor whose explicit list differs fails naming
+  // both (an empty list adopts the lowest survivor's). InvalidUsage when this rank is
+  // excluded or diagnosis is off (TESSERA_DIAGNOSIS_MS=0).
+  Status Shrink(const std::vector<int>& exclude, const Settings& settings, std::unique_ptr<Communicator>* out);
+
   // Thread-safe, any time: writes the flight recorder to TESSERA_FLIGHT_RECORDER_DIR
   // now; *path names the file. InvalidUsage when the setting is empty.
   Status DumpFlightRecordNow(const std::string& reason, std::string* path) const;
@@ -121,6 +137,9 @@ class Communicator {
   Status StartWatch(const Settings& settings, uint64_t secret, RankInfo* mine);
   void InitMembership(const std::vector<RankInfo>& all, const std::vector<std::string>& hosts,
                       const std::vector<int>& pids);
+  // Shrink's agreement: the lowest survivor offers the id and its list; the others fetch.
+  Status OfferShrink(const std::vector<int>& exclude, const Settings& settings, UniqueIdData* id);
+  Status FetchShrink(int leader, bool adopt, std::vector<int>* exclude, UniqueIdData* id);
   Status DumpFlightRecord(const Status& cause) const;
 
   Settings settings_;
@@ -155,6 +174,8 @@ class Communicator {
   // first).
   mutable Activity activity_;  // internally locked; the exchange tells it what it waits for
   Membership membership_;  // watch addresses empty: no diagnosis
+  std::atomic<bool> revoked_{false};
+  uint32_t shrinks_ = 0;   // Shrink calls so far: which offer of the lowest survivor is current
   std::unique_ptr<WatchService> watch_;
 };
 

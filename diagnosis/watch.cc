@@ -183,22 +183,51 @@ void WatchService::Serve() {
   }
 }
 
+void WatchService::SetOffer(const std::string& bytes) {
+  std::lock_guard<std::mutex> lock(offer_mu_);
+  offer_ = bytes.substr(0, kMaxOfferBytes);
+}
+
 void WatchService::Answer(Socket client) {
   const Deadline deadline = Deadline::AfterMs(kClientMs);
   RequestWire req;
   if (!RecvAll(client, &req, sizeof(req), deadline).ok()) return;
   if (req.magic != kRequestMagic || req.secret != secret_) return;
-  if (req.kind != static_cast<uint32_t>(WatchRequest::kStatus) &&
-      req.kind != static_cast<uint32_t>(WatchRequest::kStatusAndDump)) {
-    return;
+  std::string reply;
+  switch (static_cast<WatchRequest>(req.kind)) {
+    case WatchRequest::kStatusAndDump:
+      if (dump_) dump_();
+      reply = EncodeSnapshot(rank_, pid_, activity_->Snapshot());
+      break;
+    case WatchRequest::kStatus:
+      reply = EncodeSnapshot(rank_, pid_, activity_->Snapshot());
+      break;
+    case WatchRequest::kOffer: {
+      std::lock_guard<std::mutex> lock(offer_mu_);
+      reply = offer_;
+      break;
+    }
+    default:
+      return;
   }
-  if (req.kind == static_cast<uint32_t>(WatchRequest::kStatusAndDump) && dump_) dump_();
-  const std::string reply = EncodeSnapshot(rank_, pid_, activity_->Snapshot());
   const uint32_t length = static_cast<uint32_t>(reply.size());
   if (SendAll(client, &length, sizeof(length), deadline).ok()) SendAll(client, reply.data(), reply.size(), deadline);
 }
 
 // --- The client -----------------------------------------------------------------------
+
+Status AskOffer(const SocketAddress& peer, uint64_t secret, int my_rank, const Deadline& deadline, std::string* offer) {
+  const std::string where = "asking rank's watch service at " + peer.ToString() + " for its offer";
+  Socket s;
+  TESSERA_RETURN_IF_ERROR(Connect(peer, deadline, &s, /*retry_refused=*/false).Annotate(where));
+  const RequestWire req{kRequestMagic, secret, static_cast<uint32_t>(WatchRequest::kOffer), my_rank};
+  TESSERA_RETURN_IF_ERROR(SendAll(s, &req, sizeof(req), deadline).Annotate(where));
+  uint32_t length = 0;
+  TESSERA_RETURN_IF_ERROR(RecvAll(s, &length, sizeof(length), deadline).Annotate(where));
+  if (length > kMaxOfferBytes) return InvalidArgument(where + ": an offer of " + std::to_string(length) + " bytes");
+  offer->assign(length, '\0');
+  return RecvAll(s, &(*offer)[0], length, deadline).Annotate(where);
+}
 
 const char* PeerAnswerName(PeerAnswer::Kind kind) {
   switch (kind) {

@@ -6,7 +6,9 @@
 // - kStatus: this rank's ActivitySnapshot;
 // - kStatusAndDump: the same, after writing this rank's flight record (the dump
 //   callback), so that every rank that still runs leaves its record, not only those
-//   that failed.
+//   that failed;
+// - kOffer: the bytes this rank offers its peers (SetOffer; empty when none), e.g. the
+//   unique id of the communicator that the survivors of a shrink create.
 // Requests carry the communicator's secret; anything else is dropped unanswered. A
 // stopped process (SIGSTOP) answers nothing; a dead one refuses the connection.
 //
@@ -19,6 +21,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,7 +32,7 @@
 
 namespace tessera {
 
-enum class WatchRequest : uint32_t { kStatus = 1, kStatusAndDump = 2 };
+enum class WatchRequest : uint32_t { kStatus = 1, kStatusAndDump = 2, kOffer = 3 };
 
 // The reply's bytes: encoded by the service, decoded (bounds-checked: they come from the
 // network) by QueryPeers. At most kMaxWatchPeers waiting peers and culprits and
@@ -59,6 +62,8 @@ class WatchService {
   WatchService& operator=(const WatchService&) = delete;
 
   SocketAddress address() const { return address_; }
+  // What kOffer answers from now on (at most kMaxOfferBytes). Thread-safe.
+  void SetOffer(const std::string& bytes);
 
  private:
   WatchService() = default;
@@ -74,9 +79,17 @@ class WatchService {
   const Activity* activity_ = nullptr;
   std::function<void()> dump_;
   bool dump_on_signal_ = false;
+  std::mutex offer_mu_;
+  std::string offer_;
   uint64_t signals_seen_ = 0;  // the dump signals counted when last looked (the thread's)
   std::thread thread_;
 };
+
+constexpr size_t kMaxOfferBytes = 4096;
+
+// Asks the watch service at `peer` for its offer: OK with *offer (empty when it has
+// none yet); an error when it cannot be asked by the deadline.
+Status AskOffer(const SocketAddress& peer, uint64_t secret, int my_rank, const Deadline& deadline, std::string* offer);
 
 // What asking one peer gave.
 struct PeerAnswer {

@@ -232,13 +232,8 @@ ncclResult_t pncclCommDestroy(ncclComm_t comm) { return FromTessera(tesseraCommD
 
 ncclResult_t pncclCommAbort(ncclComm_t comm) { return FromTessera(tesseraCommAbort(ToTessera(comm))); }
 
-// Not supported: revoking stops in-flight work and keeps the communicator for a later
-// destroy, split or shrink; tessera can only stop work by aborting, which frees it.
 ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags) {
-  (void)comm;
-  (void)revokeFlags;
-  return NotSupported("ncclCommRevoke",
-                      "tessera cannot stop a communicator's operations without freeing it: use ncclCommAbort");
+  return FromTessera(tesseraCommRevoke(ToTessera(comm), revokeFlags));
 }
 
 ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
@@ -254,20 +249,21 @@ ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* new
                                       config != nullptr ? &converted : nullptr));
 }
 
-// Not supported: only the surviving ranks call ncclCommShrink (the excluded ones are
-// usually dead), while tessera's only way to make a sub-communicator, CommSplit, needs
-// every rank of the parent.
+// NCCL_SHRINK_DEFAULT and NCCL_SHRINK_ABORT have tessera's values; a NULL or empty list
+// excludes the ranks the communicator's failure diagnosis named (tessera's extension).
 ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
                              ncclConfig_t* config, int shrinkFlags) {
-  (void)comm;
-  (void)excludeRanksList;
-  (void)excludeRanksCount;
-  (void)config;
-  (void)shrinkFlags;
-  if (newcomm != nullptr) *newcomm = nullptr;
-  return NotSupported("ncclCommShrink",
-                      "tessera can only build a sub-communicator with every rank of the parent: "
-                      "use ncclCommSplit while all ranks are alive");
+  tesseraConfig_t converted;
+  if (config != nullptr) {
+    const ncclResult_t r = ToTesseraConfig("ncclCommShrink", config, &converted);
+    if (r != ncclSuccess) {
+      if (newcomm != nullptr) *newcomm = nullptr;
+      return r;
+    }
+  }
+  return FromTessera(tesseraCommShrink(ToTessera(comm), excludeRanksList, excludeRanksCount,
+                                       reinterpret_cast<tesseraComm_t*>(newcomm),
+                                       config != nullptr ? &converted : nullptr, shrinkFlags));
 }
 
 // The several ids only spread NCCL's bootstrap over several roots. Every rank passes the

@@ -236,11 +236,14 @@ TEST(NcclErrors, BadArgumentsAndUnsupportedFunctions) {
     ncclWindow_t win = nullptr;
     expect_unsupported(ncclCommWindowRegister(comm, x, sizeof(x), &win, NCCL_WIN_DEFAULT), "ncclCommWindowRegister");
     expect_unsupported(ncclCommWindowDeregister(comm, win), "ncclCommWindowDeregister");
+    // Shrink: a rank cannot exclude itself (tests/shrink_test.cc runs a real shrink).
     int exclude = 0;
     ncclComm_t shrunk = comm;
-    expect_unsupported(ncclCommShrink(comm, &exclude, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT), "ncclCommShrink");
+    checks.ExpectCode(ncclCommShrink(comm, &exclude, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidUsage,
+                      "ncclCommShrink excluding this rank", comm);
+    checks.ExpectContains(LastError(comm), "excluded", "message of ncclCommShrink excluding this rank");
     checks.Expect(shrunk == nullptr, "ncclCommShrink left *newcomm set");
-    expect_unsupported(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), "ncclCommRevoke");
+    checks.ExpectCode(ncclCommRevoke(comm, 7), ncclInvalidArgument, "ncclCommRevoke with flags 7", comm);
     checks.ExpectCode(ncclGroupStart(), ncclSuccess, "ncclGroupStart");
     ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
     expect_unsupported(ncclGroupSimulateEnd(&sim), "ncclGroupSimulateEnd");
@@ -281,6 +284,11 @@ TEST(NcclErrors, BadArgumentsAndUnsupportedFunctions) {
     ncclResult_t async = ncclInternalError;
     checks.ExpectCode(ncclCommGetAsyncError(comm, &async), ncclSuccess, "ncclCommGetAsyncError", comm);
     checks.ExpectCode(async, ncclSuccess, "async error of a healthy communicator", comm);
+    // Revoked: later calls fail at once, and the communicator can still be destroyed.
+    checks.ExpectCode(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), ncclSuccess, "ncclCommRevoke", comm);
+    checks.ExpectCode(ncclAllReduce(x, x, 1, ncclFloat, ncclSum, comm, nullptr), ncclRemoteError,
+                      "ncclAllReduce on a revoked comm", comm);
+    checks.ExpectContains(LastError(comm), "revoked", "message of a call on a revoked comm");
     checks.ExpectCode(ncclCommDestroy(comm), ncclSuccess, "ncclCommDestroy");
     // A destroyed communicator is refused, not dereferenced.
     int count = 0;

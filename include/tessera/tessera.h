@@ -174,6 +174,31 @@ tesseraResult_t tesseraCommInitAll(tesseraComm_t* comms, int ndev, const int* de
 tesseraResult_t tesseraCommSplit(tesseraComm_t comm, int color, int key, tesseraComm_t* newcomm,
                                  tesseraConfig_t* config);
 
+/* Revokes comm: every pending and future call on it fails promptly, on this rank and on
+ * every rank it can still reach, which learn it from this rank's failure notice (the
+ * error says which rank revoked it). Not collective: any rank may call it, e.g. after a
+ * call failed because a peer was lost. comm keeps its resources, and may then be shrunk
+ * (tesseraCommShrink) and must be destroyed or aborted. Thread-safe: may be called while
+ * another thread is blocked in a call of comm. flags must be 0. */
+tesseraResult_t tesseraCommRevoke(tesseraComm_t comm, int flags);
+
+/* tesseraCommShrink flags: TESSERA_SHRINK_ABORT revokes comm first (its pending calls
+ * end), as nccl.h's NCCL_SHRINK_ABORT. */
+#define TESSERA_SHRINK_DEFAULT 0x00
+#define TESSERA_SHRINK_ABORT 0x01
+
+/* Called by the ranks of comm that are not in excludeRanks (the survivors; the excluded
+ * ranks, usually lost, take no part), each with the same list: creates *newcomm of the
+ * survivors, numbered in their order in comm. excludeCount 0 (excludeRanks may be NULL)
+ * excludes the culprits that comm's failure diagnosis named (docs/diagnosis.md), the same
+ * on every survivor. The survivors agree through the lowest survivor: a survivor whose
+ * list differs from its list fails with tesseraInvalidUsage naming both. Works on a
+ * broken or revoked comm (comm's links are not used). config as in tesseraCommSplit
+ * (NULL: inherit comm's). tesseraInvalidUsage when this rank is in excludeRanks or when
+ * TESSERA_DIAGNOSIS_MS is 0; bounded by TESSERA_TIMEOUT_MS. */
+tesseraResult_t tesseraCommShrink(tesseraComm_t comm, const int* excludeRanks, int excludeCount,
+                                  tesseraComm_t* newcomm, tesseraConfig_t* config, int flags);
+
 /* Waits until every operation issued on comm has completed (on a non-blocking
  * communicator), so that tesseraCommDestroy frees without waiting. */
 tesseraResult_t tesseraCommFinalize(tesseraComm_t comm);

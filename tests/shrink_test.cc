@@ -1,0 +1,144 @@
+// Surviving a lost rank: rank(s) killed (SIGKILL) or stopped (SIGSTOP) in the middle of
+// a large allreduce; the survivors see the failure, revoke the communicator, shrink it
+// to themselves and run 100 rounds of every collective, checked, on the new one. On one
+// host (4 ranks over shared memory) and on two emulated hosts of two ranks (one rank of
+// each host lost; TCP between the hosts). Each survivor prints the time from the fault
+// to its first collective completed on the shrunk communicator.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tessera/tessera.h"
+#include "tests/collective_calls.h"
+#include "tests/rank_harness.h"
+
+namespace tessera_test {
+namespace {
+
+constexpr int kRanks = 4;
+constexpr int kRounds = 100;
+constexpr int kFaultAfterMs = 20;
+
+struct ShrinkCase {
+  const char* name;
+  int ranks_per_host;       // 0: one host
+  std::vector<int> victims;
+  int signo;
+  bool explicit_list;       // false: exclude what the diagnosis named (excludeCount 0)
+};
+
+void PrintTo(const ShrinkCase& c, std::ostream* os) { *os << c.name; }
+
+bool IsVictim(const ShrinkCase& c, int rank) {
+  return std::find(c.victims.begin(), c.victims.end(), rank) != c.victims.end();
+}
+
+// One round: every collective once, with its results checked.
+std::string RunRound(tesseraComm_t comm, int round) {
+  int rank = 0, nranks = 0;
+  tesseraCommUserRank(comm, &rank);
+  tesseraCommCount(comm, &nranks);
+  for (Collective kind : AllCollectives()) {
+    const CallSpec spec{kind, tesseraFloat32, OpsOf(kind)[round % OpsOf(kind).size()],
+                        Placements(kind)[round % Placements(kind).size()], round % nranks, 1031, round};
+    PreparedCall call(spec, rank, nranks);
+    std::string step;
+    tesseraResult_t r = call.CreateOp(comm);
+    if (r == tesseraSuccess) r = call.Issue(comm, &step);
+    if (r != tesseraSuccess) return call.what() + ": " + step + ": " + LastError(comm);
+    const std::string wrong = call.Check();
+    if (!wrong.empty()) return call.what() + ": " + wrong;
+    call.DestroyOp(comm);
+  }
+  return "";
+}
+
+// The survivor's side: the failed allreduce, revoke, shrink, the rounds.
+std::string Survive(const ShrinkCase& c, int rank, tesseraComm_t comm, tesseraResult_t failed,
+                    std::chrono::steady_clock::time_point fault) {
+  RankChecks checks;
+  checks.Expect(failed == tesseraRemoteError || failed == tesseraTimeout,
+                "the allreduce with a lost rank returned " + std::to_string(failed) + ": " + LastError(comm));
+  checks.ExpectCode(tesseraCommRevoke(comm, 0), tesseraSuccess, "tesseraCommRevoke: " + LastError(comm));
+  tesseraComm_t shrunk = nullptr;
+  const tesseraResult_t r = tesseraCommShrink(comm, c.explicit_list ? c.victims.data() : nullptr,
+                                              c.explicit_list ? static_cast<int>(c.victims.size()) : 0, &shrunk,
+                                              nullptr, TESSERA_SHRINK_DEFAULT);
+  if (!checks.ExpectCode(r, tesseraSuccess, "tesseraCommShrink: " + LastError(comm))) return checks.str();
+  int nranks = 0, new_rank = -1;
+  tesseraCommCount(shrunk, &nranks);
+  tesseraCommUserRank(shrunk, &new_rank);
+  checks.Expect(nranks == kRanks - static_cast<int>(c.victims.size()), "shrunk to " + std::to_string(nranks));
+  int expected_rank = 0;
+  for (int r2 = 0; r2 < rank; ++r2) expected_rank += IsVictim(c, r2) ? 0 : 1;
+  checks.Expect(new_rank == expected_rank, "new rank " + std::to_string(new_rank));
+  for (int round = 0; round < kRounds && checks.str().empty(); ++round) {
+    const std::string wrong = RunRound(shrunk, round);
+    checks.Expect(wrong.empty(), "round " + std::to_string(round) + " on the shrunk communicator: " + wrong);
+    if (round == 0) {
+      printf("[ info ] rank %d (%s): fault to first collective on the shrunk communicator: %.3f s\n", rank, c.name,
+             SecondsSince(fault));
+    }
+  }
+  checks.ExpectCode(tesseraCommDestroy(shrunk), tesseraSuccess, "destroying the shrunk communicator");
+  return checks.str();
+}
+
+class Shrink : public testing::TestWithParam<ShrinkCase> {};
+
+TEST_P(Shrink, SurvivorsCarryOn) {
+  const ShrinkCase c = GetParam();
+  RankOptions opts;
+  opts.timeout = Milliseconds(90000);
+  opts.ranks_per_host = c.ranks_per_host;
+  opts.env["TESSERA_TIMEOUT_MS"] = "3000";
+  auto results = RunRanks(kRanks, [c](int rank, tesseraComm_t comm) {
+    std::vector<int32_t> pids(kRanks);
+    int32_t mine = getpid();
+    if (tesseraAllGather(&mine, pids.data(), 1, tesseraInt32, comm, nullptr) != tesseraSuccess) {
+      return "allgather of pids: " + LastError(comm);
+    }
+    const size_t big = size_t{16} << 20;
+    std::vector<float> buf(big, 1.0f);
+    const auto start = std::chrono::steady_clock::now();
+    if (IsVictim(c, rank)) {
+      std::thread([c] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(kFaultAfterMs));
+        raise(c.signo);
+      }).detach();
+    }
+    const tesseraResult_t failed =
+        tesseraAllReduce(buf.data(), buf.data(), big, tesseraFloat32, tesseraSum, comm, nullptr);
+    if (IsVictim(c, rank)) pause();  // its allreduce ended before the signal: wait for it
+    const std::string outcome = Survive(c, rank, comm, failed, start + std::chrono::milliseconds(kFaultAfterMs));
+    ArriveAndWait(0, kRanks - static_cast<int>(c.victims.size()), Milliseconds(60000));
+    if (rank == 0 && c.signo == SIGSTOP) {
+      for (int v : c.victims) kill(pids[v], SIGKILL);
+    }
+    return outcome;
+  }, opts);
+  ASSERT_EQ(static_cast<size_t>(kRanks), results.size());
+  for (int r = 0; r < kRanks; ++r) {
+    if (IsVictim(c, r)) {
+      EXPECT_EQ(SIGKILL, results[r].signal) << results[r].Describe();
+    } else {
+      EXPECT_TRUE(results[r].ok()) << results[r].Describe();
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Faults, Shrink,
+    testing::Values(ShrinkCase{"killed_1x4", 0, {2}, SIGKILL, true},
+                    ShrinkCase{"killed_2x2", 2, {1, 3}, SIGKILL, true},
+                    ShrinkCase{"stopped_1x4", 0, {2}, SIGSTOP, false},
+                    ShrinkCase{"stopped_2x2", 2, {1, 3}, SIGSTOP, false}),
+    [](const testing::TestParamInfo<ShrinkCase>& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace tessera_test
