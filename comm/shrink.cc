@@ -1,0 +1,127 @@
+// Revoke and shrink (communicator.h): surviving a lost rank.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <sstream>
+#include <thread>
+
+#include "comm/communicator.h"
+
+namespace tessera {
+
+void Communicator::Revoke() {
+  revoked_.store(true);
+  abort_.store(true);  // a call blocked in an exchange returns within a sleep slice
+  Break(RemoteError("revoked"));
+}
+
+namespace {
+
+// The lowest survivor's offer: "shrink <n>", the new unique id, the excluded ranks.
+std::string EncodeShrinkOffer(uint32_t generation, const UniqueIdData& id, const std::vector<int>& exclude) {
+  std::string out = "shrink " + std::to_string(generation) + "\n";
+  char bytes[kUniqueIdBytes];
+  EncodeUniqueId(id, bytes);
+  out.append(bytes, kUniqueIdBytes);
+  for (int r : exclude) out += std::to_string(r) + " ";
+  return out;
+}
+
+// False when `offer` is not the offer of shrink `generation` (none yet, an older one);
+// an error when it cannot be read.
+Status DecodeShrinkOffer(const std::string& offer, uint32_t generation, bool* current, UniqueIdData* id,
+                         std::vector<int>* exclude) {
+  const std::string head = "shrink " + std::to_string(generation) + "\n";
+  *current = offer.compare(0, head.size(), head) == 0;
+  if (!*current) return Status::Ok();
+  if (offer.size() < head.size() + kUniqueIdBytes) return InvalidArgument("a shrink offer cut short");
+  TESSERA_RETURN_IF_ERROR(DecodeUniqueId(offer.data() + head.size(), id));
+  exclude->clear();
+  std::istringstream ranks(offer.substr(head.size() + kUniqueIdBytes));
+  for (int r; ranks >> r;) exclude->push_back(r);
+  return Status::Ok();
+}
+
+std::string RankList(const std::vector<int>& ranks) {
+  std::string out = "{";
+  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+  return out + "}";
+}
+
+}  // namespace
+
+Status Communicator::OfferShrink(const std::vector<int>& exclude, const Settings& settings, UniqueIdData* id) {
+  std::string ip;
+  TESSERA_RETURN_IF_ERROR(ChooseLocalAddress(settings.socket_ifname, &ip));
+  id->secret = RandomSecret();
+  TESSERA_RETURN_IF_ERROR(StartRendezvous(ip, 0, id->secret, settings.timeout_ms, &id->root));
+  id->root_pid = getpid();
+  id->root_rank = 0;
+  id->root_host = flight_identity_.host;
+  watch_->SetOffer(EncodeShrinkOffer(shrinks_, *id, exclude));
+  return Status::Ok();
+}
+
+// Asks the lowest survivor until it offers this shrink (bounded by the timeout). Its
+// list must equal *exclude, unless `adopt` (then *exclude becomes its list).
+Status Communicator::FetchShrink(int leader, bool adopt, std::vector<int>* exclude, UniqueIdData* id) {
+  const Deadline deadline = Deadline::AfterMs(settings_.timeout_ms);
+  for (;;) {
+    std::string offer;
+    bool current = false;
+    std::vector<int> theirs;
+    Status s = AskOffer(membership_.watch[leader], membership_.secret, rank_, deadline, &offer);
+    if (s.ok()) s = DecodeShrinkOffer(offer, shrinks_, &current, id, &theirs);
+    if (!s.ok()) return s.Annotate("rank " + std::to_string(leader) + ", the lowest survivor [culprit: rank " +
+                                   std::to_string(leader) + "]");
+    if (current && (adopt || theirs == *exclude)) {
+      *exclude = theirs;
+      return Status::Ok();
+    }
+    if (current) {
+      return InvalidUsage("the survivors disagree on who is gone: rank " + std::to_string(leader) + " excludes " +
+                          RankList(theirs) + ", rank " + std::to_string(rank_) + " " + RankList(*exclude));
+    }
+    if (deadline.Expired()) {
+      return TimeoutError("rank " + std::to_string(leader) + ", the lowest survivor, offered no shrink within " +
+                          std::to_string(settings_.timeout_ms) + " ms (TESSERA_TIMEOUT_MS) [culprit: rank " +
+                          std::to_string(leader) + "]");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+Status Communicator::Shrink(const std::vector<int>& exclude_in, const Settings& settings,
+                            std::unique_ptr<Communicator>* out) {
+  const bool adopt = exclude_in.empty();
+  std::vector<int> exclude = adopt ? std::vector<int>() : exclude_in;
+  if (adopt) {
+    for (int32_t r : activity_.Snapshot().culprits) exclude.push_back(r);
+  }
+  std::sort(exclude.begin(), exclude.end());
+  exclude.erase(std::unique(exclude.begin(), exclude.end()), exclude.end());
+  for (int r : exclude) {
+    if (r < 0 || r >= nranks_) return InvalidArgument("excluded rank " + std::to_string(r) + " is out of range");
+  }
+  auto excluded = [&exclude](int r) { return std::binary_search(exclude.begin(), exclude.end(), r); };
+  if (excluded(rank_)) return InvalidUsage("rank " + std::to_string(rank_) + " is excluded: only survivors shrink");
+  if (membership_.watch.empty()) return InvalidUsage("shrink needs the watch service: TESSERA_DIAGNOSIS_MS is 0");
+  int leader = 0;
+  while (leader < nranks_ && excluded(leader)) ++leader;
+  if (leader == nranks_) return InvalidArgument("every rank is excluded");
+  ++shrinks_;
+  UniqueIdData id;
+  TESSERA_RETURN_IF_ERROR((leader == rank_ ? OfferShrink(exclude, settings, &id) : FetchShrink(leader, adopt, &exclude, &id))
+                              .Annotate("shrink"));
+  if (excluded(rank_)) return InvalidUsage("rank " + std::to_string(leader) + ", the lowest survivor, excludes rank " +
+                                           std::to_string(rank_) + " " + RankList(exclude));
+  int new_rank = 0;
+  for (int r = 0; r < rank_; ++r) new_rank += excluded(r) ? 0 : 1;
+  const int survivors = nranks_ - static_cast<int>(exclude.size());
+  return Create(settings, id, survivors, new_rank, out)
+      .Annotate("shrink: " + std::to_string(survivors) + " survivors without " + RankList(exclude) + ", new rank " +
+                std::to_string(new_rank));
+}
+
+}  // namespace tessera
