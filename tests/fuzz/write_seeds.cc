@@ -11,6 +11,8 @@
 #include "base/call_stamp.h"
 #include "base/settings.h"
 #include "base/types.h"
+#include "bootstrap/rendezvous.h"
+#include "transport/tcp/tcp_wire.h"
 
 namespace tessera {
 namespace {
@@ -51,6 +53,50 @@ void SettingsSeeds() {
   Write("settings_fuzz", "timeout_only", "60000\n");
 }
 
+void RendezvousSeeds() {
+  UniqueIdData id;
+  id.root.ip_be = 0x0100007f;
+  id.root.port_be = 0x3930;
+  id.secret = 0x1234567890abcdefull;
+  id.root_pid = 4242;
+  id.root_rank = 0;
+  id.root_host = "node-a";
+  char id_bytes[kUniqueIdBytes];
+  EncodeUniqueId(id, id_bytes);
+  JoinRequest request;
+  request.rank = 1;
+  request.nranks = 4;
+  request.info.pid = 4343;
+  std::snprintf(request.info.host, sizeof(request.info.host), "node-a");
+  AddAgreed("TESSERA_TRANSPORT=auto\nTESSERA_TCP_STREAMS=2\nTESSERA_HALF_WIRE=float32\n", &request.info);
+  AddCard("tcp", std::string("\x7f\x00\x00\x01\x30\x39", 6), &request.info);
+  AddCard("shm", "/tessera-4343-1", &request.info);
+  AddCard("watch", std::string("\x7f\x00\x00\x01\x30\x3a", 6), &request.info);
+  const std::string id_part(id_bytes, kUniqueIdBytes);
+  Write("rendezvous_fuzz", "ok_table",
+        id_part + Bytes(int32_t{4}) + EncodeJoinReply(Status::Ok(), 4) + EncodeJoinRequest(id.secret, request));
+  Write("rendezvous_fuzz", "refused",
+        id_part + Bytes(int32_t{4}) + EncodeJoinReply(InvalidUsage("two processes joined as rank 1"), 0) +
+            EncodeJoinRequest(id.secret, request));
+}
+
+void TcpWireSeeds() {
+  const uint64_t secret = 0x1234567890abcdefull;
+  CallStamp call;
+  call.count = 4096;
+  call.seq = 7;
+  call.kind = static_cast<uint8_t>(OpKind::kAllReduce);
+  call.type = static_cast<uint8_t>(DataType::kFloat32);
+  const std::string prefix = Bytes(secret) + Bytes(uint8_t{4}) + Bytes(uint8_t{2});
+  const MessageHeader header{16384, 3, call};
+  const std::string receive = Bytes(call) + Bytes(uint64_t{16384}) + Bytes(uint64_t{3});
+  Write("tcp_wire_fuzz", "stream",
+        prefix + Bytes(ConnectHello{kTcpConnectMagic, secret, 1, 1}) + Bytes(header) + receive);
+  Write("tcp_wire_fuzz", "notice",
+        prefix + Bytes(ConnectHello{kTcpConnectMagic, secret, 2, kNoticeStream}) + Bytes(header) + receive +
+            EncodeNotice(TimeoutError("allreduce (ring): step 1 of 2: receiving from rank 3 (tcp)")));
+}
+
 }  // namespace
 }  // namespace tessera
 
@@ -63,5 +109,7 @@ int main(int argc, char** argv) {
   mkdir(argv[1], 0755);
   tessera::CallStampSeeds();
   tessera::SettingsSeeds();
+  tessera::RendezvousSeeds();
+  tessera::TcpWireSeeds();
   return 0;
 }
