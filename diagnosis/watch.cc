@@ -27,6 +27,8 @@ struct RequestWire {
   int32_t from_rank;
 };
 
+static_assert(sizeof(RequestWire) == kWatchRequestBytes, "the request's size is part of the wire");
+
 struct ReplyHeader {
   uint64_t magic;
   int32_t rank;
@@ -96,11 +98,13 @@ Status DecodeSnapshot(const std::string& bytes, int* rank, int* pid, ActivitySna
   s->in_state_us = h.in_state_us;
   s->since_progress_us = h.since_progress_us;
   const char* p = bytes.data() + sizeof(h);
+  // (Copied only when non-empty: an empty vector's data() may be null, and memcpy's
+  // pointers must never be, even for 0 bytes; found by tests/fuzz:watch_fuzz.)
   s->waiting_on.resize(h.waiting);
-  std::memcpy(s->waiting_on.data(), p, 4 * size_t{h.waiting});
+  if (h.waiting > 0) std::memcpy(s->waiting_on.data(), p, 4 * size_t{h.waiting});
   p += 4 * size_t{h.waiting};
   s->culprits.resize(h.culprits);
-  std::memcpy(s->culprits.data(), p, 4 * size_t{h.culprits});
+  if (h.culprits > 0) std::memcpy(s->culprits.data(), p, 4 * size_t{h.culprits});
   p += 4 * size_t{h.culprits};
   s->verdict.assign(p, h.verdict_bytes);
   return Status::Ok();
@@ -183,16 +187,31 @@ void WatchService::Serve() {
   }
 }
 
-void WatchService::Answer(Socket client) {
-  const Deadline deadline = Deadline::AfterMs(kClientMs);
+std::string EncodeWatchRequest(uint64_t secret, WatchRequest kind, int from_rank) {
+  const RequestWire req{kRequestMagic, secret, static_cast<uint32_t>(kind), from_rank};
+  return std::string(reinterpret_cast<const char*>(&req), sizeof(req));
+}
+
+Status DecodeWatchRequest(const std::string& bytes, uint64_t secret, WatchRequest* kind) {
   RequestWire req;
-  if (!RecvAll(client, &req, sizeof(req), deadline).ok()) return;
-  if (req.magic != kRequestMagic || req.secret != secret_) return;
+  if (bytes.size() != sizeof(req)) return InvalidArgument("a watch request of " + std::to_string(bytes.size()) + " bytes");
+  std::memcpy(&req, bytes.data(), sizeof(req));
+  if (req.magic != kRequestMagic || req.secret != secret) return InvalidArgument("not a watch request of this job");
   if (req.kind != static_cast<uint32_t>(WatchRequest::kStatus) &&
       req.kind != static_cast<uint32_t>(WatchRequest::kStatusAndDump)) {
-    return;
+    return InvalidArgument("watch request of unknown kind " + std::to_string(req.kind));
   }
-  if (req.kind == static_cast<uint32_t>(WatchRequest::kStatusAndDump) && dump_) dump_();
+  *kind = static_cast<WatchRequest>(req.kind);
+  return Status::Ok();
+}
+
+void WatchService::Answer(Socket client) {
+  const Deadline deadline = Deadline::AfterMs(kClientMs);
+  std::string bytes(kWatchRequestBytes, '\0');
+  if (!RecvAll(client, &bytes[0], bytes.size(), deadline).ok()) return;
+  WatchRequest kind;
+  if (!DecodeWatchRequest(bytes, secret_, &kind).ok()) return;
+  if (kind == WatchRequest::kStatusAndDump && dump_) dump_();
   const std::string reply = EncodeSnapshot(rank_, pid_, activity_->Snapshot());
   const uint32_t length = static_cast<uint32_t>(reply.size());
   if (SendAll(client, &length, sizeof(length), deadline).ok()) SendAll(client, reply.data(), reply.size(), deadline);
