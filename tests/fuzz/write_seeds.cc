@@ -12,6 +12,8 @@
 #include "base/settings.h"
 #include "base/types.h"
 #include "bootstrap/rendezvous.h"
+#include "diagnosis/watch.h"
+#include "transport/ibverbs/wire_format.h"
 #include "transport/tcp/tcp_wire.h"
 
 namespace tessera {
@@ -97,6 +99,65 @@ void TcpWireSeeds() {
             EncodeNotice(TimeoutError("allreduce (ring): step 1 of 2: receiving from rank 3 (tcp)")));
 }
 
+void WatchSeeds() {
+  const uint64_t secret = 0x1234567890abcdefull;
+  ActivitySnapshot s;
+  s.state = ActivitySnapshot::State::kBroken;
+  s.last_done_seq = 6;
+  s.call.seq = 7;
+  s.call.count = 1024;
+  s.waiting_on = {2, 3};
+  s.culprits = {3};
+  s.verdict = "rank 3 (pid 4244 on node-b) stopped in allreduce #7 [culprit: rank 3]";
+  Write("watch_fuzz", "status_broken",
+        Bytes(secret) + EncodeWatchRequest(secret, WatchRequest::kStatus, 1) + EncodeSnapshot(1, 4242, s));
+  Write("watch_fuzz", "dump_idle", Bytes(secret) + EncodeWatchRequest(secret, WatchRequest::kStatusAndDump, 0) +
+                                       EncodeSnapshot(0, 4241, ActivitySnapshot()));
+}
+
+void LayoutSeeds() {
+  Write("layout_fuzz", "two_hosts", std::string(1, '\0') + "# host ranks\nnode-a 0 1\nnode-b 2 3\n");
+  Write("layout_fuzz", "irregular", std::string(1, '\0') + "node-a 0 2 4\nnode-b 1\nnode-c 3 5\n");
+  Write("layout_fuzz", "spec", std::string(1, '\1') + "4x2:round-robin");
+}
+
+void TuningSeeds() {
+  Write("tuning_fuzz", "all_keys",
+        "# measured on the emulated cluster\nalpha_intra_us = 2.5\nbeta_intra_gbps = 4\n"
+        "alpha_inter_us = 50\nbeta_inter_gbps = 1.2  # 10 GbE\ngamma_gbps = 8\n");
+}
+
+void IbverbsSeeds() {
+  using namespace ibverbs;
+  RankSummary summary;
+  summary.subnet_prefix = 0xfe80000000000000ull;
+  ConnectionInfo info;
+  info.rank = 1;
+  info.peer = 2;
+  info.lid = 7;
+  info.qp_num = 0x1234;
+  info.psn = 0x42;
+  info.ring_addr = 0x7f0000001000ull;
+  info.ring_rkey = 99;
+  info.slots = 16;
+  info.slot_bytes = 65536;
+  info.notice_addr = 0x7f0000100000ull;
+  info.notice_rkey = 100;
+  Write("ibverbs_fuzz", "infiniband",
+        Bytes(EncodeDataImm(true, 3, 4096)) + SerializeRankSummary(summary) + SerializeConnectionInfo(info));
+  summary.link_layer = LinkLayer::kEthernet;
+  summary.subnet_prefix = 0;
+  summary.gpu_direct = true;
+  info.link_layer = LinkLayer::kEthernet;
+  info.lid = 0;
+  info.gid[10] = 0xff;
+  info.gid[11] = 0xff;
+  info.gid[12] = 10;
+  info.gid[15] = 1;
+  Write("ibverbs_fuzz", "roce",
+        Bytes(EncodeNoticeImm(8, 120)) + SerializeRankSummary(summary) + SerializeConnectionInfo(info));
+}
+
 }  // namespace
 }  // namespace tessera
 
@@ -111,5 +172,9 @@ int main(int argc, char** argv) {
   tessera::SettingsSeeds();
   tessera::RendezvousSeeds();
   tessera::TcpWireSeeds();
+  tessera::WatchSeeds();
+  tessera::LayoutSeeds();
+  tessera::TuningSeeds();
+  tessera::IbverbsSeeds();
   return 0;
 }
