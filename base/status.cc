@@ -24,6 +24,11 @@ std::string Status::ToString() const {
   return std::string(CodeName(code_)) + ": " + message_;
 }
 
+Status FailureFromWire(int64_t code, const char* text, size_t max_bytes) {
+  const bool failure = code >= static_cast<int64_t>(Code::kCudaError) && code <= static_cast<int64_t>(Code::kTimeout);
+  return Status(failure ? static_cast<Code>(code) : Code::kRemoteError, std::string(text, strnlen(text, max_bytes)));
+}
+
 Status ErrnoError(const std::string& what, int errno_value) {
   char buf[256];
   // GNU strerror_r returns the message pointer (which may not be buf).

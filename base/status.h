@@ -5,6 +5,8 @@
 #ifndef TESSERA_BASE_STATUS_H_
 #define TESSERA_BASE_STATUS_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -60,6 +62,11 @@ inline Status InternalError(std::string m) { return Status(Code::kInternalError,
 Status ErrnoError(const std::string& what, int errno_value);
 
 const char* CodeName(Code code);
+
+// A failure that another process reported as (code, text) over a wire or in shared
+// memory: always an error, whatever the bytes. A code that is not a failure code
+// (0, negative, past kTimeout) becomes kRemoteError; the text ends at its first NUL.
+Status FailureFromWire(int64_t code, const char* text, size_t max_bytes);
 
 }  // namespace tessera
 

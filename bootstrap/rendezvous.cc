@@ -24,21 +24,14 @@ struct Hello {
   int32_t nranks;
   RankInfo info;
 };
+static_assert(sizeof(Hello) == kJoinRequestBytes, "the request's size is part of the wire");
 
 struct Reply {
   int32_t code;  // Code
   int32_t nranks;
   char message[512];
 };
-
-Reply MakeReply(const Status& s, int nranks) {
-  Reply r;
-  std::memset(&r, 0, sizeof(r));
-  r.code = static_cast<int32_t>(s.code());
-  r.nranks = nranks;
-  std::strncpy(r.message, s.message().c_str(), sizeof(r.message) - 1);
-  return r;
-}
+static_assert(sizeof(Reply) == kJoinReplyBytes, "the answer's size is part of the wire");
 
 std::string MissingRanks(const std::vector<Socket>& joined) {
   std::string out;
@@ -63,7 +56,8 @@ std::vector<std::string> AgreedLines(const RankInfo& info) {
   return lines;
 }
 
-// Names the first agreed setting in which b differs from a, or "".
+}  // namespace
+
 std::string SettingMismatch(const RankInfo& a, const RankInfo& b) {
   const std::vector<std::string> x = AgreedLines(a), y = AgreedLines(b);
   for (size_t i = 0; i < std::max(x.size(), y.size()); ++i) {
@@ -73,6 +67,8 @@ std::string SettingMismatch(const RankInfo& a, const RankInfo& b) {
   }
   return "";
 }
+
+namespace {
 
 // Services running in this process, by secret. A rank whose process hosts the service
 // must not return (and perhaps exit) before the service has answered every rank.
@@ -124,20 +120,31 @@ class RendezvousService {
 
  private:
   void Handle(Socket client) {
-    Hello hello;
+    std::string bytes(kJoinRequestBytes, '\0');
     Deadline hello_deadline = Deadline::AfterMs(std::min<int64_t>(5000, deadline_.RemainingMs()));
-    if (!RecvAll(client, &hello, sizeof(hello), hello_deadline).ok()) return;  // not a rank
-    if (hello.magic != kHelloMagic || hello.secret != secret_) {
-      Reply r = MakeReply(InvalidArgument("the unique id's secret does not match this communicator's "
-                                          "(stale or foreign id)"), 0);
-      SendAll(client, &r, sizeof(r), hello_deadline);
+    if (!RecvAll(client, &bytes[0], bytes.size(), hello_deadline).ok()) return;  // not a rank
+    JoinRequest hello;
+    const Status decoded = DecodeJoinRequest(bytes, secret_, &hello);
+    if (decoded.code() == Code::kInvalidArgument || !failure_.ok()) {
+      // Not of this communicator (refused alone), or it has already failed.
+      const std::string r = EncodeJoinReply(decoded.code() == Code::kInvalidArgument ? decoded : failure_, 0);
+      SendAll(client, r.data(), r.size(), hello_deadline);
       return;
     }
+    failure_ = decoded.ok() ? Admit(hello) : decoded;
     if (!failure_.ok()) {
-      Reply r = MakeReply(failure_, 0);
-      SendAll(client, &r, sizeof(r), hello_deadline);
+      const std::string r = EncodeJoinReply(failure_, 0);
+      SendAll(client, r.data(), r.size(), hello_deadline);
+      FailAll();
       return;
     }
+    joined_[hello.rank] = std::move(client);
+    infos_[hello.rank] = hello.info;
+    ++joined_count_;
+  }
+
+  // Checks a well-formed request against those before it: OK when the rank may join.
+  Status Admit(const JoinRequest& hello) {
     const int rank = hello.rank;
     if (nranks_ == 0) {
       nranks_ = hello.nranks;
@@ -147,33 +154,23 @@ class RendezvousService {
       infos_.resize(nranks_);
     }
     if (hello.nranks != nranks_) {
-      failure_ = InvalidUsage("nranks differs between ranks: rank " + std::to_string(rank) + " says " +
-                              std::to_string(hello.nranks) + ", rank " + std::to_string(first_rank_) +
-                              " says " + std::to_string(nranks_));
-    } else if (rank < 0 || rank >= nranks_) {
-      failure_ = InvalidUsage("rank " + std::to_string(rank) + " out of range for nranks " + std::to_string(nranks_));
-    } else if (joined_[rank].valid()) {
-      failure_ = InvalidUsage("two processes joined as rank " + std::to_string(rank));
-    } else if (std::string name = SettingMismatch(first_info_, hello.info); !name.empty()) {
-      failure_ = InvalidUsage(name + " differs between rank " + std::to_string(first_rank_) + " and rank " +
-                              std::to_string(rank) + "; it must be the same on every rank");
+      return InvalidUsage("nranks differs between ranks: rank " + std::to_string(rank) + " says " +
+                          std::to_string(hello.nranks) + ", rank " + std::to_string(first_rank_) + " says " +
+                          std::to_string(nranks_));
     }
-    if (!failure_.ok()) {
-      Reply r = MakeReply(failure_, 0);
-      SendAll(client, &r, sizeof(r), hello_deadline);
-      FailAll();
-      return;
+    if (joined_[rank].valid()) return InvalidUsage("two processes joined as rank " + std::to_string(rank));
+    if (std::string name = SettingMismatch(first_info_, hello.info); !name.empty()) {
+      return InvalidUsage(name + " differs between rank " + std::to_string(first_rank_) + " and rank " +
+                          std::to_string(rank) + "; it must be the same on every rank");
     }
-    joined_[rank] = std::move(client);
-    infos_[rank] = hello.info;
-    ++joined_count_;
+    return Status::Ok();
   }
 
   void SendTable() {
-    Reply r = MakeReply(Status::Ok(), nranks_);
+    const std::string r = EncodeJoinReply(Status::Ok(), nranks_);
     for (Socket& s : joined_) {
       Deadline d = Deadline::AfterMs(std::min<int64_t>(5000, std::max(deadline_.RemainingMs(), 1000)));
-      if (SendAll(s, &r, sizeof(r), d).ok()) {
+      if (SendAll(s, r.data(), r.size(), d).ok()) {
         SendAll(s, infos_.data(), infos_.size() * sizeof(RankInfo), d);
       }
       s.Close();
@@ -181,10 +178,10 @@ class RendezvousService {
   }
 
   void FailAll() {
-    Reply r = MakeReply(failure_, 0);
+    const std::string r = EncodeJoinReply(failure_, 0);
     for (Socket& s : joined_) {
       if (!s.valid()) continue;
-      SendAll(s, &r, sizeof(r), Deadline::AfterMs(1000));
+      SendAll(s, r.data(), r.size(), Deadline::AfterMs(1000));
       s.Close();
     }
   }
@@ -259,6 +256,55 @@ Status FindCard(const RankInfo& info, const std::string& name, std::string* byte
     }
     at = len_at + 2 + len;
   }
+  return Status::Ok();
+}
+
+std::string EncodeJoinRequest(uint64_t secret, const JoinRequest& request) {
+  Hello hello{};
+  hello.magic = kHelloMagic;
+  hello.secret = secret;
+  hello.rank = request.rank;
+  hello.nranks = request.nranks;
+  hello.info = request.info;
+  return std::string(reinterpret_cast<const char*>(&hello), sizeof(hello));
+}
+
+Status DecodeJoinRequest(const std::string& bytes, uint64_t secret, JoinRequest* out) {
+  Hello hello;
+  if (bytes.size() != sizeof(hello)) return InvalidArgument("a join request of " + std::to_string(bytes.size()) + " bytes");
+  std::memcpy(&hello, bytes.data(), sizeof(hello));
+  if (hello.magic != kHelloMagic || hello.secret != secret) {
+    return InvalidArgument("the unique id's secret does not match this communicator's (stale or foreign id)");
+  }
+  if (hello.nranks < 1 || hello.nranks > kMaxRendezvousRanks) {
+    return InvalidUsage("rank " + std::to_string(hello.rank) + " says nranks is " + std::to_string(hello.nranks) +
+                        ", outside [1, " + std::to_string(kMaxRendezvousRanks) + "]");
+  }
+  if (hello.rank < 0 || hello.rank >= hello.nranks) {
+    return InvalidUsage("rank " + std::to_string(hello.rank) + " out of range for nranks " +
+                        std::to_string(hello.nranks));
+  }
+  out->rank = hello.rank;
+  out->nranks = hello.nranks;
+  out->info = hello.info;
+  return Status::Ok();
+}
+
+std::string EncodeJoinReply(const Status& status, int nranks) {
+  Reply r;
+  std::memset(&r, 0, sizeof(r));
+  r.code = static_cast<int32_t>(status.code());
+  r.nranks = nranks;
+  std::strncpy(r.message, status.message().c_str(), sizeof(r.message) - 1);
+  return std::string(reinterpret_cast<const char*>(&r), sizeof(r));
+}
+
+Status DecodeJoinReply(const std::string& bytes, int nranks) {
+  Reply r;
+  if (bytes.size() != sizeof(r)) return InternalError("an answer of " + std::to_string(bytes.size()) + " bytes");
+  std::memcpy(&r, bytes.data(), sizeof(r));
+  if (r.code != 0) return FailureFromWire(r.code, r.message, sizeof(r.message));
+  if (r.nranks != nranks) return InternalError("table of the wrong size");
   return Status::Ok();
 }
 
@@ -338,24 +384,21 @@ static Status JoinRendezvousOnce(const UniqueIdData& id, int rank, int nranks, c
   Socket s;
   Status connected = Connect(id.root, deadline, &s);
   if (!connected.ok()) return connected.Annotate(where + ": " + RendezvousHostBlamed(id));
-  Hello hello{};
-  hello.magic = kHelloMagic;
-  hello.secret = id.secret;
-  hello.rank = rank;
-  hello.nranks = nranks;
-  hello.info = mine;
-  TESSERA_RETURN_IF_ERROR(SendAll(s, &hello, sizeof(hello), deadline).Annotate(where));
-  Reply reply;
-  Status st = RecvAll(s, &reply, sizeof(reply), deadline);
+  JoinRequest request;
+  request.rank = rank;
+  request.nranks = nranks;
+  request.info = mine;
+  const std::string hello = EncodeJoinRequest(id.secret, request);
+  TESSERA_RETURN_IF_ERROR(SendAll(s, hello.data(), hello.size(), deadline).Annotate(where));
+  std::string reply(kJoinReplyBytes, '\0');
+  Status st = RecvAll(s, &reply[0], reply.size(), deadline);
   if (st.code() == Code::kRemoteError) {
     return RemoteError(where + ": the service closed the connection: " + RendezvousHostBlamed(id));
   }
   // The service answers by its deadline, which came before ours: it has stopped.
   if (st.code() == Code::kTimeout) return st.Annotate(where + ": no table and no answer: " + RendezvousHostBlamed(id));
   TESSERA_RETURN_IF_ERROR(st.Annotate(where + ": waiting for all ranks to join"));
-  reply.message[sizeof(reply.message) - 1] = '\0';
-  if (reply.code != 0) return Status(static_cast<Code>(reply.code), where + ": " + reply.message);
-  if (reply.nranks != nranks) return InternalError(where + ": table of the wrong size");
+  TESSERA_RETURN_IF_ERROR(DecodeJoinReply(reply, nranks).Annotate(where));
   all->resize(nranks);
   return RecvAll(s, all->data(), nranks * sizeof(RankInfo), deadline).Annotate(where);
 }

@@ -64,6 +64,35 @@ Status AddCard(const std::string& name, const std::string& bytes, RankInfo* info
 // the records are malformed (the table comes from the network).
 Status FindCard(const RankInfo& info, const std::string& name, std::string* bytes);
 
+// The name of the first agreed setting (AddAgreed's "NAME=value" lines) in which b
+// differs from a, or "" when they agree. Reads at most the bytes the structs hold.
+std::string SettingMismatch(const RankInfo& a, const RankInfo& b);
+
+// --- The service's wire, as pure functions (the bytes come from the network) ----------
+// A rank's join request: what JoinRendezvous sends first.
+struct JoinRequest {
+  int32_t rank = 0;
+  int32_t nranks = 0;
+  RankInfo info;
+};
+// The most ranks one rendezvous serves (it keeps a socket per rank).
+constexpr int kMaxRendezvousRanks = 1 << 20;
+constexpr size_t kJoinRequestBytes = 2728;
+std::string EncodeJoinRequest(uint64_t secret, const JoinRequest& request);
+// Exactly the bytes of one request, or an error the service answers with:
+// InvalidArgument when they are not a request for this communicator (short, wrong magic
+// or secret: the sender is refused alone); InvalidUsage when nranks is outside
+// [1, kMaxRendezvousRanks] or rank outside [0, nranks) (the rendezvous fails for all).
+// The RankInfo is taken as it is: its readers (FindCard, the agreed lines) bound it.
+Status DecodeJoinRequest(const std::string& bytes, uint64_t secret, JoinRequest* out);
+// The service's answer to a rank: OK (the table of `nranks` RankInfos follows) or the
+// rendezvous' failure.
+constexpr size_t kJoinReplyBytes = 520;
+std::string EncodeJoinReply(const Status& status, int nranks);
+// The status the answer carries, always an error unless it is an OK for exactly
+// `nranks` ranks (InternalError "table of the wrong size"): any bytes give a status.
+Status DecodeJoinReply(const std::string& bytes, int nranks);
+
 // Starts the service on listen_ip:port (port 0: any) in a background thread that ends by
 // itself; `bound` receives the address ranks must contact.
 Status StartRendezvous(const std::string& listen_ip, int port, uint64_t secret, int64_t timeout_ms,

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace tessera {
@@ -50,6 +51,12 @@ GridPhaseSeconds GridPhases(const CostModel& m, const Shape& s, int X, int Y, si
 Status CostModel::FromTuningFile(const std::string& path, CostModel* out) {
   std::ifstream in(path);
   if (!in) return InvalidArgument("TESSERA_TUNING_FILE=" + path + ": cannot open");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return FromTuningText(text, path, out);
+}
+
+Status CostModel::FromTuningText(const std::string& text, const std::string& path, CostModel* out) {
+  std::istringstream in(text);
   CostModel m = *out;
   std::string line;
   for (int no = 1; std::getline(in, line); ++no) {

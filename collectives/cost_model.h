@@ -26,6 +26,9 @@ struct CostModel {
   // Reads "key = value" lines (alpha_intra_us, beta_intra_gbps, alpha_inter_us,
   // beta_inter_gbps, gamma_gbps); '#' starts a comment. InvalidArgument names the line.
   static Status FromTuningFile(const std::string& path, CostModel* out);
+  // The same for the file's text; `path` only names it in errors. Any text gives OK or
+  // an InvalidArgument (the values stay positive).
+  static Status FromTuningText(const std::string& text, const std::string& path, CostModel* out);
   std::string ToString() const;
 };
 

@@ -27,6 +27,8 @@ struct RequestWire {
   int32_t from_rank;
 };
 
+static_assert(sizeof(RequestWire) == kWatchRequestBytes, "the request's size is part of the wire");
+
 struct ReplyHeader {
   uint64_t magic;
   int32_t rank;
@@ -96,11 +98,13 @@ Status DecodeSnapshot(const std::string& bytes, int* rank, int* pid, ActivitySna
   s->in_state_us = h.in_state_us;
   s->since_progress_us = h.since_progress_us;
   const char* p = bytes.data() + sizeof(h);
+  // (Copied only when non-empty: an empty vector's data() may be null, and memcpy's
+  // pointers must never be, even for 0 bytes; found by tests/fuzz:watch_fuzz.)
   s->waiting_on.resize(h.waiting);
-  std::memcpy(s->waiting_on.data(), p, 4 * size_t{h.waiting});
+  if (h.waiting > 0) std::memcpy(s->waiting_on.data(), p, 4 * size_t{h.waiting});
   p += 4 * size_t{h.waiting};
   s->culprits.resize(h.culprits);
-  std::memcpy(s->culprits.data(), p, 4 * size_t{h.culprits});
+  if (h.culprits > 0) std::memcpy(s->culprits.data(), p, 4 * size_t{h.culprits});
   p += 4 * size_t{h.culprits};
   s->verdict.assign(p, h.verdict_bytes);
   return Status::Ok();
@@ -188,27 +192,38 @@ void WatchService::SetOffer(const std::string& bytes) {
   offer_ = bytes.substr(0, kMaxOfferBytes);
 }
 
+std::string EncodeWatchRequest(uint64_t secret, WatchRequest kind, int from_rank) {
+  const RequestWire req{kRequestMagic, secret, static_cast<uint32_t>(kind), from_rank};
+  return std::string(reinterpret_cast<const char*>(&req), sizeof(req));
+}
+
+Status DecodeWatchRequest(const std::string& bytes, uint64_t secret, WatchRequest* kind) {
+  RequestWire req;
+  if (bytes.size() != sizeof(req)) return InvalidArgument("a watch request of " + std::to_string(bytes.size()) + " bytes");
+  std::memcpy(&req, bytes.data(), sizeof(req));
+  if (req.magic != kRequestMagic || req.secret != secret) return InvalidArgument("not a watch request of this job");
+  if (req.kind != static_cast<uint32_t>(WatchRequest::kStatus) &&
+      req.kind != static_cast<uint32_t>(WatchRequest::kStatusAndDump) &&
+      req.kind != static_cast<uint32_t>(WatchRequest::kOffer)) {
+    return InvalidArgument("watch request of unknown kind " + std::to_string(req.kind));
+  }
+  *kind = static_cast<WatchRequest>(req.kind);
+  return Status::Ok();
+}
+
 void WatchService::Answer(Socket client) {
   const Deadline deadline = Deadline::AfterMs(kClientMs);
-  RequestWire req;
-  if (!RecvAll(client, &req, sizeof(req), deadline).ok()) return;
-  if (req.magic != kRequestMagic || req.secret != secret_) return;
+  std::string bytes(kWatchRequestBytes, '\0');
+  if (!RecvAll(client, &bytes[0], bytes.size(), deadline).ok()) return;
+  WatchRequest kind;
+  if (!DecodeWatchRequest(bytes, secret_, &kind).ok()) return;
   std::string reply;
-  switch (static_cast<WatchRequest>(req.kind)) {
-    case WatchRequest::kStatusAndDump:
-      if (dump_) dump_();
-      reply = EncodeSnapshot(rank_, pid_, activity_->Snapshot());
-      break;
-    case WatchRequest::kStatus:
-      reply = EncodeSnapshot(rank_, pid_, activity_->Snapshot());
-      break;
-    case WatchRequest::kOffer: {
-      std::lock_guard<std::mutex> lock(offer_mu_);
-      reply = offer_;
-      break;
-    }
-    default:
-      return;
+  if (kind == WatchRequest::kOffer) {
+    std::lock_guard<std::mutex> lock(offer_mu_);
+    reply = offer_;
+  } else {
+    if (kind == WatchRequest::kStatusAndDump && dump_) dump_();
+    reply = EncodeSnapshot(rank_, pid_, activity_->Snapshot());
   }
   const uint32_t length = static_cast<uint32_t>(reply.size());
   if (SendAll(client, &length, sizeof(length), deadline).ok()) SendAll(client, reply.data(), reply.size(), deadline);
@@ -220,8 +235,8 @@ Status AskOffer(const SocketAddress& peer, uint64_t secret, int my_rank, const D
   const std::string where = "asking rank's watch service at " + peer.ToString() + " for its offer";
   Socket s;
   TESSERA_RETURN_IF_ERROR(Connect(peer, deadline, &s, /*retry_refused=*/false).Annotate(where));
-  const RequestWire req{kRequestMagic, secret, static_cast<uint32_t>(WatchRequest::kOffer), my_rank};
-  TESSERA_RETURN_IF_ERROR(SendAll(s, &req, sizeof(req), deadline).Annotate(where));
+  const std::string req = EncodeWatchRequest(secret, WatchRequest::kOffer, my_rank);
+  TESSERA_RETURN_IF_ERROR(SendAll(s, req.data(), req.size(), deadline).Annotate(where));
   uint32_t length = 0;
   TESSERA_RETURN_IF_ERROR(RecvAll(s, &length, sizeof(length), deadline).Annotate(where));
   if (length > kMaxOfferBytes) return InvalidArgument(where + ": an offer of " + std::to_string(length) + " bytes");

@@ -43,6 +43,12 @@ std::string EncodeSnapshot(int rank, int pid, const ActivitySnapshot& s);
 // InvalidArgument naming what is wrong when `bytes` is not a whole, valid reply.
 Status DecodeSnapshot(const std::string& bytes, int* rank, int* pid, ActivitySnapshot* s);
 
+// The request a service reads (24 bytes): InvalidArgument unless it is one of this
+// job (secret) of a known kind; the service drops such connections unanswered.
+constexpr size_t kWatchRequestBytes = 24;
+std::string EncodeWatchRequest(uint64_t secret, WatchRequest kind, int from_rank);
+Status DecodeWatchRequest(const std::string& bytes, uint64_t secret, WatchRequest* kind);
+
 // Makes signal `signo` (e.g. SIGUSR1) ask every watch service of the process that was
 // started with dump_on_signal to run its dump (within kSignalCheckMs). The handler only
 // bumps a counter. Installed once per process; InvalidArgument for a signal that cannot

@@ -30,6 +30,8 @@ PACKAGES=(
   iproute2          # ip netns, veth and tc, for tests that emulate several hosts
   iptables          # the fault suite's partitions and packet loss (//tests/faults)
   python3           # scripts in tools/
+  clang-14          # tools/fuzz.sh: the fuzz targets, with libFuzzer, ASan and UBSan
+  libclang-rt-14-dev  # libclang_rt.fuzzer and the sanitizer runtimes clang-14 links
 )
 
 is_installed() {

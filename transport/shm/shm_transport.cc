@@ -72,10 +72,12 @@ bool PidfdExited(int pidfd) {
 // The failure that rank `rank` published in its segment header `h` (its code, "rank N
 // failed: <reason>"); call once h->failed is seen set.
 Status PublishedFailure(const SegmentHeader* h, int rank) {
+  // The peer's memory: a code that is no failure code (0 would read as success) is
+  // RemoteError, and the text is read at most to the end of its array.
   char reason[sizeof(h->failure)];
   std::memcpy(reason, h->failure, sizeof(reason));
-  reason[sizeof(reason) - 1] = '\0';
-  return Status(static_cast<Code>(h->failure_code), "rank " + std::to_string(rank) + " failed: " + reason);
+  const Status failure = FailureFromWire(h->failure_code, reason, sizeof(reason));
+  return Status(failure.code(), "rank " + std::to_string(rank) + " failed: " + failure.message());
 }
 
 }  // namespace

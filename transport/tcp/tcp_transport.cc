@@ -4,6 +4,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <poll.h>
+
 #include <cerrno>
 
 #include <cstring>
@@ -11,26 +13,11 @@
 namespace tessera {
 namespace {
 
-constexpr uint64_t kConnectMagic = 0x74657373746370ull;  // "tesstcp"
-
-// First bytes on every connection to a rank's listener: a stream of a new link, or
-// (stream == kNoticeStream) a failure notice: its code, length and text.
-struct ConnectHello {
-  uint64_t magic;
-  uint64_t secret;
-  int32_t rank;
-  int32_t stream;
-};
-constexpr int32_t kNoticeStream = -1;
-constexpr uint32_t kMaxNoticeBytes = 1024;
-
-// Before each message on stream 0. Read from the network: any bytes must give an error,
-// never a crash (CheckHeader).
-struct MessageHeader {
-  uint64_t bytes;
-  uint64_t sequence;  // the link's message number in this direction
-  CallStamp call;     // the sender's call (Link::SetCall)
-};
+// A connection's first bytes (its hello, a notice's header and text) may take this
+// long to arrive; the listener reads them as they come and never waits for them.
+constexpr int kHelloMs = 5000;
+// Connections still sending their first bytes, at most; the oldest goes first.
+constexpr size_t kMaxPending = 256;
 
 // Per-stream progress of one message in one direction.
 struct StreamCursor {
@@ -184,13 +171,7 @@ class TcpLink : public Link {
   // (a copy's first bytes may already be in the destination: they come in the same
   // system call as the header).
   Status CheckHeader() const {
-    if (recv_header_.call != call_) return MismatchedCalls(my_rank_, call_, peer(), recv_header_.call);
-    if (recv_header_.bytes != recv_len_ || recv_header_.sequence != recv_seq_) {
-      return InvalidUsage("message size mismatch: rank " + std::to_string(peer()) + " sent " +
-                          std::to_string(recv_header_.bytes) + " bytes, this rank expected " +
-                          std::to_string(recv_len_) + " (do all ranks pass the same count and datatype?)");
-    }
-    return Status::Ok();
+    return CheckMessageHeader(recv_header_, my_rank_, peer(), call_, recv_len_, recv_seq_);
   }
 
   void AddWaits(WaitSet* set, bool sending, bool receiving) override {
@@ -257,34 +238,79 @@ TcpTransport::TcpTransport(const Options& options, int my_rank, uint64_t secret,
   }
 }
 
-Status TcpTransport::AcceptOne(const Deadline& deadline, bool* accepted) {
-  *accepted = false;
-  int fd = ::accept4(listener_.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-  if (fd < 0) {
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) return Status::Ok();
+Status TcpTransport::AcceptOne(bool* progressed) {
+  *progressed = false;
+  const int fd = ::accept4(listener_.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd >= 0) {
+    SetNoDelay(fd);
+    if (pending_.size() == kMaxPending) pending_.erase(pending_.begin());
+    pending_.push_back(PendingConnection{Socket(fd), std::string(), Deadline::AfterMs(kHelloMs)});
+    *progressed = true;
+  } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
     return ErrnoError("accept", errno);
   }
-  *accepted = true;
-  Socket s(fd);
-  SetNoDelay(fd);
-  const Deadline hello_deadline = Deadline::AfterMs(std::min(std::max(deadline.RemainingMs(), 100), 5000));
-  ConnectHello hello{};
-  if (!RecvAll(s, &hello, sizeof(hello), hello_deadline).ok() || hello.magic != kConnectMagic ||
-      hello.secret != secret_ || hello.rank < 0 || hello.rank >= static_cast<int>(peers_.size())) {
-    return Status::Ok();  // not one of ours: drop it
-  }
-  if (hello.stream == kNoticeStream) {
-    uint32_t header[2] = {static_cast<uint32_t>(Code::kRemoteError), 0};  // code, length
-    std::string reason = "(reason lost)";
-    if (RecvAll(s, header, sizeof(header), hello_deadline).ok() && header[1] <= kMaxNoticeBytes) {
-      std::string text(header[1], '\0');
-      if (RecvAll(s, &text[0], text.size(), hello_deadline).ok()) reason = text;
+  for (size_t i = 0; i < pending_.size();) {
+    bool done = false;
+    const Status notice = ReadPending(&pending_[i], &done);
+    if (done) {
+      pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+      *progressed = true;
+    } else {
+      ++i;
     }
-    Code code = header[0] >= 1 && header[0] <= static_cast<uint32_t>(Code::kTimeout) ? static_cast<Code>(header[0])
-                                                                                       : Code::kRemoteError;
-    return Status(code, "rank " + std::to_string(hello.rank) + " failed: " + reason);
+    TESSERA_RETURN_IF_ERROR(notice);
   }
-  if (hello.stream >= 0 && hello.stream < options_.streams) stash_[{hello.rank, hello.stream}] = std::move(s);
+  return Status::Ok();
+}
+
+// Reads what has arrived of a pending connection's first bytes, without waiting. Done
+// when it is filed (a link's stream goes to the stash) or dropped (garbage, closed,
+// too slow); a complete failure notice is returned as the peer's failure.
+Status TcpTransport::ReadPending(PendingConnection* p, bool* done) {
+  *done = true;
+  constexpr size_t kHelloEnd = sizeof(ConnectHello), kHeaderEnd = kHelloEnd + sizeof(NoticeHeader);
+  ConnectHello hello{};
+  bool closed = false;
+  for (;;) {
+    // What the connection still owes: its hello; for a notice, the header, then the text.
+    size_t want = kHelloEnd;
+    if (p->bytes.size() >= kHelloEnd) {
+      std::memcpy(&hello, p->bytes.data(), sizeof(hello));  // a notice of this job (checked)
+      want = kHeaderEnd;
+    }
+    if (p->bytes.size() >= kHeaderEnd) {
+      NoticeHeader header;
+      if (!DecodeNoticeHeader(p->bytes.substr(kHelloEnd, sizeof(header)), &header).ok()) {
+        closed = true;  // a header we cannot read: the reason is lost
+        break;
+      }
+      want = kHeaderEnd + header.length;
+      if (p->bytes.size() == want) return NoticeFailure(hello.rank, header, p->bytes.substr(kHeaderEnd));
+    }
+    char buf[kMaxNoticeBytes];
+    const ssize_t n = ::recv(p->socket.fd(), buf, std::min(want - p->bytes.size(), sizeof(buf)), MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      closed = true;
+      break;
+    }
+    if (n < 0) break;  // nothing more for now
+    p->bytes.append(buf, static_cast<size_t>(n));
+    if (p->bytes.size() == kHelloEnd) {
+      if (!DecodeConnectHello(p->bytes, secret_, static_cast<int>(peers_.size()), options_.streams, &hello).ok()) {
+        return Status::Ok();  // not one of ours: drop it
+      }
+      if (hello.stream != kNoticeStream) {
+        stash_[{hello.rank, hello.stream}] = std::move(p->socket);
+        return Status::Ok();
+      }
+    }
+  }
+  if (p->bytes.size() < kHelloEnd) {
+    *done = closed || p->deadline.Expired();  // nothing known of it yet
+    return Status::Ok();
+  }
+  if (closed || p->deadline.Expired()) return RemoteError("rank " + std::to_string(hello.rank) + " failed: (reason lost)");
+  *done = false;
   return Status::Ok();
 }
 
@@ -302,15 +328,14 @@ Status TcpTransport::AcceptFrom(int peer, const Deadline& deadline, std::vector<
       }
     }
     if (have == want) return Status::Ok();
-    bool accepted = false;
-    TESSERA_RETURN_IF_ERROR(AcceptOne(deadline, &accepted));
-    if (accepted) continue;
+    bool progressed = false;
+    TESSERA_RETURN_IF_ERROR(AcceptOne(&progressed));
+    if (progressed) continue;
     if (deadline.Expired()) {
       return TimeoutError("waiting for rank " + std::to_string(peer) + " to connect (" + std::to_string(have) +
                           " of " + std::to_string(want) + " streams arrived)");
     }
-    pollfd p{listener_.fd(), POLLIN, 0};
-    ::poll(&p, 1, std::min(deadline.RemainingMs(), 100));
+    PollListener(std::min(deadline.RemainingMs(), 100));
   }
 }
 
@@ -320,7 +345,7 @@ void TcpTransport::PublishFailure(const Status& failure) {
   // the caller's error by much (a survivor returns within the timeout + 1 s, of which
   // diagnosis takes up to TESSERA_DIAGNOSIS_MS).
   const Deadline deadline = Deadline::AfterMs(250);
-  const std::string text = failure.message().substr(0, kMaxNoticeBytes);
+  const std::string notice = EncodeNotice(failure);
   // Linked peers always; on a small communicator every peer, so that a rank that failed
   // before linking to anyone (e.g. during set-up) still tells the others why.
   std::vector<int> targets = linked_peers_;
@@ -333,28 +358,33 @@ void TcpTransport::PublishFailure(const Status& failure) {
   for (int peer : targets) {
     Socket s;
     if (!tessera::Connect(peers_[peer], deadline, &s, /*retry_refused=*/false).ok()) continue;
-    ConnectHello hello{kConnectMagic, secret_, my_rank_, kNoticeStream};
-    uint32_t header[2] = {static_cast<uint32_t>(failure.code()), static_cast<uint32_t>(text.size())};
-    if (SendAll(s, &hello, sizeof(hello), deadline).ok() && SendAll(s, header, sizeof(header), deadline).ok()) {
-      SendAll(s, text.data(), text.size(), deadline);
-    }
+    ConnectHello hello{kTcpConnectMagic, secret_, my_rank_, kNoticeStream};
+    if (SendAll(s, &hello, sizeof(hello), deadline).ok()) SendAll(s, notice.data(), notice.size(), deadline);
   }
   for (int fd : link_fds_) ::shutdown(fd, SHUT_RDWR);  // peers blocked on us see it at once
 }
 
 void TcpTransport::AddNoticeWaits(WaitSet* set) {
-  if (!linked_peers_.empty()) set->AddFd(listener_.fd(), POLLIN);
+  if (linked_peers_.empty()) return;
+  set->AddFd(listener_.fd(), POLLIN);
+  for (const PendingConnection& p : pending_) set->AddFd(p.socket.fd(), POLLIN);
+}
+
+void TcpTransport::PollListener(int timeout_ms) {
+  std::vector<pollfd> fds{{listener_.fd(), POLLIN, 0}};
+  for (const PendingConnection& p : pending_) fds.push_back({p.socket.fd(), POLLIN, 0});
+  // A pending connection that stays silent is dropped at its deadline: look again by then.
+  ::poll(fds.data(), fds.size(), pending_.empty() ? timeout_ms : std::min(timeout_ms, 100));
 }
 
 Status TcpTransport::CheckNotices(int wait_ms) {
   const Deadline deadline = Deadline::AfterMs(wait_ms);
   for (;;) {
-    bool accepted = false;
-    TESSERA_RETURN_IF_ERROR(AcceptOne(deadline, &accepted));
-    if (accepted) continue;
+    bool progressed = false;
+    TESSERA_RETURN_IF_ERROR(AcceptOne(&progressed));
+    if (progressed) continue;
     if (deadline.Expired()) return Status::Ok();
-    pollfd p{listener_.fd(), POLLIN, 0};
-    ::poll(&p, 1, deadline.RemainingMs());
+    PollListener(deadline.RemainingMs());
   }
 }
 
@@ -366,7 +396,7 @@ Status TcpTransport::Connect(int peer, const Deadline& deadline, std::unique_ptr
       Socket s;
       // The peer listens since before the rendezvous: a refusal means it is gone.
       TESSERA_RETURN_IF_ERROR(tessera::Connect(peers_[peer], deadline, &s, /*retry_refused=*/false).Annotate(where));
-      ConnectHello hello{kConnectMagic, secret_, my_rank_, k};
+      ConnectHello hello{kTcpConnectMagic, secret_, my_rank_, k};
       TESSERA_RETURN_IF_ERROR(SendAll(s, &hello, sizeof(hello), deadline).Annotate(where));
       streams.push_back(std::move(s));
     }

@@ -22,6 +22,7 @@
 #include "base/settings.h"
 #include "base/socket.h"
 #include "transport/plugin.h"
+#include "transport/tcp/tcp_wire.h"
 #include "transport/transport.h"
 
 namespace tessera {
@@ -58,10 +59,23 @@ class TcpTransport : public Transport {
   Status CheckNotices(int wait_ms) override;
 
  private:
+  // A connection to the listener whose first bytes are still arriving (tcp_wire.h).
+  struct PendingConnection {
+    Socket socket;
+    std::string bytes;  // what arrived so far
+    Deadline deadline;  // dropped when still incomplete by then
+  };
+
   Status AcceptFrom(int peer, const Deadline& deadline, std::vector<Socket>* streams);
-  // Accepts one pending connection and files it: a stream of a link goes to the stash,
-  // a failure notice becomes the returned RemoteError. Sets *accepted if one came.
-  Status AcceptOne(const Deadline& deadline, bool* accepted);
+  // Never blocks: accepts a connection if one waits, and reads what has arrived on the
+  // pending ones, filing each complete one: a stream of a link goes to the stash, a
+  // failure notice becomes the returned error. A client that sends garbage is dropped;
+  // one that stalls holds nothing up and is dropped after a while. Sets *progressed
+  // when a connection came or was filed or dropped.
+  Status AcceptOne(bool* progressed);
+  Status ReadPending(PendingConnection* p, bool* done);
+  // Sleeps until the listener or a pending connection is readable, or timeout_ms.
+  void PollListener(int timeout_ms);
 
   Options options_;
   std::string congestion_note_;
@@ -69,6 +83,7 @@ class TcpTransport : public Transport {
   const uint64_t secret_;
   Socket listener_;
   const std::vector<SocketAddress> peers_;
+  std::vector<PendingConnection> pending_;
   std::map<std::pair<int, int>, Socket> stash_;  // (rank, stream) accepted before wanted
   std::vector<int> linked_peers_;                 // peers with a link, in connection order
   std::vector<int> link_fds_;                     // their sockets (owned by the links)
