@@ -1,6 +1,7 @@
 #include "bootstrap/rendezvous.h"
 
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/random.h>
 
 #include <algorithm>
@@ -98,11 +99,9 @@ class RendezvousService {
 
   void Run() {
     while (!deadline_.Expired()) {
-      pollfd p{listener_.fd(), POLLIN, 0};
-      if (::poll(&p, 1, std::min(deadline_.RemainingMs(), 100)) <= 0) continue;
-      Socket client;
-      if (!Accept(listener_, deadline_, &client).ok()) continue;
-      Handle(std::move(client));
+      WaitForInput();
+      AcceptNew();
+      ReadArriving();
       if (failure_.ok() && nranks_ > 0 && joined_count_ == nranks_) {
         SendTable();
         return;
@@ -119,10 +118,53 @@ class RendezvousService {
   }
 
  private:
-  void Handle(Socket client) {
-    std::string bytes(kJoinRequestBytes, '\0');
-    Deadline hello_deadline = Deadline::AfterMs(std::min<int64_t>(5000, deadline_.RemainingMs()));
-    if (!RecvAll(client, &bytes[0], bytes.size(), hello_deadline).ok()) return;  // not a rank
+  // A connection whose join request is still arriving. Requests are read as their bytes
+  // come, from every connection at once, so a client that sends half a request, or
+  // nothing, delays no one; it is dropped after kArrivalMs.
+  struct Arriving {
+    Socket socket;
+    std::string bytes;
+    Deadline deadline;
+  };
+  static constexpr int64_t kArrivalMs = 5000;
+  static constexpr size_t kMaxArriving = 256;
+
+  void WaitForInput() {
+    std::vector<pollfd> fds{pollfd{listener_.fd(), POLLIN, 0}};
+    for (const Arriving& a : arriving_) fds.push_back(pollfd{a.socket.fd(), POLLIN, 0});
+    ::poll(fds.data(), fds.size(), std::min(deadline_.RemainingMs(), 100));
+  }
+
+  void AcceptNew() {
+    for (;;) {
+      const int fd = ::accept4(listener_.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) return;
+      Socket client(fd);
+      if (arriving_.size() >= kMaxArriving) continue;  // closed: too many half-open
+      arriving_.push_back(
+          Arriving{std::move(client), std::string(), Deadline::AfterMs(std::min<int64_t>(kArrivalMs, deadline_.RemainingMs()))});
+    }
+  }
+
+  void ReadArriving() {
+    for (size_t i = 0; i < arriving_.size();) {
+      Arriving& a = arriving_[i];
+      std::string chunk(kJoinRequestBytes - a.bytes.size(), '\0');
+      size_t moved = 0;
+      const bool alive = RecvSome(a.socket.fd(), &chunk[0], chunk.size(), &moved).ok();
+      a.bytes.append(chunk, 0, moved);
+      if (alive && a.bytes.size() < kJoinRequestBytes && !a.deadline.Expired()) {
+        ++i;
+        continue;
+      }
+      Arriving done = std::move(a);
+      arriving_.erase(arriving_.begin() + static_cast<std::ptrdiff_t>(i));
+      if (done.bytes.size() == kJoinRequestBytes) Handle(std::move(done.socket), done.bytes);  // else: not a rank
+    }
+  }
+
+  void Handle(Socket client, const std::string& bytes) {
+    Deadline hello_deadline = Deadline::AfterMs(1000);  // the reply is small: it fits the socket's buffer
     JoinRequest hello;
     const Status decoded = DecodeJoinRequest(bytes, secret_, &hello);
     if (decoded.code() == Code::kInvalidArgument || !failure_.ok()) {
@@ -196,6 +238,7 @@ class RendezvousService {
   int joined_count_ = 0;
   std::vector<Socket> joined_;
   std::vector<RankInfo> infos_;
+  std::vector<Arriving> arriving_;
   Status failure_;
 };
 
