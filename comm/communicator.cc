@@ -397,9 +397,17 @@ Status Communicator::Split(int color, int key, const Settings& settings, std::un
 }
 
 Status Communicator::RunGroup(const std::vector<Operation>& ops) {
+  std::lock_guard<std::mutex> running(run_mu_);
   TESSERA_RETURN_IF_ERROR(sticky_error());
   if (abort_.load()) return Break(RemoteError("the communicator was aborted"));
-  return executor_->RunGroup(ops);
+  return Revoked(executor_->RunGroup(ops));
+}
+
+// A call that ended while a revoke arrived from another thread: it is revoked too, and
+// (the revoking thread left it to this one) the peers are told now.
+Status Communicator::Revoked(const Status& s) {
+  if (!s.ok() || !revoked_.load()) return s;
+  return Break(RemoteError("revoked"));
 }
 
 // --- Device-resident calls ------------------------------------------------------------
@@ -433,13 +441,14 @@ Status Communicator::EnableDeviceLinks(std::unique_ptr<DeviceEngine> engine) {
 }
 
 Status Communicator::RunGroupOnDevice(const std::vector<Operation>& ops) {
+  std::lock_guard<std::mutex> running(run_mu_);
   TESSERA_RETURN_IF_ERROR(sticky_error());
   if (!device_links_) return InvalidUsage("a device-resident call before EnableDeviceLinks");
   if (abort_.load()) return Break(RemoteError("the communicator was aborted"));
   CollectiveContext ctx = Context();
   ctx.links = device_links_.get();
   ctx.exchange.notices = device_links_.get();
-  return executor_->RunGroupOnDevice(ops, ctx, device_engine_.get(), device_stream_.get());
+  return Revoked(executor_->RunGroupOnDevice(ops, ctx, device_engine_.get(), device_stream_.get()));
 }
 
 }  // namespace tessera

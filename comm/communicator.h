@@ -132,6 +132,7 @@ class Communicator {
   // abort): the verdict of asking every rank (diagnosis/diagnose.h) first, then what
   // this rank saw. The verdict is also published for peers to adopt. Else `cause`.
   Status Diagnosed(const Status& cause, bool in_creation = false);
+  Status Revoked(const Status& s);
   // The watch service, started before the rendezvous (its address is this rank's
   // "watch" card), and after it everyone's addresses, pids and hosts.
   Status StartWatch(const Settings& settings, uint64_t secret, RankInfo* mine);
@@ -175,6 +176,7 @@ class Communicator {
   mutable Activity activity_;  // internally locked; the exchange tells it what it waits for
   Membership membership_;  // watch addresses empty: no diagnosis
   std::atomic<bool> revoked_{false};
+  std::mutex run_mu_;      // held while a call runs (Revoke breaks the communicator only when free)
   uint32_t shrinks_ = 0;   // Shrink calls so far: which offer of the lowest survivor is current
   std::unique_ptr<WatchService> watch_;
 };

@@ -10,10 +10,15 @@
 
 namespace tessera {
 
+// The transports are not thread-safe, so the failure notice goes out from the thread
+// that runs calls: a call in flight sees abort_ within a sleep slice and breaks the
+// communicator itself (or, when it ends first, Revoked does); only with no call in
+// flight does this thread break it.
 void Communicator::Revoke() {
   revoked_.store(true);
-  abort_.store(true);  // a call blocked in an exchange returns within a sleep slice
-  Break(RemoteError("revoked"));
+  abort_.store(true);
+  std::unique_lock<std::mutex> idle(run_mu_, std::try_to_lock);
+  if (idle.owns_lock()) Break(RemoteError("revoked"));
 }
 
 namespace {

@@ -132,6 +132,45 @@ TEST_P(Shrink, SurvivorsCarryOn) {
   }
 }
 
+// tesseraCommRevoke from a second thread while the first is blocked in an allreduce that
+// cannot complete (rank 1 has not called it): the call returns promptly saying it was
+// revoked. Rank 1's matching allreduce may still complete from the message rank 0 had
+// already delivered (it needs nothing more from rank 0); its next one, which would, fails
+// at once with rank 0's word.
+TEST(Revoke, FromAnotherThreadEndsTheBlockedCallEverywhere) {
+  RankOptions opts;
+  opts.env["TESSERA_TIMEOUT_MS"] = "20000";
+  auto results = RunRanks(2, [](int rank, tesseraComm_t comm) {
+    RankChecks c;
+    std::vector<float> buf(1024, 1.0f);
+    if (rank == 1) {
+      c.Expect(WaitForRanksDone({0}, Milliseconds(30000)), "rank 0 never finished");
+      tesseraAllReduce(buf.data(), buf.data(), buf.size(), tesseraFloat32, tesseraSum, comm, nullptr);
+      const auto start = std::chrono::steady_clock::now();
+      const tesseraResult_t r =
+          tesseraAllReduce(buf.data(), buf.data(), buf.size(), tesseraFloat32, tesseraSum, comm, nullptr);
+      c.ExpectCode(r, tesseraRemoteError, "the second allreduce after rank 0 revoked");
+      c.Expect(LastError(comm).find("rank 0 revoked the communicator") != std::string::npos,
+               "rank 1's error: " + LastError(comm));
+      c.Expect(SecondsSince(start) < 2.0, "rank 1's call took " + std::to_string(SecondsSince(start)) + " s");
+      return c.str();
+    }
+    std::thread revoker([comm] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      tesseraCommRevoke(comm, 0);
+    });
+    const auto start = std::chrono::steady_clock::now();
+    const tesseraResult_t r =
+        tesseraAllReduce(buf.data(), buf.data(), buf.size(), tesseraFloat32, tesseraSum, comm, nullptr);
+    revoker.join();
+    c.ExpectCode(r, tesseraRemoteError, "the blocked allreduce");
+    c.Expect(LastError(comm).find("revoked") != std::string::npos, "rank 0's error: " + LastError(comm));
+    c.Expect(SecondsSince(start) < 1.5, "the blocked call took " + std::to_string(SecondsSince(start)) + " s");
+    return c.str();
+  }, opts);
+  EXPECT_EQ("", Failures(results));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Faults, Shrink,
     testing::Values(ShrinkCase{"killed_1x4", 0, {2}, SIGKILL, true},
