@@ -137,11 +137,14 @@ tesseraResult_t Release(tesseraComm_t comm, const char* function, bool abort) {
     if (comm->worker) comm->worker->DropPending();
     if (comm->impl()) comm->impl()->RequestAbort();
   }
-  comm->worker.reset();  // finishes (or, aborted, quickly fails) what was queued
   // Calls already inside (only possible from other threads) notice the abort flag
   // within a sleep slice; without abort they are the caller's misuse and still finish
-  // within their own timeout.
+  // within their own timeout. They read comm->worker (to post to it, or to wait for it),
+  // so it is destroyed only once they have left (ThreadSanitizer found the reset racing
+  // with tesseraAllReduce on another thread: a use after free when that call then
+  // posted).
   while (comm->active_calls.load() != 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  comm->worker.reset();  // finishes (or, aborted, quickly fails) what was queued
   delete comm;
   return tesseraSuccess;
 }

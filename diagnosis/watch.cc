@@ -54,6 +54,15 @@ void AppendRanks(std::string* out, const std::vector<int32_t>& ranks) {
   for (size_t i = 0; i < ranks.size() && i < kMaxWatchPeers; ++i) Append(out, ranks[i]);
 }
 
+// Reads `count` ranks written by AppendRanks at *p (any alignment) and moves *p past
+// them. An empty vector's data() may be null, which memcpy must not get even for 0 bytes
+// (UBSan's nonnull-attribute check caught it when a rank waited on nobody).
+void ReadRanks(const char** p, uint32_t count, std::vector<int32_t>* ranks) {
+  ranks->resize(count);
+  if (count > 0) std::memcpy(ranks->data(), *p, sizeof(int32_t) * size_t{count});
+  *p += sizeof(int32_t) * size_t{count};
+}
+
 }  // namespace
 
 std::string EncodeSnapshot(int rank, int pid, const ActivitySnapshot& s) {
@@ -98,14 +107,8 @@ Status DecodeSnapshot(const std::string& bytes, int* rank, int* pid, ActivitySna
   s->in_state_us = h.in_state_us;
   s->since_progress_us = h.since_progress_us;
   const char* p = bytes.data() + sizeof(h);
-  // (Copied only when non-empty: an empty vector's data() may be null, and memcpy's
-  // pointers must never be, even for 0 bytes; found by tests/fuzz:watch_fuzz.)
-  s->waiting_on.resize(h.waiting);
-  if (h.waiting > 0) std::memcpy(s->waiting_on.data(), p, 4 * size_t{h.waiting});
-  p += 4 * size_t{h.waiting};
-  s->culprits.resize(h.culprits);
-  if (h.culprits > 0) std::memcpy(s->culprits.data(), p, 4 * size_t{h.culprits});
-  p += 4 * size_t{h.culprits};
+  ReadRanks(&p, h.waiting, &s->waiting_on);  // (also found by tests/fuzz:watch_fuzz)
+  ReadRanks(&p, h.culprits, &s->culprits);
   s->verdict.assign(p, h.verdict_bytes);
   return Status::Ok();
 }

@@ -2,6 +2,7 @@
 // memory, collects their results and never leaves a child behind. See rank_harness.h.
 #include "tests/rank_harness.h"
 
+#include <dirent.h>
 #include <linux/futex.h>
 #include <poll.h>
 #include <signal.h>
@@ -19,6 +20,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
 
 extern char** environ;
 
@@ -214,6 +219,15 @@ std::string HandOffIds(SharedState* shared, int rank, int count,
   } catch (...) {
     result += "unknown exception in the rank";
   }
+#if defined(__SANITIZE_ADDRESS__)
+  // A rank ends in _exit, which skips LeakSanitizer's check at exit: run it here, with
+  // the communicator destroyed, so that what a rank leaks fails the test (the report is
+  // on stderr).
+  if (__lsan_do_recoverable_leak_check() != 0) {
+    if (!result.empty()) result += "; ";
+    result += "LeakSanitizer found leaks in this rank (report in the test log)";
+  }
+#endif
   CopyMessage(slot.message, sizeof(slot.message), result);
   StoreRelease(&slot.reported, 1);
   StoreRelease(&slot.phase, kDone);
@@ -235,6 +249,25 @@ struct Child {
 };
 
 // A rank that finished badly: reported a failure, or exited without reporting.
+// Removes what a rank killed by the harness may have left in /dev/shm: the names of
+// its shared-memory segments ("tessera-<pid>-...", "tessera-devslots-<pid>-...").
+// Such a rank and its peers had no chance to clean up; the library's own clean-up
+// after ranks that die by themselves is what the ShmLeak tests check, so nothing is
+// removed when no rank was killed here.
+void RemoveShmNamesOf(pid_t pid) {
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return;
+  const std::string segment = "tessera-" + std::to_string(pid) + "-";
+  const std::string slots = "tessera-devslots-" + std::to_string(pid) + "-";
+  std::vector<std::string> names;
+  while (dirent* e = readdir(dir)) {
+    const std::string name = e->d_name;
+    if (name.rfind(segment, 0) == 0 || name.rfind(slots, 0) == 0) names.push_back(name);
+  }
+  closedir(dir);
+  for (const std::string& name : names) unlink(("/dev/shm/" + name).c_str());
+}
+
 bool FinishedBadly(const SharedState* shared, int rank, const Child& c) {
   const RankSlot& slot = shared->ranks[rank];
   if (!LoadAcquire(&slot.reported)) return true;
@@ -342,6 +375,15 @@ std::vector<RankResult> Run(int nranks, const RankBody* body, const RawRankBody*
     }
     kill(c.pid, SIGKILL);
     reap(r, 0);
+  }
+  // When the harness had to kill a rank (a hang, or the rest after one rank failed, e.g.
+  // of a sanitizer report), nobody is left to remove the ranks' segments: do it here.
+  bool killed_any = false;
+  for (const Child& c : children) killed_any = killed_any || c.hung || c.stopped;
+  if (killed_any) {
+    for (const Child& c : children) {
+      if (c.pid > 0) RemoveShmNamesOf(c.pid);
+    }
   }
 
   for (int r = 0; r < nranks; ++r) {

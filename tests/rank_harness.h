@@ -15,6 +15,9 @@
 // The parent waits for every child with one overall deadline, SIGKILLs the ones still
 // running at the deadline and reports where each one hung; a child that dies from a
 // signal or exits without reporting is reported as such. No child outlives RunRanks.
+// When the harness killed a rank, it removes the /dev/shm names of every rank of the run
+// (nobody was left to). In an AddressSanitizer build each rank runs LeakSanitizer's
+// check before it _exits and reports leaks as its failure (docs/sanitizers.md).
 //
 // Bodies run in the children: gtest assertions there are lost, so a body returns its
 // failures as text (see RankChecks) and the test asserts on the returned results.
