@@ -1,6 +1,6 @@
 // The diagnosis watch service's bytes from the network: the request the service reads
-// (24 bytes, against a secret from the input) and a reply that QueryPeers decodes. A
-// reply that decodes must encode back to the same bytes.
+// (24 bytes, against a secret from the input; a status, status-and-dump or offer request)
+// and a reply that QueryPeers decodes, which must stay within the reply's limits.
 #include <cstdlib>
 
 #include "diagnosis/watch.h"
@@ -12,7 +12,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint64_t secret = in.Take<uint64_t>();
   WatchRequest kind;
   const Status r = DecodeWatchRequest(in.TakeBytes(kWatchRequestBytes), secret, &kind);
-  if (r.ok() && kind != WatchRequest::kStatus && kind != WatchRequest::kStatusAndDump) std::abort();
+  const bool known = kind == WatchRequest::kStatus || kind == WatchRequest::kStatusAndDump ||
+                     kind == WatchRequest::kOffer;
+  if (r.ok() && !known) std::abort();
 
   const std::string reply = in.Rest();
   int rank = 0, pid = 0;
