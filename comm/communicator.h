@@ -106,8 +106,10 @@ class Communicator {
   // the excluded ranks taking part and without this communicator's links. They agree
   // through the lowest survivor's watch service: it serves the new unique id and its
   // list of excluded ranks, and a survivor whose explicit list differs fails naming
-  // both (an empty list adopts the lowest survivor's). InvalidUsage when this rank is
-  // excluded or diagnosis is off (TESSERA_DIAGNOSIS_MS=0).
+  // both (an empty list adopts the lowest survivor's). When the diagnosis named nobody
+  // (the first failure this rank saw was a peer's revoke), an empty list means the
+  // ranks whose watch service does not answer within TESSERA_DIAGNOSIS_MS. InvalidUsage
+  // when this rank is excluded or diagnosis is off (TESSERA_DIAGNOSIS_MS=0).
   Status Shrink(const std::vector<int>& exclude, const Settings& settings, std::unique_ptr<Communicator>* out);
 
   // Thread-safe, any time: writes the flight recorder to TESSERA_FLIGHT_RECORDER_DIR
@@ -141,6 +143,8 @@ class Communicator {
   // Shrink's agreement: the lowest survivor offers the id and its list; the others fetch.
   Status OfferShrink(const std::vector<int>& exclude, const Settings& settings, UniqueIdData* id);
   Status FetchShrink(int leader, bool adopt, std::vector<int>* exclude, UniqueIdData* id);
+  // The ranks whose watch service does not answer now (gone, stopped or cut off).
+  std::vector<int> SilentRanks() const;
   Status DumpFlightRecord(const Status& cause) const;
 
   Settings settings_;

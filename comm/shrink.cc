@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <sstream>
 #include <thread>
 
 #include "comm/communicator.h"
+#include "comm/shrink_offer.h"
 
 namespace tessera {
 
@@ -22,31 +22,6 @@ void Communicator::Revoke() {
 }
 
 namespace {
-
-// The lowest survivor's offer: "shrink <n>", the new unique id, the excluded ranks.
-std::string EncodeShrinkOffer(uint32_t generation, const UniqueIdData& id, const std::vector<int>& exclude) {
-  std::string out = "shrink " + std::to_string(generation) + "\n";
-  char bytes[kUniqueIdBytes];
-  EncodeUniqueId(id, bytes);
-  out.append(bytes, kUniqueIdBytes);
-  for (int r : exclude) out += std::to_string(r) + " ";
-  return out;
-}
-
-// False when `offer` is not the offer of shrink `generation` (none yet, an older one);
-// an error when it cannot be read.
-Status DecodeShrinkOffer(const std::string& offer, uint32_t generation, bool* current, UniqueIdData* id,
-                         std::vector<int>* exclude) {
-  const std::string head = "shrink " + std::to_string(generation) + "\n";
-  *current = offer.compare(0, head.size(), head) == 0;
-  if (!*current) return Status::Ok();
-  if (offer.size() < head.size() + kUniqueIdBytes) return InvalidArgument("a shrink offer cut short");
-  TESSERA_RETURN_IF_ERROR(DecodeUniqueId(offer.data() + head.size(), id));
-  exclude->clear();
-  std::istringstream ranks(offer.substr(head.size() + kUniqueIdBytes));
-  for (int r; ranks >> r;) exclude->push_back(r);
-  return Status::Ok();
-}
 
 std::string RankList(const std::vector<int>& ranks) {
   std::string out = "{";
@@ -77,7 +52,7 @@ Status Communicator::FetchShrink(int leader, bool adopt, std::vector<int>* exclu
     bool current = false;
     std::vector<int> theirs;
     Status s = AskOffer(membership_.watch[leader], membership_.secret, rank_, deadline, &offer);
-    if (s.ok()) s = DecodeShrinkOffer(offer, shrinks_, &current, id, &theirs);
+    if (s.ok()) s = DecodeShrinkOffer(offer, shrinks_, nranks_, &current, id, &theirs);
     if (!s.ok()) return s.Annotate("rank " + std::to_string(leader) + ", the lowest survivor [culprit: rank " +
                                    std::to_string(leader) + "]");
     if (current && (adopt || theirs == *exclude)) {
@@ -97,12 +72,28 @@ Status Communicator::FetchShrink(int leader, bool adopt, std::vector<int>* exclu
   }
 }
 
+std::vector<int> Communicator::SilentRanks() const {
+  std::vector<bool> skip(membership_.watch.size(), false);
+  skip[rank_] = true;
+  std::vector<PeerAnswer> answers;
+  QueryPeers(membership_.watch, skip, membership_.secret, rank_, WatchRequest::kStatus,
+             Deadline::AfterMs(settings_.diagnosis_ms), /*stop_on_verdict=*/false, &answers);
+  std::vector<int> silent;
+  for (int r = 0; r < static_cast<int>(answers.size()); ++r) {
+    const PeerAnswer::Kind kind = answers[r].kind;
+    if (r != rank_ && kind != PeerAnswer::Kind::kAnswered && kind != PeerAnswer::Kind::kLocalError) silent.push_back(r);
+  }
+  return silent;
+}
+
 Status Communicator::Shrink(const std::vector<int>& exclude_in, const Settings& settings,
                             std::unique_ptr<Communicator>* out) {
   const bool adopt = exclude_in.empty();
+  if (membership_.watch.empty()) return InvalidUsage("shrink needs the watch service: TESSERA_DIAGNOSIS_MS is 0");
   std::vector<int> exclude = adopt ? std::vector<int>() : exclude_in;
   if (adopt) {
     for (int32_t r : activity_.Snapshot().culprits) exclude.push_back(r);
+    if (exclude.empty()) exclude = SilentRanks();
   }
   std::sort(exclude.begin(), exclude.end());
   exclude.erase(std::unique(exclude.begin(), exclude.end()), exclude.end());
@@ -111,7 +102,6 @@ Status Communicator::Shrink(const std::vector<int>& exclude_in, const Settings& 
   }
   auto excluded = [&exclude](int r) { return std::binary_search(exclude.begin(), exclude.end(), r); };
   if (excluded(rank_)) return InvalidUsage("rank " + std::to_string(rank_) + " is excluded: only survivors shrink");
-  if (membership_.watch.empty()) return InvalidUsage("shrink needs the watch service: TESSERA_DIAGNOSIS_MS is 0");
   int leader = 0;
   while (leader < nranks_ && excluded(leader)) ++leader;
   if (leader == nranks_) return InvalidArgument("every rank is excluded");
