@@ -89,11 +89,10 @@ std::vector<int> Communicator::SilentRanks() const {
 Status Communicator::Shrink(const std::vector<int>& exclude_in, const Settings& settings,
                             std::unique_ptr<Communicator>* out) {
   const bool adopt = exclude_in.empty();
-  if (membership_.watch.empty()) return InvalidUsage("shrink needs the watch service: TESSERA_DIAGNOSIS_MS is 0");
   std::vector<int> exclude = adopt ? std::vector<int>() : exclude_in;
   if (adopt) {
     for (int32_t r : activity_.Snapshot().culprits) exclude.push_back(r);
-    if (exclude.empty()) exclude = SilentRanks();
+    if (exclude.empty() && !membership_.watch.empty()) exclude = SilentRanks();
   }
   std::sort(exclude.begin(), exclude.end());
   exclude.erase(std::unique(exclude.begin(), exclude.end()), exclude.end());
@@ -102,6 +101,7 @@ Status Communicator::Shrink(const std::vector<int>& exclude_in, const Settings& 
   }
   auto excluded = [&exclude](int r) { return std::binary_search(exclude.begin(), exclude.end(), r); };
   if (excluded(rank_)) return InvalidUsage("rank " + std::to_string(rank_) + " is excluded: only survivors shrink");
+  if (membership_.watch.empty()) return InvalidUsage("shrink needs the watch service: TESSERA_DIAGNOSIS_MS is 0");
   int leader = 0;
   while (leader < nranks_ && excluded(leader)) ++leader;
   if (leader == nranks_) return InvalidArgument("every rank is excluded");
