@@ -97,11 +97,30 @@ Status Communicator::FetchShrink(int leader, bool adopt, std::vector<int>* exclu
   }
 }
 
-Status Communicator::Shrink(const std::vector<int>& exclude_in, const Settings& settings,
+Status Communicator::LostRanks(std::vector<int>* lost) const {
+  std::vector<bool> skip(static_cast<size_t>(nranks_), false);
+  skip[static_cast<size_t>(rank_)] = true;
+  std::vector<PeerAnswer> answers;
+  QueryPeers(membership_.watch, skip, membership_.secret, rank_, WatchRequest::kStatus,
+             Deadline::AfterMs(settings_.diagnosis_ms), /*stop_on_verdict=*/false, &answers);
+  for (int r = 0; r < nranks_; ++r) {
+    const PeerAnswer& a = answers[static_cast<size_t>(r)];
+    if (r == rank_ || a.kind == PeerAnswer::Kind::kAnswered) continue;
+    if (a.kind == PeerAnswer::Kind::kLocalError) {
+      return SystemError("cannot ask rank " + std::to_string(r) + " whether it is alive: " + a.error);
+    }
+    lost->push_back(r);
+  }
+  return Status::Ok();
+}
+
+Status Communicator::Shrink(const std::vector<int>& exclude_in, bool lost, const Settings& settings,
                             std::unique_ptr<Communicator>* out) {
+  if (membership_.watch.empty()) return InvalidUsage("shrink needs the watch service: TESSERA_DIAGNOSIS_MS is 0");
   const bool adopt = exclude_in.empty();
   std::vector<int> exclude = adopt ? std::vector<int>() : exclude_in;
-  if (adopt) {
+  if (adopt && lost) TESSERA_RETURN_IF_ERROR(LostRanks(&exclude).Annotate("shrink"));
+  if (adopt && !lost) {
     for (int32_t r : activity_.Snapshot().culprits) exclude.push_back(r);
   }
   std::sort(exclude.begin(), exclude.end());
@@ -111,7 +130,6 @@ Status Communicator::Shrink(const std::vector<int>& exclude_in, const Settings& 
   }
   auto excluded = [&exclude](int r) { return std::binary_search(exclude.begin(), exclude.end(), r); };
   if (excluded(rank_)) return InvalidUsage("rank " + std::to_string(rank_) + " is excluded: only survivors shrink");
-  if (membership_.watch.empty()) return InvalidUsage("shrink needs the watch service: TESSERA_DIAGNOSIS_MS is 0");
   int leader = 0;
   while (leader < nranks_ && excluded(leader)) ++leader;
   if (leader == nranks_) return InvalidArgument("every rank is excluded");
