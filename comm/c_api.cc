@@ -521,7 +521,7 @@ tesseraResult_t tesseraCommRevoke(tesseraComm_t comm, int flags) {
 }
 
 // The survivors' new communicator, published in a handle like Split's.
-static tesseraResult_t ShrinkInto(tesseraComm_t comm, const std::vector<int>& exclude, const Config& cfg,
+static tesseraResult_t ShrinkInto(tesseraComm_t comm, const std::vector<int>& exclude, bool lost, const Config& cfg,
                                   bool inherit_blocking, tesseraComm_t* newcomm) {
   const char* fn = "tesseraCommShrink";
   if (comm->worker) comm->worker->WaitIdle();
@@ -529,7 +529,7 @@ static tesseraResult_t ShrinkInto(tesseraComm_t comm, const std::vector<int>& ex
   std::unique_ptr<Communicator> impl;
   tessera::Settings settings = comm->impl()->settings();
   if (cfg.timeout_ms > 0) settings.timeout_ms = cfg.timeout_ms;
-  Status s = comm->impl()->Shrink(exclude, settings, &impl);
+  Status s = comm->impl()->Shrink(exclude, lost, settings, &impl);
   if (s.ok()) s = tessera::DevicePath::Attach(impl.get());
   if (!s.ok()) return Report(comm, fn, s);
   tesseraComm* handle = NewHandle(impl->rank(), impl->nranks(), cfg.name, impl->settings());
@@ -550,7 +550,11 @@ tesseraResult_t tesseraCommShrink(tesseraComm_t comm, const int* excludeRanks, i
   if (s.ok() && (excludeCount < 0 || (excludeCount > 0 && excludeRanks == nullptr))) {
     s = InvalidArgument("excludeRanks is NULL or excludeCount " + std::to_string(excludeCount) + " is negative");
   }
-  if (s.ok() && (flags & ~TESSERA_SHRINK_ABORT) != 0) s = InvalidArgument("unknown flags " + std::to_string(flags));
+  const bool lost = (flags & TESSERA_SHRINK_LOST) != 0;
+  if (s.ok() && (flags & ~(TESSERA_SHRINK_ABORT | TESSERA_SHRINK_LOST)) != 0) {
+    s = InvalidArgument("unknown flags " + std::to_string(flags));
+  }
+  if (s.ok() && lost && excludeCount > 0) s = InvalidArgument("TESSERA_SHRINK_LOST with an exclude list");
   Config cfg;
   if (s.ok()) s = ReadConfig(config, &cfg);
   if (s.ok() && t_group.depth > 0) s = tessera::InvalidUsage("tesseraCommShrink inside a group is not supported");
@@ -558,7 +562,7 @@ tesseraResult_t tesseraCommShrink(tesseraComm_t comm, const int* excludeRanks, i
   if (!s.ok()) return Report(guard.comm(), fn, s);
   if ((flags & TESSERA_SHRINK_ABORT) != 0) comm->impl()->Revoke();
   const std::vector<int> exclude(excludeRanks, excludeRanks + excludeCount);
-  return ShrinkInto(comm, exclude, cfg, config == nullptr, newcomm);
+  return ShrinkInto(comm, exclude, lost, cfg, config == nullptr, newcomm);
 }
 
 tesseraResult_t tesseraCommFinalize(tesseraComm_t comm) {

@@ -101,16 +101,18 @@ class Communicator {
   // service, which Shrink uses) until it is destroyed.
   void Revoke();
   // Called by the surviving ranks only, each with the same `exclude` (ranks of this
-  // communicator; empty: the culprits of this communicator's diagnosis): they create a
+  // communicator; empty: the culprits of this communicator's diagnosis, or with `lost`
+  // the ranks whose watch service is gone or silent now): they create a
   // new communicator of the ranks not excluded, numbered in their old order, without
   // the excluded ranks taking part and without this communicator's links. They agree
   // through the lowest survivor's watch service: it serves the new unique id and its
   // list of excluded ranks, and a survivor whose explicit list differs fails naming
   // both (an empty list adopts the lowest survivor's). When the diagnosis named nobody
-  // (the first failure this rank saw was a peer's revoke), an empty list means the
-  // ranks whose watch service does not answer within TESSERA_DIAGNOSIS_MS. InvalidUsage
-  // when this rank is excluded or diagnosis is off (TESSERA_DIAGNOSIS_MS=0).
-  Status Shrink(const std::vector<int>& exclude, const Settings& settings, std::unique_ptr<Communicator>* out);
+  // (the first failure this rank saw was a peer's revoke), an empty list means the lost
+  // ranks as with `lost`. InvalidUsage when this rank is excluded or diagnosis is off
+  // (TESSERA_DIAGNOSIS_MS=0).
+  Status Shrink(const std::vector<int>& exclude, bool lost, const Settings& settings,
+                std::unique_ptr<Communicator>* out);
 
   // Thread-safe, any time: writes the flight recorder to TESSERA_FLIGHT_RECORDER_DIR
   // now; *path names the file. InvalidUsage when the setting is empty.
@@ -143,8 +145,8 @@ class Communicator {
   // Shrink's agreement: the lowest survivor offers the id and its list; the others fetch.
   Status OfferShrink(const std::vector<int>& exclude, const Settings& settings, UniqueIdData* id);
   Status FetchShrink(int leader, bool adopt, std::vector<int>* exclude, UniqueIdData* id);
-  // The ranks whose watch service does not answer now (gone, stopped or cut off).
-  std::vector<int> SilentRanks() const;
+  // The ranks whose watch service refuses or does not answer within TESSERA_DIAGNOSIS_MS.
+  Status LostRanks(std::vector<int>* lost) const;
   Status DumpFlightRecord(const Status& cause) const;
 
   Settings settings_;

@@ -72,28 +72,33 @@ Status Communicator::FetchShrink(int leader, bool adopt, std::vector<int>* exclu
   }
 }
 
-std::vector<int> Communicator::SilentRanks() const {
-  std::vector<bool> skip(membership_.watch.size(), false);
-  skip[rank_] = true;
+Status Communicator::LostRanks(std::vector<int>* lost) const {
+  std::vector<bool> skip(static_cast<size_t>(nranks_), false);
+  skip[static_cast<size_t>(rank_)] = true;
   std::vector<PeerAnswer> answers;
   QueryPeers(membership_.watch, skip, membership_.secret, rank_, WatchRequest::kStatus,
              Deadline::AfterMs(settings_.diagnosis_ms), /*stop_on_verdict=*/false, &answers);
-  std::vector<int> silent;
-  for (int r = 0; r < static_cast<int>(answers.size()); ++r) {
-    const PeerAnswer::Kind kind = answers[r].kind;
-    if (r != rank_ && kind != PeerAnswer::Kind::kAnswered && kind != PeerAnswer::Kind::kLocalError) silent.push_back(r);
+  for (int r = 0; r < nranks_; ++r) {
+    const PeerAnswer& a = answers[static_cast<size_t>(r)];
+    if (r == rank_ || a.kind == PeerAnswer::Kind::kAnswered) continue;
+    if (a.kind == PeerAnswer::Kind::kLocalError) {
+      return SystemError("cannot ask rank " + std::to_string(r) + " whether it is alive: " + a.error);
+    }
+    lost->push_back(r);
   }
-  return silent;
+  return Status::Ok();
 }
 
-Status Communicator::Shrink(const std::vector<int>& exclude_in, const Settings& settings,
+Status Communicator::Shrink(const std::vector<int>& exclude_in, bool lost, const Settings& settings,
                             std::unique_ptr<Communicator>* out) {
   const bool adopt = exclude_in.empty();
+  const bool watched = !membership_.watch.empty();
   std::vector<int> exclude = adopt ? std::vector<int>() : exclude_in;
-  if (adopt) {
+  if (adopt && !lost) {
     for (int32_t r : activity_.Snapshot().culprits) exclude.push_back(r);
-    if (exclude.empty() && !membership_.watch.empty()) exclude = SilentRanks();
   }
+  // Asked for, or no culprit named (the first failure this rank saw was a peer's revoke).
+  if (adopt && exclude.empty() && watched) TESSERA_RETURN_IF_ERROR(LostRanks(&exclude).Annotate("shrink"));
   std::sort(exclude.begin(), exclude.end());
   exclude.erase(std::unique(exclude.begin(), exclude.end()), exclude.end());
   for (int r : exclude) {
@@ -101,7 +106,6 @@ Status Communicator::Shrink(const std::vector<int>& exclude_in, const Settings& 
   }
   auto excluded = [&exclude](int r) { return std::binary_search(exclude.begin(), exclude.end(), r); };
   if (excluded(rank_)) return InvalidUsage("rank " + std::to_string(rank_) + " is excluded: only survivors shrink");
-  if (membership_.watch.empty()) return InvalidUsage("shrink needs the watch service: TESSERA_DIAGNOSIS_MS is 0");
   int leader = 0;
   while (leader < nranks_ && excluded(leader)) ++leader;
   if (leader == nranks_) return InvalidArgument("every rank is excluded");

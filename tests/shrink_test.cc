@@ -29,7 +29,8 @@ struct ShrinkCase {
   int ranks_per_host;       // 0: one host
   std::vector<int> victims;
   int signo;
-  bool explicit_list;       // false: exclude what the diagnosis named (excludeCount 0)
+  enum List { kExplicit, kCulprits, kLost } list;  // the victims; excludeCount 0 (what the
+                                                   // diagnosis named); TESSERA_SHRINK_LOST
 };
 
 void PrintTo(const ShrinkCase& c, std::ostream* os) { *os << c.name; }
@@ -72,9 +73,10 @@ std::string Survive(const ShrinkCase& c, int rank, tesseraComm_t comm, tesseraRe
                 "the allreduce with a lost rank returned " + std::to_string(failed) + ": " + LastError(comm));
   checks.ExpectCode(tesseraCommRevoke(comm, 0), tesseraSuccess, "tesseraCommRevoke: " + LastError(comm));
   tesseraComm_t shrunk = nullptr;
-  const tesseraResult_t r = tesseraCommShrink(comm, c.explicit_list ? c.victims.data() : nullptr,
-                                              c.explicit_list ? static_cast<int>(c.victims.size()) : 0, &shrunk,
-                                              nullptr, TESSERA_SHRINK_DEFAULT);
+  const bool given = c.list == ShrinkCase::kExplicit;
+  const tesseraResult_t r = tesseraCommShrink(comm, given ? c.victims.data() : nullptr,
+                                              given ? static_cast<int>(c.victims.size()) : 0, &shrunk, nullptr,
+                                              c.list == ShrinkCase::kLost ? TESSERA_SHRINK_LOST : TESSERA_SHRINK_DEFAULT);
   if (!checks.ExpectCode(r, tesseraSuccess, "tesseraCommShrink: " + LastError(comm))) return checks.str();
   int nranks = 0, new_rank = -1;
   tesseraCommCount(shrunk, &nranks);
@@ -222,12 +224,76 @@ TEST(Shrink, AfterARevokeAloneLeavesOutTheSilentRank) {
   for (int r : {0, 1, 3}) EXPECT_TRUE(results[r].ok()) << results[r].Describe();
 }
 
+// A rank that is computing (outside tessera) when the others' call fails is a culprit of
+// their diagnosis ("has not called"), so a shrink with excludeCount 0 would leave it out;
+// it is not lost, and TESSERA_SHRINK_LOST keeps it. Rank 3 is killed in an allreduce
+// that rank 2 joins only 1.5 s later: ranks 0 and 1 shrink at once, rank 2 when its own
+// call fails, and the three run checked rounds of every collective.
+TEST(ShrinkLost, KeepsARankThatWasComputing) {
+  RankOptions opts;
+  opts.timeout = Milliseconds(60000);
+  opts.env["TESSERA_TIMEOUT_MS"] = "5000";
+  auto results = RunRanks(kRanks, [](int rank, tesseraComm_t comm) {
+    RankChecks checks;
+    std::vector<float> buf(size_t{1} << 20, 1.0f);
+    if (rank == 3) {
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(kFaultAfterMs));
+        raise(SIGKILL);
+      }).detach();
+    }
+    if (rank == 2) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    const tesseraResult_t failed =
+        tesseraAllReduce(buf.data(), buf.data(), buf.size(), tesseraFloat32, tesseraSum, comm, nullptr);
+    if (rank == 3) pause();
+    checks.Expect(failed == tesseraRemoteError || failed == tesseraTimeout,
+                  "the allreduce with a lost rank returned " + std::to_string(failed) + ": " + LastError(comm));
+    if (rank < 2) {
+      checks.Expect(LastError(comm).find("rank 2 (pid") != std::string::npos,
+                    "the diagnosis does not blame rank 2, which was computing: " + LastError(comm));
+    }
+    checks.ExpectCode(tesseraCommRevoke(comm, 0), tesseraSuccess, "tesseraCommRevoke: " + LastError(comm));
+    tesseraComm_t shrunk = nullptr;
+    const tesseraResult_t r = tesseraCommShrink(comm, nullptr, 0, &shrunk, nullptr, TESSERA_SHRINK_LOST);
+    if (!checks.ExpectCode(r, tesseraSuccess, "tesseraCommShrink: " + LastError(comm))) return checks.str();
+    int nranks = 0, new_rank = -1;
+    tesseraCommCount(shrunk, &nranks);
+    tesseraCommUserRank(shrunk, &new_rank);
+    checks.Expect(nranks == 3 && new_rank == rank, "rank " + std::to_string(new_rank) + " of " + std::to_string(nranks));
+    for (int round = 0; round < 10 && checks.str().empty(); ++round) {
+      const std::string wrong = RunRound(shrunk, round);
+      checks.Expect(wrong.empty(), "round " + std::to_string(round) + " on the shrunk communicator: " + wrong);
+    }
+    checks.ExpectCode(tesseraCommDestroy(shrunk), tesseraSuccess, "destroying the shrunk communicator");
+    return checks.str();
+  }, opts);
+  ASSERT_EQ(static_cast<size_t>(kRanks), results.size());
+  EXPECT_EQ(SIGKILL, results[3].signal) << results[3].Describe();
+  for (int r = 0; r < 3; ++r) EXPECT_TRUE(results[r].ok()) << results[r].Describe();
+}
+
+// TESSERA_SHRINK_LOST finds the lost ranks itself: an exclude list with it is refused.
+TEST(ShrinkLost, RefusesAnExcludeList) {
+  auto results = RunRanks(1, [](int, tesseraComm_t comm) {
+    RankChecks checks;
+    int exclude = 0;
+    tesseraComm_t shrunk = nullptr;
+    checks.ExpectCode(tesseraCommShrink(comm, &exclude, 1, &shrunk, nullptr, TESSERA_SHRINK_LOST),
+                      tesseraInvalidArgument, "TESSERA_SHRINK_LOST with a list");
+    checks.Expect(LastError(comm).find("TESSERA_SHRINK_LOST with an exclude list") != std::string::npos,
+                  "message: " + LastError(comm));
+    return checks.str();
+  });
+  EXPECT_EQ("", Failures(results));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Faults, Shrink,
-    testing::Values(ShrinkCase{"killed_1x4", 0, {2}, SIGKILL, true},
-                    ShrinkCase{"killed_2x2", 2, {1, 3}, SIGKILL, true},
-                    ShrinkCase{"stopped_1x4", 0, {2}, SIGSTOP, false},
-                    ShrinkCase{"stopped_2x2", 2, {1, 3}, SIGSTOP, false}),
+    testing::Values(ShrinkCase{"killed_1x4", 0, {2}, SIGKILL, ShrinkCase::kExplicit},
+                    ShrinkCase{"killed_2x2", 2, {1, 3}, SIGKILL, ShrinkCase::kExplicit},
+                    ShrinkCase{"stopped_1x4", 0, {2}, SIGSTOP, ShrinkCase::kCulprits},
+                    ShrinkCase{"stopped_2x2", 2, {1, 3}, SIGSTOP, ShrinkCase::kCulprits},
+                    ShrinkCase{"stopped_2x2_lost", 2, {1, 3}, SIGSTOP, ShrinkCase::kLost}),
     [](const testing::TestParamInfo<ShrinkCase>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -183,9 +183,16 @@ tesseraResult_t tesseraCommSplit(tesseraComm_t comm, int color, int key, tessera
 tesseraResult_t tesseraCommRevoke(tesseraComm_t comm, int flags);
 
 /* tesseraCommShrink flags: TESSERA_SHRINK_ABORT revokes comm first (its pending calls
- * end), as nccl.h's NCCL_SHRINK_ABORT. */
+ * end), as nccl.h's NCCL_SHRINK_ABORT. TESSERA_SHRINK_LOST (a tessera extension; with
+ * excludeCount 0) excludes the ranks that are lost now instead of the diagnosis'
+ * culprits: each survivor asks every rank's watch service, and a rank that is gone or
+ * does not answer within TESSERA_DIAGNOSIS_MS is excluded (the survivors then adopt the
+ * lowest survivor's list). A live rank that was merely outside tessera when comm failed
+ * (computing, as a training loop's rank between collectives) is a culprit of the
+ * diagnosis but not lost: it is kept, and must call tesseraCommShrink too. */
 #define TESSERA_SHRINK_DEFAULT 0x00
 #define TESSERA_SHRINK_ABORT 0x01
+#define TESSERA_SHRINK_LOST 0x100
 
 /* Called by the ranks of comm that are not in excludeRanks (the survivors; the excluded
  * ranks, usually lost, take no part), each with the same list: creates *newcomm of the
