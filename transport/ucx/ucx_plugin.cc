@@ -38,6 +38,7 @@ class OpenUcx : public OpenTransport {
       TESSERA_RETURN_IF_ERROR(DecodeUcxCard(ctx.cards[r], &addresses[r]).Annotate("rank " + std::to_string(r) + "'s UCX card"));
     }
     TESSERA_RETURN_IF_ERROR(ucx_->SetPeerAddresses(std::move(addresses)));
+    ucx_->WatchLocalPeers(ctx.local);
     *out = std::move(ucx_);
     return Status::Ok();
   }

@@ -1,5 +1,6 @@
 #include "transport/ucx/ucx_transport.h"
 
+#include "transport/peer_process.h"
 #include "transport/ucx/ucx_wire.h"
 
 #include <poll.h>
@@ -123,18 +124,33 @@ struct UcxTransport::Worker {
 // --- A peer's endpoint ----------------------------------------------------------------
 
 struct UcxTransport::Peer {
+  ~Peer() {
+    if (pidfd >= 0) close(pidfd);
+  }
   int rank = -1;
   std::string address;
   ucp_ep_h ep = nullptr;
-  // Set by UCX's error handler (from progress) when the endpoint fails.
+  // Set by UCX's error handler (from progress) when the endpoint fails, or by
+  // CheckProcess when the peer's process has exited.
   std::atomic<int> failure{UCS_OK};
   // Requests were left behind (an exchange failed midway): close by force.
   bool abandoned = false;
   // Something was sent on the endpoint (else there is nothing to flush at close).
   bool used = false;
+  // A peer on this host: its pid and a pidfd (OpenPeerPidfd; -1 elsewhere). UCX's
+  // shared-memory transports may not notice its death while a FIFO is full.
+  int pid = 0;
+  int pidfd = -1;
+  bool exited = false;
 
   bool failed() const { return failure.load(std::memory_order_acquire) != UCS_OK; }
+  void CheckProcess() {
+    if (failed() || !PeerExited(pidfd)) return;
+    exited = true;
+    failure.store(UCS_ERR_CONNECTION_RESET, std::memory_order_release);
+  }
   Status FailureStatus() const {
+    if (exited) return RemoteError("rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + ") exited");
     return RemoteError("rank " + std::to_string(rank) + " is unreachable: UCX reported \"" +
                        UcsText(static_cast<ucs_status_t>(failure.load())) +
                        "\" on its endpoint (the process exited or the network failed)");
@@ -259,7 +275,10 @@ class UcxLink : public Link {
 
   void AddWaits(WaitSet* set, bool, bool) override { worker_->AddWaits(set); }
 
-  Status CheckPeer() override { return peer_->failed() ? peer_->FailureStatus() : Status::Ok(); }
+  Status CheckPeer() override {
+    peer_->CheckProcess();
+    return peer_->failed() ? peer_->FailureStatus() : Status::Ok();
+  }
 
   size_t sent_bytes() const override { return send_bytes_; }
   size_t received_bytes() const override { return recv_bytes_; }
@@ -665,6 +684,16 @@ Status UcxTransport::SetPeerAddresses(std::vector<std::string> addresses) {
     if (r != my_rank_) peers_[r]->address = std::move(addresses[r]);
   }
   return Status::Ok();
+}
+
+void UcxTransport::WatchLocalPeers(const std::vector<LocalRank>& local) {
+  for (const LocalRank& l : local) {
+    if (l.rank == my_rank_ || l.rank < 0 || l.rank >= static_cast<int>(peers_.size())) continue;
+    Peer* p = peers_[l.rank].get();
+    if (p->pidfd >= 0) close(p->pidfd);
+    p->pid = l.pid;
+    p->pidfd = OpenPeerPidfd(l.pid);
+  }
 }
 
 bool UcxTransport::CanConnect(int peer) const {
