@@ -54,6 +54,29 @@ const size_t kCounts[] = {1, 7, 1031, 65537};
 const size_t kBigCount = 300007;
 const tesseraDataType_t kBigCountTypes[] = {tesseraInt8, tesseraBfloat16, tesseraFloat32, tesseraFloat64};
 
+// TESSERA_TEST_MATRIX=small (the sanitizer builds, .bazelrc): every datatype, operator
+// and placement still, but only a tiny and a slot-crossing count, and the largest count
+// for float32 alone; it takes about half the calls, and the sanitized builds run each
+// call 5-10x slower. Read once at start-up: the harness clears TESSERA_* in the ranks.
+bool SmallMatrix() {
+  const char* v = std::getenv("TESSERA_TEST_MATRIX");
+  return v != nullptr && std::strcmp(v, "small") == 0;
+}
+const bool kSmallMatrix = SmallMatrix();
+
+std::vector<std::pair<size_t, tesseraDataType_t>> MatrixSizes() {
+  const bool small = kSmallMatrix;
+  std::vector<std::pair<size_t, tesseraDataType_t>> sizes;
+  for (size_t count : kCounts) {
+    if (small && count != 7 && count != 65537) continue;
+    for (tesseraDataType_t type : AllDataTypes()) sizes.push_back({count, type});
+  }
+  for (tesseraDataType_t type : kBigCountTypes) {
+    if (!small || type == tesseraFloat32) sizes.push_back({kBigCount, type});
+  }
+  return sizes;
+}
+
 // What one call did: a failure ("" if none); fatal when the communicator cannot be used
 // any more; a note for an accepted "not supported" answer, reported once per test.
 struct Outcome {
@@ -121,12 +144,7 @@ std::string RunMatrix(Collective kind, int rank, tesseraComm_t comm) {
   int call_index = 0;
   int calls = 0;
   // Every (count, type) of the matrix: kCounts x all types, then kBigCount x a few.
-  std::vector<std::pair<size_t, tesseraDataType_t>> sizes;
-  for (size_t count : kCounts) {
-    for (tesseraDataType_t type : AllDataTypes()) sizes.push_back({count, type});
-  }
-  for (tesseraDataType_t type : kBigCountTypes) sizes.push_back({kBigCount, type});
-  for (const auto& size : sizes) {
+  for (const auto& size : MatrixSizes()) {
     for (OpKind op : OpsOf(kind)) {
       for (bool in_place : Placements(kind)) {
         CallSpec s{kind, size.second, op, in_place, call_index % nranks, size.first, call_index};
