@@ -2,10 +2,9 @@
 //
 // The work happens in runs of elements that share one block, so that each run has one
 // grid exponent and its scale factors are constants of the loop. Every loop body is
-// written once on GCC vector extensions (32-byte vectors, split into two SSE2 registers
-// for the baseline) and compiled twice, as Portable and Avx2; the scalar tails repeat
-// the same operations in the same order, so every element gets the same bits whichever
-// path computes it.
+// written once on GCC vector extensions and compiled twice, as Portable (16-byte
+// vectors, SSE2) and Avx2 (32-byte); the scalar tails repeat the same operations in the
+// same order, so every element gets the same bits whichever path computes it.
 //
 // The arithmetic, and why it is exact:
 //  - Scaling by 2^k is done as two multiplications by 2^(k/2) and 2^(k - k/2), both
@@ -38,14 +37,18 @@ namespace {
 #define TESSERA_ALWAYS_INLINE inline __attribute__((always_inline))
 #define TESSERA_TARGET_AVX2 __attribute__((target("avx2,f16c")))
 
-constexpr size_t kVectorBytes = 32;
-typedef double VD __attribute__((vector_size(kVectorBytes)));                // 4 doubles
-typedef uint64_t VU64 __attribute__((vector_size(kVectorBytes)));
-typedef float VF4 __attribute__((vector_size(kVectorBytes / 2)));            // 4 floats
-typedef float VF8 __attribute__((vector_size(kVectorBytes)));                // 8 floats
-typedef uint32_t VU32 __attribute__((vector_size(kVectorBytes)));
-constexpr size_t kD = kVectorBytes / 8;  // lanes of VD
-constexpr size_t kF = kVectorBytes / 4;  // lanes of VF8
+// The vector types of kBytes bytes: 16 for the baseline (SSE2's registers, so that
+// comparisons and selects stay vector code), 32 for AVX2.
+template <size_t kBytes>
+struct Vec {
+  typedef double D __attribute__((vector_size(kBytes)));
+  typedef uint64_t U64 __attribute__((vector_size(kBytes)));
+  typedef float F __attribute__((vector_size(kBytes)));
+  typedef uint32_t U32 __attribute__((vector_size(kBytes)));
+  typedef float DF __attribute__((vector_size(kBytes / 2)));  // as many floats as D has doubles
+  static constexpr size_t kDoubles = kBytes / 8;
+  static constexpr size_t kFloats = kBytes / 4;
+};
 
 // What the grid of each type is made of.
 struct TypeGrid {
@@ -117,25 +120,26 @@ TESSERA_ALWAYS_INLINE void Store(void* p, const T& v) {
   std::memcpy(p, &v, sizeof(T));
 }
 
-// ---- Block keys: the largest exponent field among finite values (U: the raw element).
+// ---- Block keys: the largest exponent field among finite values (I: the raw element
+// as a signed integer, which SSE2 and AVX2 compare directly).
 
-template <typename U, int kShift, uint32_t kField>
+template <typename I, int kShift, I kField, size_t kBytes>
 TESSERA_ALWAYS_INLINE uint32_t BlockKeyBody(const char* in, size_t n) {
-  typedef U V __attribute__((vector_size(kVectorBytes)));
-  constexpr size_t kLanes = kVectorBytes / sizeof(U);
-  const V field = V{} + static_cast<U>(kField);
+  typedef I V __attribute__((vector_size(kBytes)));
+  constexpr size_t kLanes = kBytes / sizeof(I);
+  const V field = V{} + kField;
   V best = V{};
   size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    V e = (Load<V>(in + i * sizeof(U)) >> kShift) & field;
+    V e = (Load<V>(in + i * sizeof(I)) >> kShift) & field;
     e = e == field ? V{} : e;  // infinity and NaN do not count
     best = e > best ? e : best;
   }
   uint32_t key = 0;
   for (size_t k = 0; k < kLanes; ++k) key = std::max<uint32_t>(key, static_cast<uint32_t>(best[k]));
   for (; i < n; ++i) {
-    const uint32_t e = static_cast<uint32_t>((Load<U>(in + i * sizeof(U)) >> kShift) & kField);
-    if (e != kField) key = std::max(key, e);
+    const I e = static_cast<I>((Load<I>(in + i * sizeof(I)) >> kShift) & kField);
+    if (e != kField) key = std::max(key, static_cast<uint32_t>(e));
   }
   return key;
 }
@@ -143,12 +147,14 @@ TESSERA_ALWAYS_INLINE uint32_t BlockKeyBody(const char* in, size_t n) {
 // ---- To the grid.
 
 // float32 -> one float64 word: round(x * 2^-q).
-template <bool kAdd>
+template <bool kAdd, size_t kBytes>
 TESSERA_ALWAYS_INLINE void Float32ToGridBody(const char* in, size_t n, double up, double* wire) {
+  typedef Vec<kBytes> V;
   size_t i = 0;
-  for (; i + kD <= n; i += kD) {
-    VD y = RoundToInteger<VD, VU64, double, uint64_t>(__builtin_convertvector(Load<VF4>(in + 4 * i), VD) * up);
-    if (kAdd) y = Load<VD>(wire + i) + y;
+  for (; i + V::kDoubles <= n; i += V::kDoubles) {
+    typename V::D y = RoundToInteger<typename V::D, typename V::U64, double, uint64_t>(
+        __builtin_convertvector(Load<typename V::DF>(in + 4 * i), typename V::D) * up);
+    if (kAdd) y = Load<typename V::D>(wire + i) + y;
     Store(wire + i, y);
   }
   for (; i < n; ++i) {
@@ -158,17 +164,42 @@ TESSERA_ALWAYS_INLINE void Float32ToGridBody(const char* in, size_t n, double up
 }
 
 // float16 / bfloat16, already widened to float32 -> one float32 word.
-template <bool kAdd>
+template <bool kAdd, size_t kBytes>
 TESSERA_ALWAYS_INLINE void WideHalfToGridBody(const float* x, size_t n, const Pow2Pair<float>& up, float* wire) {
+  typedef Vec<kBytes> V;
   size_t i = 0;
-  for (; i + kF <= n; i += kF) {
-    VF8 y = RoundToInteger<VF8, VU32, float, uint32_t>((Load<VF8>(x + i) * up.first) * up.second);
-    if (kAdd) y = Load<VF8>(wire + i) + y;
+  for (; i + V::kFloats <= n; i += V::kFloats) {
+    typename V::F y = RoundToInteger<typename V::F, typename V::U32, float, uint32_t>(
+        (Load<typename V::F>(x + i) * up.first) * up.second);
+    if (kAdd) y = Load<typename V::F>(wire + i) + y;
     Store(wire + i, y);
   }
   for (; i < n; ++i) {
     const float y = RoundScalar((x[i] * up.first) * up.second);
     wire[i] = kAdd ? wire[i] + y : y;
+  }
+}
+
+// (a0, b0, a1, b1, ...) from (a0, a1, ...) and (b0, b1, ...), and back.
+template <typename D>
+TESSERA_ALWAYS_INLINE void Interleave(const D& a, const D& b, D* w0, D* w1) {
+  if constexpr (sizeof(D) == 16) {
+    *w0 = __builtin_shufflevector(a, b, 0, 2);
+    *w1 = __builtin_shufflevector(a, b, 1, 3);
+  } else {
+    *w0 = __builtin_shufflevector(a, b, 0, 4, 1, 5);
+    *w1 = __builtin_shufflevector(a, b, 2, 6, 3, 7);
+  }
+}
+
+template <typename D>
+TESSERA_ALWAYS_INLINE void Deinterleave(const D& w0, const D& w1, D* a, D* b) {
+  if constexpr (sizeof(D) == 16) {
+    *a = __builtin_shufflevector(w0, w1, 0, 2);
+    *b = __builtin_shufflevector(w0, w1, 1, 3);
+  } else {
+    *a = __builtin_shufflevector(w0, w1, 0, 2, 4, 6);
+    *b = __builtin_shufflevector(w0, w1, 1, 3, 5, 7);
   }
 }
 
@@ -182,28 +213,30 @@ struct Float64Scales {
 // float64 -> two float64 words per element: hi = round(y), y = x * 2^-q1, and lo, the
 // remainder y - hi (exact) on the finer grid. lo is 0 for infinity and NaN (hi carries
 // them).
-TESSERA_ALWAYS_INLINE void Float64Words(const VD& x, const Float64Scales& s, VD* hi, VD* lo) {
-  const VD y = (x * s.up1.first) * s.up1.second;
-  *hi = RoundToInteger<VD, VU64, double, uint64_t>(y);
-  *lo = RoundToInteger<VD, VU64, double, uint64_t>((y - *hi) * s.to_second);
-  *lo = (x - x) == VD{} ? *lo : VD{};
+template <typename D, typename U>
+TESSERA_ALWAYS_INLINE void Float64Words(const D& x, const Float64Scales& s, D* hi, D* lo) {
+  const D y = (x * s.up1.first) * s.up1.second;
+  *hi = RoundToInteger<D, U, double, uint64_t>(y);
+  *lo = RoundToInteger<D, U, double, uint64_t>((y - *hi) * s.to_second);
+  *lo = (x - x) == D{} ? *lo : D{};
 }
 
-template <bool kAdd>
+template <bool kAdd, size_t kBytes>
 TESSERA_ALWAYS_INLINE void Float64ToGridBody(const char* in, size_t n, const Float64Scales& s, double* wire) {
+  typedef Vec<kBytes> V;
+  typedef typename V::D D;
+  constexpr size_t kLanes = V::kDoubles;
   size_t i = 0;
-  for (; i + kD <= n; i += kD) {
-    const VD x = Load<VD>(in + 8 * i);
-    VD hi, lo;
-    Float64Words(x, s, &hi, &lo);
-    VD w0 = __builtin_shufflevector(hi, lo, 0, 4, 1, 5);
-    VD w1 = __builtin_shufflevector(hi, lo, 2, 6, 3, 7);
+  for (; i + kLanes <= n; i += kLanes) {
+    D hi, lo, w0, w1;
+    Float64Words<D, typename V::U64>(Load<D>(in + 8 * i), s, &hi, &lo);
+    Interleave(hi, lo, &w0, &w1);
     if (kAdd) {
-      w0 = Load<VD>(wire + 2 * i) + w0;
-      w1 = Load<VD>(wire + 2 * i + kD) + w1;
+      w0 = Load<D>(wire + 2 * i) + w0;
+      w1 = Load<D>(wire + 2 * i + kLanes) + w1;
     }
     Store(wire + 2 * i, w0);
-    Store(wire + 2 * i + kD, w1);
+    Store(wire + 2 * i + kLanes, w1);
   }
   for (; i < n; ++i) {
     const double x = Load<double>(in + 8 * i);
@@ -222,12 +255,14 @@ TESSERA_ALWAYS_INLINE void Float64ToGridBody(const char* in, size_t n, const Flo
 // ---- Back from the grid.
 
 // One float64 word -> float32: (sum * 2^q) is exact in float64, the conversion rounds once.
+template <size_t kBytes>
 TESSERA_ALWAYS_INLINE void GridToFloat32Body(const double* wire, size_t n, double down, char* out) {
+  typedef Vec<kBytes> V;
   const float nan = std::numeric_limits<float>::quiet_NaN();
   size_t i = 0;
-  for (; i + kD <= n; i += kD) {
-    VF4 f = __builtin_convertvector(Load<VD>(wire + i) * down, VF4);
-    f = f != f ? VF4{} + nan : f;
+  for (; i + V::kDoubles <= n; i += V::kDoubles) {
+    typename V::DF f = __builtin_convertvector(Load<typename V::D>(wire + i) * down, typename V::DF);
+    f = f != f ? typename V::DF{} + nan : f;
     Store(out + 4 * i, f);
   }
   for (; i < n; ++i) {
@@ -238,12 +273,14 @@ TESSERA_ALWAYS_INLINE void GridToFloat32Body(const double* wire, size_t n, doubl
 }
 
 // One float32 word -> float32 holding the exact sum * 2^q (NaN canonical), to be narrowed.
+template <size_t kBytes>
 TESSERA_ALWAYS_INLINE void GridToWideHalfBody(const float* wire, size_t n, const Pow2Pair<float>& down, float* out) {
+  typedef Vec<kBytes> V;
   const float nan = std::numeric_limits<float>::quiet_NaN();
   size_t i = 0;
-  for (; i + kF <= n; i += kF) {
-    VF8 y = (Load<VF8>(wire + i) * down.first) * down.second;
-    y = y != y ? VF8{} + nan : y;
+  for (; i + V::kFloats <= n; i += V::kFloats) {
+    typename V::F y = (Load<typename V::F>(wire + i) * down.first) * down.second;
+    y = y != y ? typename V::F{} + nan : y;
     Store(out + i, y);
   }
   for (; i < n; ++i) {
@@ -253,26 +290,28 @@ TESSERA_ALWAYS_INLINE void GridToWideHalfBody(const float* wire, size_t n, const
 }
 
 // Two float64 words -> float64, rounded once; lo == 0 keeps hi's zero sign.
-template <typename V>
-TESSERA_ALWAYS_INLINE V Float64FromWords(const V& hi, const V& lo, int q1, const Pow2Pair<double>& down1,
+template <typename D>
+TESSERA_ALWAYS_INLINE D Float64FromWords(const D& hi, const D& lo, int q1, const Pow2Pair<double>& down1,
                                          const Pow2Pair<double>& down2, double lo_to_hi) {
-  const V high = (hi * down1.first) * down1.second;
+  const D high = (hi * down1.first) * down1.second;
   if (q1 > 0) return lo == 0 ? high : ((hi + lo * lo_to_hi) * down1.first) * down1.second;
   return lo == 0 ? high : high + (lo * down2.first) * down2.second;
 }
 
+template <size_t kBytes>
 TESSERA_ALWAYS_INLINE void GridToFloat64Body(const double* wire, size_t n, int q1, char* out) {
+  typedef typename Vec<kBytes>::D D;
+  constexpr size_t kLanes = Vec<kBytes>::kDoubles;
   const int q2 = SecondWordExponent(q1);
   const Pow2Pair<double> down1(q1), down2(q2);
   const double lo_to_hi = std::ldexp(1.0, q2 - q1);
   const double nan = std::numeric_limits<double>::quiet_NaN();
   size_t i = 0;
-  for (; i + kD <= n; i += kD) {
-    const VD w0 = Load<VD>(wire + 2 * i), w1 = Load<VD>(wire + 2 * i + kD);
-    const VD hi = __builtin_shufflevector(w0, w1, 0, 2, 4, 6);
-    const VD lo = __builtin_shufflevector(w0, w1, 1, 3, 5, 7);
-    VD y = Float64FromWords(hi, lo, q1, down1, down2, lo_to_hi);
-    y = y != y ? VD{} + nan : y;
+  for (; i + kLanes <= n; i += kLanes) {
+    D hi, lo;
+    Deinterleave(Load<D>(wire + 2 * i), Load<D>(wire + 2 * i + kLanes), &hi, &lo);
+    D y = Float64FromWords(hi, lo, q1, down1, down2, lo_to_hi);
+    y = y != y ? D{} + nan : y;
     Store(out + 8 * i, y);
   }
   for (; i < n; ++i) {
@@ -282,41 +321,68 @@ TESSERA_ALWAYS_INLINE void GridToFloat64Body(const double* wire, size_t n, int q
   }
 }
 
+// ---- Canonical zeros and NaNs (I: the element as a signed integer; the magnitude
+// bits compare as signed values).
+template <typename I, I kAbs, I kInf, I kNan, size_t kBytes>
+TESSERA_ALWAYS_INLINE void CanonicalBody(const char* in, size_t n, char* out) {
+  typedef I V __attribute__((vector_size(kBytes)));
+  constexpr size_t kLanes = kBytes / sizeof(I);
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    V u = Load<V>(in + i * sizeof(I));
+    const V a = u & kAbs;
+    u = a == V{} ? V{} : u;
+    u = a > kInf ? V{} + kNan : u;
+    Store(out + i * sizeof(I), u);
+  }
+  for (; i < n; ++i) {
+    I u = Load<I>(in + i * sizeof(I));
+    const I a = static_cast<I>(u & kAbs);
+    if (a == 0) u = 0;
+    if (a > kInf) u = kNan;
+    Store(out + i * sizeof(I), u);
+  }
+}
+
 // ---- The two compilations.
 
-#define TESSERA_GRID_KERNELS(ATTR)                                                                          \
-  template <typename U, int kShift, uint32_t kField>                                                        \
+#define TESSERA_GRID_KERNELS(ATTR, BYTES)                                                                   \
+  template <typename I, int kShift, I kField>                                                               \
   ATTR static uint32_t BlockKey(const char* in, size_t n) {                                                 \
-    return BlockKeyBody<U, kShift, kField>(in, n);                                                          \
+    return BlockKeyBody<I, kShift, kField, BYTES>(in, n);                                                   \
   }                                                                                                         \
   template <bool kAdd>                                                                                      \
   ATTR static void Float32ToGrid(const char* in, size_t n, double up, double* wire) {                       \
-    Float32ToGridBody<kAdd>(in, n, up, wire);                                                               \
+    Float32ToGridBody<kAdd, BYTES>(in, n, up, wire);                                                        \
   }                                                                                                         \
   template <bool kAdd>                                                                                      \
   ATTR static void WideHalfToGrid(const float* x, size_t n, const Pow2Pair<float>& up, float* wire) {       \
-    WideHalfToGridBody<kAdd>(x, n, up, wire);                                                               \
+    WideHalfToGridBody<kAdd, BYTES>(x, n, up, wire);                                                        \
   }                                                                                                         \
   template <bool kAdd>                                                                                      \
   ATTR static void Float64ToGrid(const char* in, size_t n, const Float64Scales& s, double* wire) {          \
-    Float64ToGridBody<kAdd>(in, n, s, wire);                                                                \
+    Float64ToGridBody<kAdd, BYTES>(in, n, s, wire);                                                         \
   }                                                                                                         \
   ATTR static void GridToFloat32(const double* wire, size_t n, double down, char* out) {                    \
-    GridToFloat32Body(wire, n, down, out);                                                                  \
+    GridToFloat32Body<BYTES>(wire, n, down, out);                                                           \
   }                                                                                                         \
   ATTR static void GridToWideHalf(const float* wire, size_t n, const Pow2Pair<float>& down, float* out) {   \
-    GridToWideHalfBody(wire, n, down, out);                                                                 \
+    GridToWideHalfBody<BYTES>(wire, n, down, out);                                                          \
   }                                                                                                         \
   ATTR static void GridToFloat64(const double* wire, size_t n, int q1, char* out) {                         \
-    GridToFloat64Body(wire, n, q1, out);                                                                    \
+    GridToFloat64Body<BYTES>(wire, n, q1, out);                                                             \
+  }                                                                                                         \
+  template <typename I, I kAbs, I kInf, I kNan>                                                             \
+  ATTR static void Canonical(const char* in, size_t n, char* out) {                                         \
+    CanonicalBody<I, kAbs, kInf, kNan, BYTES>(in, n, out);                                                  \
   }
 
 struct Portable {
-  TESSERA_GRID_KERNELS()
+  TESSERA_GRID_KERNELS(, 16)
 };
 
 struct Avx2 {
-  TESSERA_GRID_KERNELS(TESSERA_TARGET_AVX2)
+  TESSERA_GRID_KERNELS(TESSERA_TARGET_AVX2, 32)
 };
 
 #undef TESSERA_GRID_KERNELS
@@ -341,10 +407,21 @@ void ForEachRun(size_t count, size_t first, const Fn& fn) {
 template <typename K>
 uint32_t BlockKeyIn(DataType type, const char* in, size_t n) {
   switch (type) {
-    case DataType::kFloat16: return K::template BlockKey<uint16_t, 10, 0x1f>(in, n);
-    case DataType::kBfloat16: return K::template BlockKey<uint16_t, 7, 0xff>(in, n);
-    case DataType::kFloat32: return K::template BlockKey<uint32_t, 23, 0xff>(in, n);
-    default: return K::template BlockKey<uint64_t, 52, 0x7ff>(in, n);
+    case DataType::kFloat16: return K::template BlockKey<int16_t, 10, 0x1f>(in, n);
+    case DataType::kBfloat16: return K::template BlockKey<int16_t, 7, 0xff>(in, n);
+    case DataType::kFloat32: return K::template BlockKey<int32_t, 23, 0xff>(in, n);
+    default: return K::template BlockKey<int64_t, 52, 0x7ff>(in, n);
+  }
+}
+
+template <typename K>
+void CanonicalIn(DataType type, const char* in, size_t n, char* out) {
+  switch (type) {
+    case DataType::kFloat16: return K::template Canonical<int16_t, 0x7fff, 0x7c00, 0x7e00>(in, n, out);
+    case DataType::kBfloat16: return K::template Canonical<int16_t, 0x7fff, 0x7f80, 0x7fc0>(in, n, out);
+    case DataType::kFloat32: return K::template Canonical<int32_t, 0x7fffffff, 0x7f800000, 0x7fc00000>(in, n, out);
+    default:
+      return K::template Canonical<int64_t, 0x7fffffffffffffff, 0x7ff0000000000000, 0x7ff8000000000000>(in, n, out);
   }
 }
 
@@ -430,6 +507,16 @@ void FromGridWith(SimdIsa isa, DataType type, const void* wire, size_t count, si
   char* dst = static_cast<char*>(out);
   UseAvx2(isa) ? FromGridIn<Avx2>(type, src, count, first, keys, dst)
                : FromGridIn<Portable>(type, src, count, first, keys, dst);
+}
+
+void CanonicalizeZerosAndNansWith(SimdIsa isa, DataType type, const void* in, size_t count, void* out) {
+  const char* src = static_cast<const char*>(in);
+  char* dst = static_cast<char*>(out);
+  UseAvx2(isa) ? CanonicalIn<Avx2>(type, src, count, dst) : CanonicalIn<Portable>(type, src, count, dst);
+}
+
+void CanonicalizeZerosAndNans(DataType type, const void* in, size_t count, void* out) {
+  CanonicalizeZerosAndNansWith(PreferredGridIsa(), type, in, count, out);
 }
 
 void MaxGridKeys(DataType type, const void* in, size_t count, int32_t* keys) {

@@ -67,6 +67,11 @@ void ToGrid(DataType type, const void* in, size_t count, size_t first, const int
 // out[i] = wire element i (element first + i of the vector) rounded once to `type`.
 void FromGrid(DataType type, const void* wire, size_t count, size_t first, const int32_t* keys, void* out);
 
+// Deterministic mode's max and min: out = in with every zero made +0.0 and every NaN the
+// canonical quiet NaN, for float16, bfloat16, float32 and float64, so that max and min,
+// which return one of their operands, give the same bits in any order (out may be in).
+void CanonicalizeZerosAndNans(DataType type, const void* in, size_t count, void* out);
+
 // The same on a chosen implementation, for tests and benchmarks (one the CPU lacks runs
 // the baseline).
 SimdIsa PreferredGridIsa();
@@ -75,6 +80,7 @@ void ToGridWith(SimdIsa isa, DataType type, const void* in, size_t count, size_t
                 void* wire, bool add);
 void FromGridWith(SimdIsa isa, DataType type, const void* wire, size_t count, size_t first, const int32_t* keys,
                   void* out);
+void CanonicalizeZerosAndNansWith(SimdIsa isa, DataType type, const void* in, size_t count, void* out);
 
 }  // namespace tessera
 

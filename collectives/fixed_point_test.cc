@@ -415,6 +415,37 @@ TEST(FixedPoint, RunsStartingInsideABlock) {
   }
 }
 
+TEST(FixedPoint, CanonicalZerosAndNans) {
+  for (SimdIsa isa : Implementations()) {
+    std::vector<float> f = {-0.0f, 0.0f, 1.0f, -2.5f, std::numeric_limits<float>::infinity(), 1e-45f, -1e-45f};
+    const uint32_t nans[] = {0xffc12345u, 0x7f800001u, 0x7fc00000u};
+    for (uint32_t n : nans) {
+      float x;
+      std::memcpy(&x, &n, 4);
+      f.push_back(x);
+    }
+    for (int k = 0; k < 3; ++k) f.insert(f.end(), f.begin(), f.begin() + 10);  // vector and tail paths
+    std::vector<float> out(f.size());
+    CanonicalizeZerosAndNansWith(isa, DataType::kFloat32, f.data(), f.size(), out.data());
+    for (size_t i = 0; i < f.size(); ++i) {
+      const uint32_t want = f[i] != f[i] ? 0x7fc00000u : f[i] == 0 ? 0u : Bits(f[i]);
+      EXPECT_EQ(Bits(out[i]), want) << SimdIsaName(isa) << " [" << i << "]";
+    }
+    const uint16_t h[] = {0x8000, 0x0000, 0x3c00, 0xfd01, 0x7c00, 0x7c01, 0x8001};
+    const uint16_t want_h[] = {0, 0, 0x3c00, 0x7e00, 0x7c00, 0x7e00, 0x8001};
+    uint16_t out_h[7];
+    CanonicalizeZerosAndNansWith(isa, DataType::kFloat16, h, 7, out_h);
+    for (int i = 0; i < 7; ++i) EXPECT_EQ(out_h[i], want_h[i]) << SimdIsaName(isa) << " float16 [" << i << "]";
+    const double d[] = {-0.0, std::nan(""), -std::numeric_limits<double>::infinity(), 3.0};
+    double out_d[4];
+    CanonicalizeZerosAndNansWith(isa, DataType::kFloat64, d, 4, out_d);
+    EXPECT_EQ(Bits(out_d[0]), 0u);
+    EXPECT_EQ(Bits(out_d[1]), 0x7ff8000000000000u);
+    EXPECT_EQ(out_d[2], d[2]);
+    EXPECT_EQ(out_d[3], 3.0);
+  }
+}
+
 // kMaxGridContributions values of the largest grid magnitude, all of one sign, still
 // add exactly.
 TEST(FixedPoint, HeadroomHoldsTheStatedMaximum) {
