@@ -125,6 +125,52 @@ Status SplitSegment(GridCall& g, size_t first, size_t n) {
   return Status::Ok();
 }
 
+// Whether an allreduce runs as an allgather of the inputs, every rank putting every
+// contribution on the grid itself (then no step agrees on the keys: every rank sees every
+// input). Only for tesseraAllReduce (a call with parts never: ranks may hold different
+// numbers), under TESSERA_ALGO=auto, where the cost model finds it cheaper: at small
+// sizes (one collective instead of two) and for two ranks (the same bytes as the default
+// mode's allreduce, and no grid values on the wire).
+bool GathersAllReduce(const GridCall& g) {
+  const int p = g.site.nranks;
+  if (p == 1 || !g.op.parts.empty() || g.site.settings->algo != "auto") return false;
+  const size_t count = g.op.count, block = (count + p - 1) / p;
+  const CostModel& m = *g.site.model;
+  const Shape& s = *g.site.shape;
+  const double gather = SelectAlgorithm(Collective::kAllGather, "auto", m, s, count * p * g.es()).predicted_s +
+                        static_cast<double>(count * p * g.wb()) * m.gamma;
+  const double keys = SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 4 * (GridBlocks(count) + 1)).predicted_s;
+  const double whole = SelectAlgorithm(Collective::kAllReduce, "auto", m, s, count * g.wb()).predicted_s;
+  const double split = SelectAlgorithm(Collective::kReduceScatter, "auto", m, s, block * p * g.wb()).predicted_s +
+                       SelectAlgorithm(Collective::kAllGather, "auto", m, s, block * p * g.es()).predicted_s;
+  return gather < keys + std::min(whole, split);
+}
+
+// The allgather plan, segment by segment of whole blocks (so that a segment's keys,
+// computed here from every rank's input, are the whole vector's).
+Status GatherAllReduce(GridCall& g) {
+  const size_t count = g.op.count, p = static_cast<size_t>(g.site.nranks), es = g.es();
+  const size_t segment = std::min(count, std::max(kGridBlock, g.segment / kGridBlock * kGridBlock));
+  Scratch gathered;
+  TESSERA_RETURN_IF_ERROR(gathered.Allocate(g.ctx, p * segment * es));
+  TESSERA_RETURN_IF_ERROR(g.wire.Allocate(g.ctx, segment * g.wb()));
+  std::vector<int32_t> keys;
+  for (size_t first = 0; first < count; first += segment) {
+    const size_t n = std::min(segment, count - first);
+    CollectiveArgs ag;
+    ag.send = g.input(0, first);
+    ag.recv = gathered.data();
+    ag.count = n;
+    ag.elem_size = es;
+    TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAllGather, ag));
+    keys.assign(GridBlocks(n), 0);
+    for (size_t j = 0; j < p; ++j) MaxGridKeys(g.op.type, gathered.data() + j * n * es, n, keys.data());
+    for (size_t j = 0; j < p; ++j) ToGrid(g.op.type, gathered.data() + j * n * es, n, 0, keys.data(), g.wire.data(), j > 0);
+    FromGrid(g.op.type, g.wire.data(), n, 0, keys.data(), static_cast<char*>(g.op.recv) + first * es);
+  }
+  return Status::Ok();
+}
+
 Status GridAllReduce(GridCall& g) {
   const size_t count = g.op.count, p = static_cast<size_t>(g.site.nranks);
   g.segment = std::max(p, g.segment / p * p);  // whole segments split into p equal blocks
@@ -186,8 +232,18 @@ Status RunGridReduction(const Operation& op, RedOp base, const std::vector<const
   const bool scatter = op.kind == OpKind::kReduceScatter;
   const size_t in_count = op.count * (scatter ? site.nranks : 1);
   g.segment = std::max<size_t>(1, static_cast<size_t>(site.settings->deterministic_segment_bytes) / g.wb());
-  TESSERA_RETURN_IF_ERROR(AgreeOnKeys(in_count, &g));
-  Status s = op.kind == OpKind::kAllReduce ? GridAllReduce(g) : scatter ? GridReduceScatter(g) : GridReduce(g);
+  if (site.nranks > kMaxGridContributions) {
+    return InvalidArgument("deterministic mode adds at most " + std::to_string(kMaxGridContributions) +
+                           " contributions exactly, and this communicator has " + std::to_string(site.nranks) +
+                           " ranks");
+  }
+  Status s;
+  if (op.kind == OpKind::kAllReduce && GathersAllReduce(g)) {
+    s = GatherAllReduce(g);
+  } else {
+    TESSERA_RETURN_IF_ERROR(AgreeOnKeys(in_count, &g));
+    s = op.kind == OpKind::kAllReduce ? GridAllReduce(g) : scatter ? GridReduceScatter(g) : GridReduce(g);
+  }
   const bool writes = op.kind != OpKind::kReduce || site.rank == op.root;
   if (s.ok() && writes && base == RedOp::kAvg) s = elementwise.Divide(op.type, op.recv, op.count, site.nranks);
   return s.Annotate("deterministic");

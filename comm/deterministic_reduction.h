@@ -16,8 +16,12 @@
 //     for float32, 0.75x for bfloat16); TESSERA_ALGO's ring, torus and hierarchical
 //     force the second, its other names the first, and auto asks the cost model.
 //  3. The grid sum comes back rounded once, and avg divides it by the number of ranks.
-// Whichever way a segment runs, the integers add exactly, so every rank of every layout
-// ends with the same bits.
+// A tesseraAllReduce (not ...Parts) may instead run as an allgather of the inputs, every
+// rank putting all of them on the grid itself: no agreement step (every rank sees every
+// input), one collective at small sizes, and for two ranks the default mode's bytes with
+// no grid values on the wire; auto takes it where the cost model finds it cheaper.
+// Whichever way a call runs, the integers add exactly, so every rank of every layout ends
+// with the same bits.
 #ifndef TESSERA_COMM_DETERMINISTIC_REDUCTION_H_
 #define TESSERA_COMM_DETERMINISTIC_REDUCTION_H_
 

@@ -248,6 +248,7 @@ void Executor::StampCollective(const Operation& op) {
   stamp_.kind = static_cast<uint8_t>(op.kind);
   stamp_.type = static_cast<uint8_t>(op.type);
   if (IsReduction(op.kind)) stamp_.op = static_cast<uint8_t>(op.op < kNumRedOps ? op.op : kNumRedOps);
+  if (!op.parts.empty()) stamp_.flags = kStampParts;
   if (op.kind == OpKind::kBroadcast || op.kind == OpKind::kReduce || op.kind == OpKind::kGather ||
       op.kind == OpKind::kScatter) {
     stamp_.root = op.root;

@@ -9,9 +9,10 @@
 //  - allreduce sum and avg with tesseraAllReduceParts, rank r holding contributions
 //    c = r, r + p, r + 2p... (so every rank count sums the same 8), out of place and in
 //    place, and a small count;
-//  - reduce (root p - 1) and reduce-scatter, sum and avg, out of place and in place,
-//    ranks 0 and 1 holding contributions 0 and 1 and the others -0.0 (which changes
-//    nothing, so every rank count from 2 up sums the same two);
+//  - tesseraAllReduce (which may run as an allgather), reduce (root p - 1) and
+//    reduce-scatter, sum and avg, out of place and in place, ranks 0 and 1 holding
+//    contributions 0 and 1 and the others -0.0 (which changes nothing, so every rank
+//    count from 2 up sums the same two);
 //  - int32 sum and float32 max/min allreduces and an int64 reduce-scatter: exact in any
 //    order (max/min also over NaN payloads and signed zeros, made canonical in this mode).
 // Each rank writes its results to a file as named sections; the test compares them with
@@ -225,6 +226,19 @@ void AllReduceParts(RankRun& run, tesseraDataType_t type, tesseraRedOp_t op, siz
   run.out->Add(name + " in place", scope, Join::kSame, parts[0].data(), parts[0].size());
 }
 
+// tesseraAllReduce (which may run as an allgather, unlike a call of parts) of the rooted
+// inputs, out of place and in place.
+void AllReduce(RankRun& run, tesseraDataType_t type, tesseraRedOp_t op, size_t count, const std::string& name,
+               Scope scope) {
+  std::vector<unsigned char> send = RootedInput(type, run.rank, count), recv(send.size(), 0xEE);
+  if (!run.Ok(tesseraAllReduce(send.data(), recv.data(), count, type, op, run.comm, nullptr), name)) return;
+  if (!run.Ok(tesseraAllReduce(send.data(), send.data(), count, type, op, run.comm, nullptr), name + " in place")) {
+    return;
+  }
+  run.out->Add(name, scope, Join::kSame, recv.data(), recv.size());
+  run.out->Add(name + " in place", scope, Join::kSame, send.data(), send.size());
+}
+
 // reduce to the last rank, out of place and in place.
 void Reduce(RankRun& run, tesseraDataType_t type, tesseraRedOp_t op, const std::string& name, Scope scope) {
   const int root = run.p - 1;
@@ -288,6 +302,9 @@ std::string RunCalls(int rank, int p, tesseraComm_t comm, bool deterministic, co
       AllReduceParts(run, type, tesseraSum, kSmall, "allreduce sum small" + t, Scope::kEveryRankCount);
       AllReduceParts(run, type, tesseraAvg, kCount, "allreduce avg" + t, Scope::kSameRankCount);
       if (p < 2) continue;
+      AllReduce(run, type, tesseraSum, kCount, "allreduce (not parts) sum" + t, Scope::kFromTwoRanks);
+      AllReduce(run, type, tesseraSum, kSmall, "allreduce (not parts) sum small" + t, Scope::kFromTwoRanks);
+      AllReduce(run, type, tesseraAvg, kCount, "allreduce (not parts) avg" + t, Scope::kSameRankCount);
       Reduce(run, type, tesseraSum, "reduce sum" + t, Scope::kFromTwoRanks);
       Reduce(run, type, tesseraAvg, "reduce avg" + t, Scope::kSameRankCount);
       ReduceScatter(run, type, tesseraSum, "reduce-scatter sum" + t, Scope::kFromTwoRanks);
