@@ -2,9 +2,10 @@
 //
 // The work happens in runs of elements that share one block, so that each run has one
 // grid exponent and its scale factors are constants of the loop. Every loop body is
-// written once on GCC vector extensions and compiled twice, as Portable (16-byte
-// vectors, SSE2) and Avx2 (32-byte); the scalar tails repeat the same operations in the
-// same order, so every element gets the same bits whichever path computes it.
+// written once on GCC vector extensions and compiled three times, as Portable (16-byte
+// vectors, SSE2), Avx2 (32-byte) and Avx512 (64-byte); the scalar tails repeat the same
+// operations in the same order, so every element gets the same bits whichever path
+// computes it.
 //
 // The arithmetic, and why it is exact:
 //  - Scaling by 2^k is done as two multiplications by 2^(k/2) and 2^(k - k/2), both
@@ -36,6 +37,7 @@ namespace {
 
 #define TESSERA_ALWAYS_INLINE inline __attribute__((always_inline))
 #define TESSERA_TARGET_AVX2 __attribute__((target("avx2,f16c")))
+#define TESSERA_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,f16c")))
 
 // The vector types of kBytes bytes: 16 for the baseline (SSE2's registers, so that
 // comparisons and selects stay vector code), 32 for AVX2.
@@ -123,25 +125,36 @@ TESSERA_ALWAYS_INLINE void Store(void* p, const T& v) {
 // ---- Block keys: the largest exponent field among finite values (I: the raw element
 // as a signed integer, which SSE2 and AVX2 compare directly).
 
-template <typename I, int kShift, I kField, size_t kBytes>
-TESSERA_ALWAYS_INLINE uint32_t BlockKeyBody(const char* in, size_t n) {
+// The largest exponent bits (in place) of in[0, n), infinities and NaN (all ones)
+// included: one AND and one max per vector.
+template <typename I, I kMask, size_t kBytes>
+TESSERA_ALWAYS_INLINE I LargestExponentBits(const char* in, size_t n) {
   typedef I V __attribute__((vector_size(kBytes)));
   constexpr size_t kLanes = kBytes / sizeof(I);
-  const V field = V{} + kField;
   V best = V{};
   size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    V e = (Load<V>(in + i * sizeof(I)) >> kShift) & field;
-    e = e == field ? V{} : e;  // infinity and NaN do not count
+    const V e = Load<V>(in + i * sizeof(I)) & kMask;
     best = e > best ? e : best;
   }
-  uint32_t key = 0;
-  for (size_t k = 0; k < kLanes; ++k) key = std::max<uint32_t>(key, static_cast<uint32_t>(best[k]));
-  for (; i < n; ++i) {
-    const I e = static_cast<I>((Load<I>(in + i * sizeof(I)) >> kShift) & kField);
-    if (e != kField) key = std::max(key, static_cast<uint32_t>(e));
+  I largest = 0;
+  for (size_t k = 0; k < kLanes; ++k) largest = std::max<I>(largest, best[k]);
+  for (; i < n; ++i) largest = std::max<I>(largest, static_cast<I>(Load<I>(in + i * sizeof(I)) & kMask));
+  return largest;
+}
+
+// The block key: the largest exponent field among finite values. A run that holds an
+// infinity or a NaN (rare) is scanned again without them.
+template <typename I, int kShift, I kMask, size_t kBytes>
+TESSERA_ALWAYS_INLINE uint32_t BlockKeyBody(const char* in, size_t n) {
+  const I largest = LargestExponentBits<I, kMask, kBytes>(in, n);
+  if (largest != kMask) return static_cast<uint32_t>(largest >> kShift);
+  I key = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const I e = static_cast<I>(Load<I>(in + i * sizeof(I)) & kMask);
+    if (e != kMask) key = std::max(key, e);
   }
-  return key;
+  return static_cast<uint32_t>(key >> kShift);
 }
 
 // ---- To the grid.
@@ -186,9 +199,12 @@ TESSERA_ALWAYS_INLINE void Interleave(const D& a, const D& b, D* w0, D* w1) {
   if constexpr (sizeof(D) == 16) {
     *w0 = __builtin_shufflevector(a, b, 0, 2);
     *w1 = __builtin_shufflevector(a, b, 1, 3);
-  } else {
+  } else if constexpr (sizeof(D) == 32) {
     *w0 = __builtin_shufflevector(a, b, 0, 4, 1, 5);
     *w1 = __builtin_shufflevector(a, b, 2, 6, 3, 7);
+  } else {
+    *w0 = __builtin_shufflevector(a, b, 0, 8, 1, 9, 2, 10, 3, 11);
+    *w1 = __builtin_shufflevector(a, b, 4, 12, 5, 13, 6, 14, 7, 15);
   }
 }
 
@@ -197,9 +213,12 @@ TESSERA_ALWAYS_INLINE void Deinterleave(const D& w0, const D& w1, D* a, D* b) {
   if constexpr (sizeof(D) == 16) {
     *a = __builtin_shufflevector(w0, w1, 0, 2);
     *b = __builtin_shufflevector(w0, w1, 1, 3);
-  } else {
+  } else if constexpr (sizeof(D) == 32) {
     *a = __builtin_shufflevector(w0, w1, 0, 2, 4, 6);
     *b = __builtin_shufflevector(w0, w1, 1, 3, 5, 7);
+  } else {
+    *a = __builtin_shufflevector(w0, w1, 0, 2, 4, 6, 8, 10, 12, 14);
+    *b = __builtin_shufflevector(w0, w1, 1, 3, 5, 7, 9, 11, 13, 15);
   }
 }
 
@@ -347,9 +366,9 @@ TESSERA_ALWAYS_INLINE void CanonicalBody(const char* in, size_t n, char* out) {
 // ---- The two compilations.
 
 #define TESSERA_GRID_KERNELS(ATTR, BYTES)                                                                   \
-  template <typename I, int kShift, I kField>                                                               \
+  template <typename I, int kShift, I kMask>                                                                \
   ATTR static uint32_t BlockKey(const char* in, size_t n) {                                                 \
-    return BlockKeyBody<I, kShift, kField, BYTES>(in, n);                                                   \
+    return BlockKeyBody<I, kShift, kMask, BYTES>(in, n);                                                    \
   }                                                                                                         \
   template <bool kAdd>                                                                                      \
   ATTR static void Float32ToGrid(const char* in, size_t n, double up, double* wire) {                       \
@@ -385,11 +404,20 @@ struct Avx2 {
   TESSERA_GRID_KERNELS(TESSERA_TARGET_AVX2, 32)
 };
 
+struct Avx512 {
+  TESSERA_GRID_KERNELS(TESSERA_TARGET_AVX512, 64)
+};
+
 #undef TESSERA_GRID_KERNELS
 
-bool UseAvx2(SimdIsa isa) {
-  return static_cast<int>(isa) >= static_cast<int>(SimdIsa::kAvx2) &&
-         static_cast<int>(SupportedSimdIsa()) >= static_cast<int>(SimdIsa::kAvx2);
+// Calls fn(kernels) with the kernels of `isa`, or of the widest level below it that the
+// CPU runs.
+template <typename Fn>
+void WithKernels(SimdIsa isa, const Fn& fn) {
+  const int level = std::min(static_cast<int>(isa), static_cast<int>(SupportedSimdIsa()));
+  if (level >= static_cast<int>(SimdIsa::kAvx512)) return fn(Avx512{});
+  if (level == static_cast<int>(SimdIsa::kAvx2)) return fn(Avx2{});
+  fn(Portable{});
 }
 
 // Calls fn(i, n, block) for each run [i, i + n) of in's elements that lies in one block
@@ -407,10 +435,10 @@ void ForEachRun(size_t count, size_t first, const Fn& fn) {
 template <typename K>
 uint32_t BlockKeyIn(DataType type, const char* in, size_t n) {
   switch (type) {
-    case DataType::kFloat16: return K::template BlockKey<int16_t, 10, 0x1f>(in, n);
-    case DataType::kBfloat16: return K::template BlockKey<int16_t, 7, 0xff>(in, n);
-    case DataType::kFloat32: return K::template BlockKey<int32_t, 23, 0xff>(in, n);
-    default: return K::template BlockKey<int64_t, 52, 0x7ff>(in, n);
+    case DataType::kFloat16: return K::template BlockKey<int16_t, 10, 0x7c00>(in, n);
+    case DataType::kBfloat16: return K::template BlockKey<int16_t, 7, 0x7f80>(in, n);
+    case DataType::kFloat32: return K::template BlockKey<int32_t, 23, 0x7f800000>(in, n);
+    default: return K::template BlockKey<int64_t, 52, 0x7ff0000000000000>(in, n);
   }
 }
 
@@ -477,15 +505,16 @@ int GridExponent(DataType type, int32_t key) {
   return std::max(e + kGridHeadroomBits - g.precision, g.min_q);
 }
 
-SimdIsa PreferredGridIsa() { return UseAvx2(SimdIsa::kAvx2) ? SimdIsa::kAvx2 : SimdIsa::kBaseline; }
+SimdIsa PreferredGridIsa() { return SupportedSimdIsa(); }
 
 void MaxGridKeysWith(SimdIsa isa, DataType type, const void* in_v, size_t count, int32_t* keys) {
   const char* in = static_cast<const char*>(in_v);
   const size_t es = SizeOf(type);
-  ForEachRun(count, 0, [&](size_t i, size_t n, size_t block) {
-    const uint32_t key = UseAvx2(isa) ? BlockKeyIn<Avx2>(type, in + i * es, n)
-                                      : BlockKeyIn<Portable>(type, in + i * es, n);
-    keys[block] = std::max<int32_t>(keys[block], static_cast<int32_t>(key));
+  WithKernels(isa, [&](auto kernels) {
+    ForEachRun(count, 0, [&](size_t i, size_t n, size_t block) {
+      const uint32_t key = BlockKeyIn<decltype(kernels)>(type, in + i * es, n);
+      keys[block] = std::max<int32_t>(keys[block], static_cast<int32_t>(key));
+    });
   });
 }
 
@@ -493,30 +522,47 @@ void ToGridWith(SimdIsa isa, DataType type, const void* in, size_t count, size_t
                 void* wire, bool add) {
   const char* src = static_cast<const char*>(in);
   char* dst = static_cast<char*>(wire);
-  if (UseAvx2(isa)) {
-    add ? ToGridIn<Avx2, true>(type, src, count, first, keys, dst) : ToGridIn<Avx2, false>(type, src, count, first, keys, dst);
-  } else {
-    add ? ToGridIn<Portable, true>(type, src, count, first, keys, dst)
-        : ToGridIn<Portable, false>(type, src, count, first, keys, dst);
-  }
+  WithKernels(isa, [&](auto kernels) {
+    typedef decltype(kernels) K;
+    add ? ToGridIn<K, true>(type, src, count, first, keys, dst) : ToGridIn<K, false>(type, src, count, first, keys, dst);
+  });
 }
 
 void FromGridWith(SimdIsa isa, DataType type, const void* wire, size_t count, size_t first, const int32_t* keys,
                   void* out) {
   const char* src = static_cast<const char*>(wire);
   char* dst = static_cast<char*>(out);
-  UseAvx2(isa) ? FromGridIn<Avx2>(type, src, count, first, keys, dst)
-               : FromGridIn<Portable>(type, src, count, first, keys, dst);
+  WithKernels(isa, [&](auto kernels) { FromGridIn<decltype(kernels)>(type, src, count, first, keys, dst); });
 }
 
 void CanonicalizeZerosAndNansWith(SimdIsa isa, DataType type, const void* in, size_t count, void* out) {
   const char* src = static_cast<const char*>(in);
   char* dst = static_cast<char*>(out);
-  UseAvx2(isa) ? CanonicalIn<Avx2>(type, src, count, dst) : CanonicalIn<Portable>(type, src, count, dst);
+  WithKernels(isa, [&](auto kernels) { CanonicalIn<decltype(kernels)>(type, src, count, dst); });
 }
 
 void CanonicalizeZerosAndNans(DataType type, const void* in, size_t count, void* out) {
   CanonicalizeZerosAndNansWith(PreferredGridIsa(), type, in, count, out);
+}
+
+void GridSumWith(SimdIsa isa, DataType type, const void* const* inputs, size_t n, size_t count, void* out) {
+  const size_t es = SizeOf(type);
+  GridFormat format;
+  GridFormatOf(type, &format);
+  alignas(64) char wire[kGridBlock * 16];  // a block's grid values: at most two float64 words each
+  for (size_t first = 0; first < count; first += kGridBlock) {
+    const size_t m = std::min(kGridBlock, count - first);
+    int32_t key = 0;
+    for (size_t j = 0; j < n; ++j) MaxGridKeysWith(isa, type, static_cast<const char*>(inputs[j]) + first * es, m, &key);
+    for (size_t j = 0; j < n; ++j) {
+      ToGridWith(isa, type, static_cast<const char*>(inputs[j]) + first * es, m, 0, &key, wire, j > 0);
+    }
+    FromGridWith(isa, type, wire, m, 0, &key, static_cast<char*>(out) + first * es);
+  }
+}
+
+void GridSum(DataType type, const void* const* inputs, size_t n, size_t count, void* out) {
+  GridSumWith(PreferredGridIsa(), type, inputs, n, count, out);
 }
 
 void MaxGridKeys(DataType type, const void* in, size_t count, int32_t* keys) {

@@ -23,8 +23,10 @@
 // Assumes the default floating-point environment (round to nearest, no flush-to-zero
 // or denormals-are-zero), as every rank then computes the same bits.
 //
-// Every function has a baseline (SSE2) and an AVX2 implementation with identical
-// results; the plain names use AVX2 where the CPU has it (the loops wait on memory).
+// Every function has a baseline (SSE2), an AVX2 and an AVX-512 implementation with
+// identical results; the plain names use the widest the CPU has: deterministic mode
+// runs them on segments that stay in cache, where AVX-512 measured 1.6-1.9x AVX2's
+// rate (beyond the caches all three wait on memory; docs/kernels.md).
 #ifndef TESSERA_COLLECTIVES_FIXED_POINT_H_
 #define TESSERA_COLLECTIVES_FIXED_POINT_H_
 
@@ -67,13 +69,20 @@ void ToGrid(DataType type, const void* in, size_t count, size_t first, const int
 // out[i] = wire element i (element first + i of the vector) rounded once to `type`.
 void FromGrid(DataType type, const void* wire, size_t count, size_t first, const int32_t* keys, void* out);
 
+// out[i] = the grid sum of inputs[0][i] ... inputs[n - 1][i], rounded once (n <=
+// kMaxGridContributions), for count elements that are a whole vector: the keys are
+// those of these inputs, so every rank that holds all of them computes the sum that
+// MaxGridKeys, ToGrid and FromGrid would. One pass: each block is summed in a buffer
+// on the stack. out may be one of the inputs.
+void GridSum(DataType type, const void* const* inputs, size_t n, size_t count, void* out);
+
 // Deterministic mode's max and min: out = in with every zero made +0.0 and every NaN the
 // canonical quiet NaN, for float16, bfloat16, float32 and float64, so that max and min,
 // which return one of their operands, give the same bits in any order (out may be in).
 void CanonicalizeZerosAndNans(DataType type, const void* in, size_t count, void* out);
 
 // The same on a chosen implementation, for tests and benchmarks (one the CPU lacks runs
-// the baseline).
+// the widest below it that it has).
 SimdIsa PreferredGridIsa();
 void MaxGridKeysWith(SimdIsa isa, DataType type, const void* in, size_t count, int32_t* keys);
 void ToGridWith(SimdIsa isa, DataType type, const void* in, size_t count, size_t first, const int32_t* keys,
@@ -81,6 +90,7 @@ void ToGridWith(SimdIsa isa, DataType type, const void* in, size_t count, size_t
 void FromGridWith(SimdIsa isa, DataType type, const void* wire, size_t count, size_t first, const int32_t* keys,
                   void* out);
 void CanonicalizeZerosAndNansWith(SimdIsa isa, DataType type, const void* in, size_t count, void* out);
+void GridSumWith(SimdIsa isa, DataType type, const void* const* inputs, size_t n, size_t count, void* out);
 
 }  // namespace tessera
 

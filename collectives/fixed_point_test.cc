@@ -22,9 +22,10 @@ namespace {
 
 const DataType kTypes[] = {DataType::kFloat16, DataType::kBfloat16, DataType::kFloat32, DataType::kFloat64};
 
+// Every implementation this CPU runs.
 std::vector<SimdIsa> Implementations() {
-  std::vector<SimdIsa> all = {SimdIsa::kBaseline};
-  if (static_cast<int>(SupportedSimdIsa()) >= static_cast<int>(SimdIsa::kAvx2)) all.push_back(SimdIsa::kAvx2);
+  std::vector<SimdIsa> all;
+  for (int i = 0; i <= static_cast<int>(SupportedSimdIsa()); ++i) all.push_back(static_cast<SimdIsa>(i));
   return all;
 }
 
@@ -411,6 +412,22 @@ TEST(FixedPoint, RunsStartingInsideABlock) {
         EXPECT_EQ(0, std::memcmp(out.data() + 5, whole.data() + first * es, n * es))
             << DataTypeName(type) << " " << SimdIsaName(isa) << " first " << first;
       }
+    }
+  }
+}
+
+// GridSum in one pass gives the bits of the three passes.
+TEST(FixedPoint, GridSumEqualsTheThreePasses) {
+  for (DataType type : kTypes) {
+    const size_t count = 3 * kGridBlock + 77;
+    const auto parts = RandomParts(type, 5, count, 13, MaxScale(type));
+    for (SimdIsa isa : Implementations()) {
+      const auto want = GridSum(isa, type, parts, count, InOrder(parts.size()));
+      std::vector<const void*> inputs;
+      for (const auto& p : parts) inputs.push_back(p.data());
+      std::vector<unsigned char> got(count * SizeOf(type));
+      GridSumWith(isa, type, inputs.data(), inputs.size(), count, got.data());
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size())) << DataTypeName(type) << " " << SimdIsaName(isa);
     }
   }
 }

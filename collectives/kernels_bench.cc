@@ -321,7 +321,7 @@ void RegisterGrid() {
     GridFormat f;
     GridFormatOf(type, &f);
     const size_t es = SizeOf(type), wb = f.wire_bytes();
-    for (int i = 0; i <= std::min(1, static_cast<int>(SupportedSimdIsa())); ++i) {
+    for (int i = 0; i <= static_cast<int>(SupportedSimdIsa()); ++i) {
       const SimdIsa isa = static_cast<SimdIsa>(i);
       for (size_t bytes : kSizes) {
         const size_t count = bytes / es;

@@ -138,7 +138,7 @@ bool GathersAllReduce(const GridCall& g) {
   const CostModel& m = *g.site.model;
   const Shape& s = *g.site.shape;
   const double gather = SelectAlgorithm(Collective::kAllGather, "auto", m, s, count * p * g.es()).predicted_s +
-                        static_cast<double>(count * p * g.wb()) * m.gamma;
+                        static_cast<double>(count * p * g.es()) * m.gamma;  // GridSum reads them once
   const double keys = SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 4 * (GridBlocks(count) + 1)).predicted_s;
   const double whole = SelectAlgorithm(Collective::kAllReduce, "auto", m, s, count * g.wb()).predicted_s;
   const double split = SelectAlgorithm(Collective::kReduceScatter, "auto", m, s, block * p * g.wb()).predicted_s +
@@ -153,8 +153,7 @@ Status GatherAllReduce(GridCall& g) {
   const size_t segment = std::min(count, std::max(kGridBlock, g.segment / kGridBlock * kGridBlock));
   Scratch gathered;
   TESSERA_RETURN_IF_ERROR(gathered.Allocate(g.ctx, p * segment * es));
-  TESSERA_RETURN_IF_ERROR(g.wire.Allocate(g.ctx, segment * g.wb()));
-  std::vector<int32_t> keys;
+  std::vector<const void*> inputs(p);
   for (size_t first = 0; first < count; first += segment) {
     const size_t n = std::min(segment, count - first);
     CollectiveArgs ag;
@@ -163,10 +162,8 @@ Status GatherAllReduce(GridCall& g) {
     ag.count = n;
     ag.elem_size = es;
     TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAllGather, ag));
-    keys.assign(GridBlocks(n), 0);
-    for (size_t j = 0; j < p; ++j) MaxGridKeys(g.op.type, gathered.data() + j * n * es, n, keys.data());
-    for (size_t j = 0; j < p; ++j) ToGrid(g.op.type, gathered.data() + j * n * es, n, 0, keys.data(), g.wire.data(), j > 0);
-    FromGrid(g.op.type, g.wire.data(), n, 0, keys.data(), static_cast<char*>(g.op.recv) + first * es);
+    for (size_t j = 0; j < p; ++j) inputs[j] = gathered.data() + j * n * es;
+    GridSum(g.op.type, inputs.data(), p, n, static_cast<char*>(g.op.recv) + first * es);
   }
   return Status::Ok();
 }
