@@ -44,11 +44,11 @@ def command(a, variant):
     flags = ["-d", variant["type"]] + a.flags
     if a.hosts:
         return ["bash", os.path.join(ROOT, "tools/cluster/cluster.sh"), "run", "--name", a.name, "--hosts",
-                str(a.hosts), "--ranks-per-host", str(a.ranks_per_host), "--timeout", "1800", "--", PERF] + flags
+                str(a.hosts), "--ranks-per-host", str(a.ranks_per_host), "--timeout", "1800", "--", a.perf] + flags
     exports = []
     for key in variant["env"]:
         exports += ["-x", key]
-    return ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(a.np)] + exports + [PERF] + flags
+    return ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(a.np)] + exports + [a.perf] + flags
 
 
 def run(a, variant):
@@ -86,6 +86,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--variant", action="append", help="NAME:TYPE[:VAR=VALUE,...] (repeatable)")
     ap.add_argument("--sizes", default="8,65536,1048576,16777216,67108864", help="rows to print (bytes)")
+    ap.add_argument("--perf", default=PERF, help="the all_reduce_perf binary (default: bazel-bin's)")
     ap.add_argument("flags", nargs="*", help="all_reduce_perf flags, after --")
     a = ap.parse_args()
     variants = [parse_variant(v) for v in (a.variant or DEFAULT_VARIANTS)]
