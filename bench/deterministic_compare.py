@@ -12,6 +12,9 @@ default mode of the same datatype: float32, or bfloat16 whose default wire is fl
   python3 bench/deterministic_compare.py --hosts 2 --ranks-per-host 2 --rate 2gbit -- -b 8 -e 64M -f 2 -n 5 -w 1
 
 A variant is NAME:TYPE[:VAR=VALUE,...]; the first variant of each TYPE is its baseline.
+With --by-elements the rows are element counts: -b and -e are float32 bytes, the other
+types' are scaled to the same counts, and every variant's baseline is the first one (to
+compare, say, deterministic bfloat16 with the float32 gradients it replaces).
 """
 import argparse
 import os
@@ -40,8 +43,25 @@ def parse_variant(text):
     return {"name": parts[0], "type": parts[1], "env": env, "label": "%s %s" % (parts[1], parts[0])}
 
 
+TYPE_BYTES = {"float": 4, "double": 8, "half": 2, "bfloat16": 2}
+
+
+# The all_reduce_perf flags of a variant: with --by-elements, -b and -e scaled from float32
+# bytes to the variant's type.
+def perf_flags(a, variant):
+    flags = list(a.flags)
+    if a.by_elements:
+        for i in range(len(flags) - 1):
+            if flags[i] in ("-b", "-e"):
+                value = flags[i + 1]
+                units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+                n = int(value[:-1]) * units[value[-1].upper()] if value[-1].upper() in units else int(value)
+                flags[i + 1] = str(n * TYPE_BYTES[variant["type"]] // 4)
+    return ["-d", variant["type"]] + flags
+
+
 def command(a, variant):
-    flags = ["-d", variant["type"]] + a.flags
+    flags = perf_flags(a, variant)
     if a.hosts:
         return ["bash", os.path.join(ROOT, "tools/cluster/cluster.sh"), "run", "--name", a.name, "--hosts",
                 str(a.hosts), "--ranks-per-host", str(a.ranks_per_host), "--timeout", "1800", "--", a.perf] + flags
@@ -65,7 +85,8 @@ def run(a, variant):
         if len(f) == 13 and f[0].isdigit():
             if f[8] != "0" or f[12] != "0":
                 sys.exit("%s: wrong values at %s bytes" % (variant["label"], f[0]))
-            rows[int(f[0])] = (float(f[5]), float(f[9]))  # out-of-place, in-place time (us)
+            key = int(f[1]) if a.by_elements else int(f[0])  # elements or bytes
+            rows[key] = (float(f[5]), float(f[9]))  # out-of-place, in-place time (us)
     return rows
 
 
@@ -87,6 +108,7 @@ def main():
     ap.add_argument("--variant", action="append", help="NAME:TYPE[:VAR=VALUE,...] (repeatable)")
     ap.add_argument("--sizes", default="8,65536,1048576,16777216,67108864", help="rows to print (bytes)")
     ap.add_argument("--perf", default=PERF, help="the all_reduce_perf binary (default: bazel-bin's)")
+    ap.add_argument("--by-elements", action="store_true", help="rows by element count (see above)")
     ap.add_argument("flags", nargs="*", help="all_reduce_perf flags, after --")
     a = ap.parse_args()
     variants = [parse_variant(v) for v in (a.variant or DEFAULT_VARIANTS)]
@@ -105,13 +127,14 @@ def main():
                            capture_output=True, timeout=600)
     baseline = {}
     for i, v in enumerate(variants):
-        baseline.setdefault(v["type"], i)
+        baseline.setdefault("any" if a.by_elements else v["type"], i)
     layout = "%d hosts x %d ranks, %s links" % (a.hosts, a.ranks_per_host, a.rate) if a.hosts else \
         "1 host x %d ranks" % a.np
-    print("%s; median of %d rounds; time in us; ratio = time / the first variant of its type\n" % (layout, a.rounds))
+    print("%s; median of %d rounds; time in us; ratio = time / the first variant%s\n" %
+          (layout, a.rounds, "" if a.by_elements else " of its type"))
     print("| size | group | " + " | ".join("%s time | ratio" % v["label"] for v in variants) + " |")
     print("|---:|---|" + "---:|---:|" * len(variants))
-    for size in [int(s) for s in a.sizes.split(",")]:
+    for size in [int(s) for s in a.sizes.split(",")] if not a.by_elements else sorted(results[0][0]):
         for group, name in ((0, "out-of-place"), (1, "in-place")):
             cells = []
             for i, v in enumerate(variants):
@@ -119,9 +142,11 @@ def main():
                     cells.append("- | -")
                     continue
                 t = statistics.median(rows[size][group] for rows in results[i])
-                b = statistics.median(rows[size][group] for rows in results[baseline[v["type"]]])
+                base = results[baseline["any" if a.by_elements else v["type"]]]
+                b = statistics.median(rows[size][group] for rows in base)
                 cells.append("%.1f | %.2f" % (t, t / b))
-            print("| %s | %s | %s |" % (size_text(size), name, " | ".join(cells)))
+            label = "%d elements" % size if a.by_elements else size_text(size)
+            print("| %s | %s | %s |" % (label, name, " | ".join(cells)))
 
 
 if __name__ == "__main__":
