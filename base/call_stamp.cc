@@ -30,6 +30,7 @@ std::string DescribeCall(const CallStamp& s) {
   const bool known_kind = s.kind < kNumOpKinds;
   const bool known_type = s.type < kNumDataTypes;
   std::string out = known_kind ? OpName(static_cast<OpKind>(s.kind)) : "call kind " + std::to_string(s.kind);
+  if ((s.flags & kStampParts) != 0) out += " of parts";
   out += " #" + std::to_string(s.seq) + " (" + std::to_string(s.count) + " x ";
   out += known_type ? DataTypeName(static_cast<DataType>(s.type)) : "type " + std::to_string(s.type);
   if (known_type) out += " = " + DescribeBytes(s.count * SizeOf(static_cast<DataType>(s.type)));

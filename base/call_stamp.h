@@ -22,13 +22,16 @@ struct CallStamp {
   uint8_t kind = 0;    // OpKind
   uint8_t type = 0;    // DataType
   uint8_t op = 0;      // RedOp of a reduction; kNumRedOps for a PreMulSum operator; else 0
-  uint8_t flags = 0;   // kStampCreation, else 0
+  uint8_t flags = 0;   // kStampCreation or kStampParts, else 0
   int32_t root = 0;    // rooted collectives (broadcast, reduce, gather, scatter); else 0
 };
 static_assert(sizeof(CallStamp) == 24, "CallStamp travels as 24 bytes");
 
 // flags: not a call but the communicator's creation (diagnosis only; never on a wire).
 constexpr uint8_t kStampCreation = 1;
+// flags: a tesseraAllReduceParts call (its ranks must all call it: in deterministic mode
+// it runs differently from tesseraAllReduce).
+constexpr uint8_t kStampParts = 2;
 
 inline bool operator==(const CallStamp& a, const CallStamp& b) {
   return a.count == b.count && a.seq == b.seq && a.kind == b.kind && a.type == b.type && a.op == b.op &&

@@ -96,6 +96,10 @@ Status Validate(const Settings& s) {
   if (s.spin_us < -1) return InvalidArgument("TESSERA_SPIN_US must be >= -1");
   if (s.probe < 0 || s.probe > 2) return InvalidArgument("TESSERA_PROBE must be 0, 1 or 2");
   if (s.check_calls < 0 || s.check_calls > 1) return InvalidArgument("TESSERA_CHECK_CALLS must be 0 or 1");
+  if (s.deterministic < 0 || s.deterministic > 1) return InvalidArgument("TESSERA_DETERMINISTIC must be 0 or 1");
+  if (s.deterministic_segment_bytes < 64 || s.deterministic_segment_bytes > (int64_t{1} << 30)) {
+    return InvalidArgument("TESSERA_DETERMINISTIC_SEGMENT_BYTES must be in [64, 1 GiB]");
+  }
   return Status::Ok();
 }
 

@@ -100,6 +100,17 @@ namespace tessera {
     "How float16/bfloat16 reductions travel: float32 (widened first; the exact sum "    \
     "of the ranks' values, rounded once; twice the bytes) or half (in their own 16 "     \
     "bits, each step adding in float32 and rounding, as NCCL does; half the bytes).")    \
+  X(int64_t, deterministic, "TESSERA_DETERMINISTIC", 0,                                 \
+    "1: sums, averages and PreMulSums of float16, bfloat16, float32 and float64 by "      \
+    "allreduce, reduce and reduce-scatter give the same bits whatever the algorithm, "  \
+    "layout, transport, chunk sizes and rank count (up to 4096 contributions): each "   \
+    "value is rounded to a grid that all ranks share, the grid values add exactly and " \
+    "the sum is rounded once (docs/semantics.md#deterministic-mode). 0: the fastest "   \
+    "order. All ranks must agree; a communicator's config can set it.")                \
+  X(int64_t, deterministic_segment_bytes, "TESSERA_DETERMINISTIC_SEGMENT_BYTES", 1048576, \
+    "Deterministic mode reduces a buffer in segments of this many bytes of grid values " \
+    "(each converted, reduced and converted back while it is in cache); the results do " \
+    "not depend on it. All ranks must agree.")                                          \
   X(std::string, algo, "TESSERA_ALGO", "auto",                                           \
     "Allreduce algorithm: auto (the cost model picks per call) or one of ring, "         \
     "recursive_doubling, rabenseifner, torus, hierarchical, hierarchical_leader "        \

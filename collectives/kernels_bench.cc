@@ -1,6 +1,7 @@
 // Google Benchmark of the element-wise kernels beside memcpy: every reduction (type x op),
 // the half-precision conversions and reducers, PreMulSum's scaling, avg's division, and a
-// fused widen-and-reduce, on buffers of 4 KiB, 256 KiB, 8 MiB and 64 MiB.
+// fused widen-and-reduce, deterministic mode's grid conversions (fixed_point.h), on
+// buffers of 4 KiB, 256 KiB, 8 MiB and 64 MiB.
 //
 // What the figures mean (docs/kernels.md):
 // - A kernel's rate is the bytes it must move per second: every input byte read once plus
@@ -32,6 +33,7 @@
 
 #include "base/types.h"
 #include "collectives/elementwise.h"
+#include "collectives/fixed_point.h"
 #include "collectives/reduce_kernels.h"
 
 #include <immintrin.h>
@@ -311,6 +313,50 @@ void RegisterScaleAndDivide() {
   }
 }
 
+// ---- Deterministic mode's passes (fixed_point.h), on each instruction set: the block
+// keys (reads the input), to the grid (input -> grid values) and back (grid values ->
+// output). Sizes are the input's bytes; the grid values of float32 take twice as many.
+void RegisterGrid() {
+  for (DataType type : {DataType::kBfloat16, DataType::kFloat32, DataType::kFloat64}) {
+    GridFormat f;
+    GridFormatOf(type, &f);
+    const size_t es = SizeOf(type), wb = f.wire_bytes();
+    for (int i = 0; i <= static_cast<int>(SupportedSimdIsa()); ++i) {
+      const SimdIsa isa = static_cast<SimdIsa>(i);
+      for (size_t bytes : kSizes) {
+        const size_t count = bytes / es;
+        if (count * wb > kMaxBytes) continue;
+        const std::string name = std::string(DataTypeName(type)) + " " + SimdIsaName(isa);
+        auto setup = [type, count] {
+          if (type == DataType::kFloat32) FillInputs<float>(count);
+          if (type == DataType::kFloat64) FillInputs<double>(count);
+          if (type == DataType::kBfloat16) FillHalfInputs(type, count);
+          static std::vector<int32_t> keys;
+          keys.assign(GridBlocks(count), 0);
+          MaxGridKeys(type, Pool().a, count, keys.data());
+          return keys.data();
+        };
+        Register("grid/keys " + name + "/" + SizeName(bytes), [=](benchmark::State& state) {
+          std::vector<int32_t> keys(GridBlocks(count));
+          setup();
+          MeasureBesideMemcpy(state, bytes, bytes, [&] { MaxGridKeysWith(isa, type, Pool().a, count, keys.data()); });
+        });
+        Register("grid/to " + name + "/" + SizeName(bytes), [=](benchmark::State& state) {
+          const int32_t* keys = setup();
+          MeasureBesideMemcpy(state, count * wb, bytes + count * wb,
+                              [&] { ToGridWith(isa, type, Pool().a, count, 0, keys, Pool().b, false); });
+        });
+        Register("grid/from " + name + "/" + SizeName(bytes), [=](benchmark::State& state) {
+          const int32_t* keys = setup();
+          ToGridWith(isa, type, Pool().a, count, 0, keys, Pool().b, false);
+          MeasureBesideMemcpy(state, bytes, bytes + count * wb,
+                              [&] { FromGridWith(isa, type, Pool().b, count, 0, keys, Pool().dst); });
+        });
+      }
+    }
+  }
+}
+
 // ---- The fused experiment: dst(float32) = widen(a: float16) + b(float32) in one pass,
 // against WidenHalf into a scratch buffer and then the float32 sum kernel. Both report
 // the traffic the job needs (2c + 4c + 4c for c values), so their rates compare directly.
@@ -474,6 +520,7 @@ int main(int argc, char** argv) {
   tessera::RegisterHalfReducers();
   tessera::RegisterScaleAndDivide();
   tessera::RegisterFused();
+  tessera::RegisterGrid();
   tessera::MarkdownCollector reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   if (markdown) reporter.PrintMarkdown();

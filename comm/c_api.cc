@@ -173,7 +173,15 @@ struct Config {
   bool blocking = true;
   const char* name = nullptr;
   int64_t timeout_ms = 0;  // 0: keep the settings' TESSERA_TIMEOUT_MS
+  int deterministic = -1;  // -1: keep the settings' TESSERA_DETERMINISTIC
 };
+
+// The settings a communicator is created with: `settings` with what `config` sets.
+tessera::Settings WithConfig(tessera::Settings settings, const Config& config) {
+  if (config.timeout_ms > 0) settings.timeout_ms = config.timeout_ms;
+  if (config.deterministic >= 0) settings.deterministic = config.deterministic;
+  return settings;
+}
 
 Status ReadConfig(const tesseraConfig_t* config, Config* out) {
   if (config == nullptr) return Status::Ok();
@@ -193,6 +201,12 @@ Status ReadConfig(const tesseraConfig_t* config, Config* out) {
       return InvalidArgument("config.timeoutMs must be > 0, not " + std::to_string(config->timeoutMs));
     }
     out->timeout_ms = config->timeoutMs;
+  }
+  if (config->deterministic != TESSERA_CONFIG_UNDEF_INT) {
+    if (config->deterministic != 0 && config->deterministic != 1) {
+      return InvalidArgument("config.deterministic must be 0 or 1, not " + std::to_string(config->deterministic));
+    }
+    out->deterministic = config->deterministic;
   }
   return Status::Ok();
 }
@@ -239,6 +253,21 @@ Status CheckBuffer(const void* buf, size_t elems, const char* name) {
   return Status::Ok();
 }
 
+// tesseraAllReduceParts' parts after the first (which ValidateOperation checks as the
+// sendbuff): non-null, and apart from recvbuff (`recv_bytes` of it).
+Status ValidateParts(const Operation& op, size_t recv_bytes) {
+  const uintptr_t r = reinterpret_cast<uintptr_t>(op.recv);
+  for (size_t j = 1; j < op.parts.size(); ++j) {
+    const std::string name = "sendbuffs[" + std::to_string(j) + "]";
+    TESSERA_RETURN_IF_ERROR(CheckBuffer(op.parts[j], op.count, name.c_str()));
+    const uintptr_t s = reinterpret_cast<uintptr_t>(op.parts[j]);
+    if (recv_bytes > 0 && s < r + recv_bytes && r < s + recv_bytes) {
+      return InvalidArgument(name + " overlaps recvbuff (only sendbuffs[0] may be recvbuff)");
+    }
+  }
+  return Status::Ok();
+}
+
 // Everything that can be checked before communicating, naming the bad argument.
 Status ValidateOperation(tesseraComm* comm, const Operation& op, tesseraStream_t stream) {
   TESSERA_RETURN_IF_ERROR(CheckType(static_cast<tesseraDataType_t>(op.type)));
@@ -272,6 +301,7 @@ Status ValidateOperation(tesseraComm* comm, const Operation& op, tesseraStream_t
                                  : "sendbuff and recvbuff overlap without being equal (in-place needs sendbuff == recvbuff)");
     }
   }
+  TESSERA_RETURN_IF_ERROR(ValidateParts(op, bytes.recv));
   if (comm->impl()) TESSERA_RETURN_IF_ERROR(comm->impl()->executor().CheckOperation(op));
   return Status::Ok();
 }
@@ -315,9 +345,12 @@ void PostOnWorker(tesseraComm* comm, const char* fn, std::vector<Operation> ops)
 }
 
 // Runs one validated call now, on the worker, or records it in the open group.
-tesseraResult_t Submit(const char* fn, tesseraComm_t comm, const Operation& op, tesseraStream_t stream) {
+// `bad_arguments`: what the caller found wrong already, reported like the rest.
+tesseraResult_t Submit(const char* fn, tesseraComm_t comm, const Operation& op, tesseraStream_t stream,
+                       const Status& bad_arguments = Status::Ok()) {
   CallGuard guard(comm);
   Status s = CheckCommHandle(comm, guard.comm());
+  if (s.ok()) s = bad_arguments;
   if (s.ok()) s = ValidateOperation(comm, op, stream);
   if (!s.ok()) return Report(guard.comm(), fn, s);
   if (t_group.depth > 0) {
@@ -423,8 +456,7 @@ tesseraResult_t tesseraCommInitRankConfig(tesseraComm_t* comm, int nranks, tesse
   if (s.ok()) s = tessera::DecodeUniqueId(commId.internal, &id);
   if (s.ok()) s = tessera::Settings::FromEnvironment(&settings);
   if (!s.ok()) return Report(nullptr, fn, s.Annotate("rank " + std::to_string(rank) + " of " + std::to_string(nranks)));
-  if (cfg.timeout_ms > 0) settings.timeout_ms = cfg.timeout_ms;
-  return InitInto(fn, comm, nranks, id, rank, settings, cfg);
+  return InitInto(fn, comm, nranks, id, rank, WithConfig(settings, cfg), cfg);
 }
 
 tesseraResult_t tesseraCommInitRank(tesseraComm_t* comm, int nranks, tesseraUniqueId commId, int rank) {
@@ -496,9 +528,7 @@ tesseraResult_t tesseraCommSplit(tesseraComm_t comm, int color, int key, tessera
   comm->device.WaitIdle();
   if (!comm->impl()) return Report(comm, fn, tessera::InvalidUsage("the parent communicator was never created"));
   std::unique_ptr<Communicator> impl;
-  tessera::Settings settings = comm->impl()->settings();
-  if (cfg.timeout_ms > 0) settings.timeout_ms = cfg.timeout_ms;
-  s = comm->impl()->Split(color, key, settings, &impl);
+  s = comm->impl()->Split(color, key, WithConfig(comm->impl()->settings(), cfg), &impl);
   if (s.ok() && impl) s = tessera::DevicePath::Attach(impl.get());
   if (!s.ok()) return Report(comm, fn, s);
   if (!impl) return tesseraSuccess;  // TESSERA_SPLIT_NOCOLOR
@@ -527,9 +557,7 @@ static tesseraResult_t ShrinkInto(tesseraComm_t comm, const std::vector<int>& ex
   if (comm->worker) comm->worker->WaitIdle();
   comm->device.WaitIdle();
   std::unique_ptr<Communicator> impl;
-  tessera::Settings settings = comm->impl()->settings();
-  if (cfg.timeout_ms > 0) settings.timeout_ms = cfg.timeout_ms;
-  Status s = comm->impl()->Shrink(exclude, lost, settings, &impl);
+  Status s = comm->impl()->Shrink(exclude, lost, WithConfig(comm->impl()->settings(), cfg), &impl);
   if (s.ok()) s = tessera::DevicePath::Attach(impl.get());
   if (!s.ok()) return Report(comm, fn, s);
   tesseraComm* handle = NewHandle(impl->rank(), impl->nranks(), cfg.name, impl->settings());
@@ -679,6 +707,23 @@ tesseraResult_t tesseraRedOpDestroy(tesseraRedOp_t op, tesseraComm_t comm) {
 tesseraResult_t tesseraAllReduce(const void* sendbuff, void* recvbuff, size_t count, tesseraDataType_t datatype,
                                  tesseraRedOp_t op, tesseraComm_t comm, tesseraStream_t stream) {
   return Submit("tesseraAllReduce", comm, MakeOp(OpKind::kAllReduce, sendbuff, recvbuff, count, datatype, op), stream);
+}
+
+tesseraResult_t tesseraAllReduceParts(const void* const* sendbuffs, int nparts, void* recvbuff, size_t count,
+                                      tesseraDataType_t datatype, tesseraRedOp_t op, tesseraComm_t comm,
+                                      tesseraStream_t stream) {
+  Operation o = MakeOp(OpKind::kAllReduce, nullptr, recvbuff, count, datatype, op);
+  Status bad;
+  if (sendbuffs == nullptr) {
+    bad = InvalidArgument("sendbuffs is NULL");
+  } else if (nparts < 1) {
+    bad = InvalidArgument("nparts " + std::to_string(nparts) + " must be >= 1");
+  } else {
+    o.parts.assign(sendbuffs, sendbuffs + nparts);
+    o.send = sendbuffs[0];
+  }
+  if (bad.ok() && stream != nullptr) bad = InvalidArgument("tesseraAllReduceParts takes the NULL stream only");
+  return Submit("tesseraAllReduceParts", comm, o, stream, bad);
 }
 
 const char* tesseraAllReduceAlgorithm(tesseraComm_t comm, size_t count, tesseraDataType_t datatype) {

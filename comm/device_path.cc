@@ -269,6 +269,9 @@ Status DevicePath::State::Classify(const DeviceBatch& batch, Classified* c) {
     bool on_device = false;
     TESSERA_RETURN_IF_ERROR(AnyOnDevice(req, &c->device, &on_device));
     void* stream = batch.streams[i];
+    if (!batch.ops[i].parts.empty() && (stream != nullptr || on_device)) {
+      return InvalidArgument("tesseraAllReduceParts takes host buffers on the NULL stream");
+    }
     if (stream != nullptr) any_stream = true;
     if (stream == nullptr && !on_device) {
       c->host_on_null = true;

@@ -5,7 +5,9 @@
 #include <string>
 
 #include "collectives/elementwise.h"
+#include "collectives/fixed_point.h"
 #include "collectives/reduce_kernels.h"
+#include "comm/deterministic_reduction.h"
 
 namespace tessera {
 namespace {
@@ -44,9 +46,14 @@ struct ReductionTerms {
   RedOp combine = RedOp::kSum;  // how two elements combine (sum for avg)
   bool widen = false;           // a half type that travels as float32
   DataType wire = DataType::kFloat32;  // the type that travels and is combined
+  bool canonical = false;       // deterministic max or min of floats: canonical zeros and NaNs
 };
 
-Status TermsOf(const Operation& op, int rank, int nranks, bool widens_half, ReductionTerms* t) {
+bool IsFloat(DataType type) {
+  return IsHalf(type) || type == DataType::kFloat32 || type == DataType::kFloat64;
+}
+
+Status TermsOf(const Operation& op, int rank, int nranks, bool widens_half, bool deterministic, ReductionTerms* t) {
   TESSERA_RETURN_IF_ERROR(CheckReductionType(op.type));
   t->in_count = op.count * (op.kind == OpKind::kReduceScatter ? nranks : 1);
   t->writes_out = op.kind != OpKind::kReduce || rank == op.root;
@@ -55,6 +62,7 @@ Status TermsOf(const Operation& op, int rank, int nranks, bool widens_half, Redu
   t->combine = t->base == RedOp::kAvg ? RedOp::kSum : t->base;
   t->widen = IsHalf(op.type) && widens_half;
   t->wire = t->widen ? DataType::kFloat32 : op.type;
+  t->canonical = deterministic && !t->custom && IsFloat(op.type) && (t->base == RedOp::kMax || t->base == RedOp::kMin);
   return Status::Ok();
 }
 
@@ -75,22 +83,80 @@ Status ReductionArgs(const Operation& op, const ReductionTerms& t, CollectiveArg
   return Status::Ok();
 }
 
-// The algorithm's input in `buf`: the operation's input widened to float32 (t.widen)
-// and/or scaled by its PreMulSum scalar (t.custom), in float32 for a widened half type.
-Status PrepareInput(const Operation& op, const ReductionTerms& t, const PreMulSumOps& premulsum,
+// In `buf`: `input` (an input of `op`) widened to float32 (t.widen), then with canonical
+// zeros and NaNs (t.canonical) or scaled by its PreMulSum scalar (t.custom), in float32
+// for a widened half type.
+Status PrepareInput(const Operation& op, const void* input, const ReductionTerms& t, const PreMulSumOps& premulsum,
                     const CollectiveContext& ctx, ElementwiseOps& elementwise, Scratch* buf) {
   TESSERA_RETURN_IF_ERROR(buf->Allocate(ctx, t.in_count * SizeOf(t.wire)));
-  const void* from = op.send;
+  const void* from = input;
   if (t.widen) {
-    TESSERA_RETURN_IF_ERROR(elementwise.Widen(op.type, op.send, reinterpret_cast<float*>(buf->data()), t.in_count));
+    TESSERA_RETURN_IF_ERROR(elementwise.Widen(op.type, input, reinterpret_cast<float*>(buf->data()), t.in_count));
     from = buf->data();
   }
+  if (t.canonical) CanonicalizeZerosAndNans(t.wire, from, t.in_count, buf->data());
   if (!t.custom) return Status::Ok();
   PreMulSumOps::Scalar scalar;
   TESSERA_RETURN_IF_ERROR(premulsum.Get(op.op, &scalar));
   if (!t.widen) return elementwise.Scale(op.type, scalar.get(), from, buf->data(), t.in_count);
   const float wide_scalar = HalfValueToFloat(op.type, scalar.get());
   return elementwise.Scale(DataType::kFloat32, &wide_scalar, from, buf->data(), t.in_count);
+}
+
+// The algorithm's input, in *out: the operation's input, prepared by PrepareInput where
+// it must be, and for several parts (tesseraAllReduceParts) their combination with the
+// call's reducer in the wire type, in `acc` (`tmp` holds a prepared part). Host memory.
+Status PrepareInputs(const Operation& op, const ReductionTerms& t, const PreMulSumOps& premulsum,
+                     const CollectiveContext& ctx, ElementwiseOps& elementwise, const Reducer& reducer, Scratch* acc,
+                     Scratch* tmp, const void** out) {
+  const bool prepare = t.widen || t.custom || t.canonical;
+  *out = op.send;
+  if (prepare) {
+    TESSERA_RETURN_IF_ERROR(PrepareInput(op, op.send, t, premulsum, ctx, elementwise, acc));
+    *out = acc->data();
+  }
+  for (size_t j = 1; j < op.parts.size(); ++j) {
+    const void* part = op.parts[j];
+    if (prepare) {
+      TESSERA_RETURN_IF_ERROR(PrepareInput(op, part, t, premulsum, ctx, elementwise, tmp));
+      part = tmp->data();
+    }
+    if (*out != acc->data()) TESSERA_RETURN_IF_ERROR(acc->Allocate(ctx, t.in_count * SizeOf(t.wire)));
+    reducer.fn(acc->data(), *out, part, t.in_count);
+    *out = acc->data();
+  }
+  return Status::Ok();
+}
+
+// What the device path cannot do: several parts, and deterministic mode's float sums,
+// max and min (their kernels run on host memory).
+Status CheckDeviceReduction(const Operation& op, const ReductionTerms& t, bool deterministic) {
+  if (!op.parts.empty()) return InvalidUsage("tesseraAllReduceParts takes host buffers");
+  if (deterministic && (t.canonical || ReducesOnGrid(op, t.base, t.custom))) {
+    return InvalidUsage("deterministic mode (TESSERA_DETERMINISTIC=1) reduces floats in host buffers; "
+                        "device-resident calls are not supported");
+  }
+  return Status::Ok();
+}
+
+// Deterministic mode (comm/deterministic_reduction.h): this rank's contributions (scaled
+// first for PreMulSum, each in the call's type) summed on the grid, the collectives
+// running through `dispatch`. Host memory.
+Status RunOnGrid(const Operation& op, const ReductionTerms& t, const ExecutionSite& site, const CollectiveContext& ctx,
+                 ElementwiseOps& elementwise, const std::function<Status(Collective, const CollectiveArgs&)>& dispatch) {
+  std::vector<const void*> inputs = op.parts.empty() ? std::vector<const void*>{op.send} : op.parts;
+  std::vector<Scratch> scaled(t.custom ? inputs.size() : 0);
+  if (t.custom) {
+    PreMulSumOps::Scalar scalar;
+    TESSERA_RETURN_IF_ERROR(site.premulsum->Get(op.op, &scalar));
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      TESSERA_RETURN_IF_ERROR(scaled[j].Allocate(ctx, t.in_count * SizeOf(op.type)));
+      TESSERA_RETURN_IF_ERROR(elementwise.Scale(op.type, scalar.get(), inputs[j], scaled[j].data(), t.in_count));
+      inputs[j] = scaled[j].data();
+    }
+  }
+  const GridReductionSite grid{site.rank, site.nranks, site.settings, site.model, site.shape, dispatch};
+  return RunGridReduction(op, t.base, inputs, grid, ctx, elementwise);
 }
 
 // An algorithm's local copies and temporary buffers on the device engine: copies run on
@@ -182,6 +248,7 @@ void Executor::StampCollective(const Operation& op) {
   stamp_.kind = static_cast<uint8_t>(op.kind);
   stamp_.type = static_cast<uint8_t>(op.type);
   if (IsReduction(op.kind)) stamp_.op = static_cast<uint8_t>(op.op < kNumRedOps ? op.op : kNumRedOps);
+  if (!op.parts.empty()) stamp_.flags = kStampParts;
   if (op.kind == OpKind::kBroadcast || op.kind == OpKind::kReduce || op.kind == OpKind::kGather ||
       op.kind == OpKind::kScatter) {
     stamp_.root = op.root;
@@ -215,17 +282,26 @@ Status Executor::RunOne(const Operation& op, const CollectiveContext& ctx, Eleme
 Status Executor::RunReduction(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise,
                               bool on_device) {
   ReductionTerms t;
-  TESSERA_RETURN_IF_ERROR(TermsOf(op, site_.rank, site_.nranks, elementwise.widens_half(), &t));
+  const bool deterministic = site_.settings->deterministic != 0;
+  TESSERA_RETURN_IF_ERROR(TermsOf(op, site_.rank, site_.nranks, elementwise.widens_half(), deterministic, &t));
   CollectiveArgs args;
   TESSERA_RETURN_IF_ERROR(ReductionArgs(op, t, &args));
   if (op.count == 0) return Status::Ok();
   const Collective c = CollectiveOf(op.kind);
   auto where = [&] { return std::string(CollectiveName(c)) + (on_device ? " (device)" : ""); };
-  Scratch in_buf, out_buf;  // in the context's memory: the host pool (no zero-fill) or the device
-  if (t.widen || t.custom) {
-    const Status s = PrepareInput(op, t, *site_.premulsum, ctx, elementwise, &in_buf);
+  if (on_device) TESSERA_RETURN_IF_ERROR(CheckDeviceReduction(op, t, deterministic).Annotate(where()));
+  if (deterministic && ReducesOnGrid(op, t.base, t.custom)) {
+    const auto dispatch = [&](Collective collective, const CollectiveArgs& a) {
+      return Dispatch(collective, ctx, a, false);
+    };
+    return RunOnGrid(op, t, site_, ctx, elementwise, dispatch).Annotate(where());
+  }
+  // In the context's memory: the host pool (no zero-fill) or the device.
+  Scratch in_buf, part_buf, out_buf;
+  if (t.widen || t.custom || t.canonical || op.parts.size() > 1) {
+    const Status s =
+        PrepareInputs(op, t, *site_.premulsum, ctx, elementwise, args.reducer, &in_buf, &part_buf, &args.send);
     if (!s.ok()) return s.Annotate(where());
-    args.send = in_buf.data();
   }
   if (t.widen) {
     if (t.writes_out) TESSERA_RETURN_IF_ERROR(out_buf.Allocate(ctx, op.count * args.elem_size));

@@ -5,6 +5,7 @@
 #define TESSERA_COMM_OPERATION_H_
 
 #include <cstddef>
+#include <vector>
 
 #include "base/types.h"
 
@@ -19,6 +20,9 @@ struct Operation {
   int op = 0;        // a RedOp, or an operator created by CreatePreMulSum
   int root = 0;      // rooted collectives
   int peer = 0;      // send / recv
+  // tesseraAllReduceParts: every local contribution, `send` being the first; empty for
+  // every other call.
+  std::vector<const void*> parts;
 };
 
 }  // namespace tessera

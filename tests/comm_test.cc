@@ -229,6 +229,9 @@ TEST(Config, MalformedIsInvalidArgument) {
     c = TESSERA_CONFIG_INITIALIZER;
     c.timeoutMs = -5;
     bad.push_back({"negative timeoutMs", c});
+    c = TESSERA_CONFIG_INITIALIZER;
+    c.deterministic = 2;
+    bad.push_back({"deterministic 2", c});
     auto start = std::chrono::steady_clock::now();
     bool id_used = false;  // a malformed config was accepted: the id has formed a comm
     for (Bad& b : bad) {

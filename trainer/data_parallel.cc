@@ -128,10 +128,15 @@ GradientBuckets::~GradientBuckets() {
   for (size_t i = 0; i < parameters_.size(); ++i) parameters_[i].remove_hook(hook_ids_[i]);
 }
 
-void GradientBuckets::Begin() {
+void GradientBuckets::Begin(int micro_batches) {
   for (torch::Tensor& parameter : parameters_) parameter.mutable_grad().reset();
   std::lock_guard<std::mutex> lock(mutex_);
+  micro_batches_ = std::max(1, micro_batches);
+  micro_batch_ = 0;
   for (Bucket& bucket : buckets_) {
+    // Gradients that never arrive count as zero.
+    bucket.earlier.resize(static_cast<size_t>(micro_batches_ - 1));
+    for (torch::Tensor& part : bucket.earlier) part = torch::zeros_like(bucket.flat);
     bucket.missing = static_cast<int>(bucket.parameters.size());
     bucket.launched = false;
     bucket.done = false;
@@ -143,9 +148,21 @@ void GradientBuckets::Begin() {
   busy_s_ = 0;
 }
 
+void GradientBuckets::BeginMicroBatch(int index) {
+  for (torch::Tensor& parameter : parameters_) parameter.mutable_grad().reset();
+  std::lock_guard<std::mutex> lock(mutex_);
+  micro_batch_ = index;
+}
+
 void GradientBuckets::OnGradient(int parameter, const torch::Tensor& gradient) {
   auto [b, slot] = location_[parameter];
   Bucket& bucket = buckets_[b];
+  if (micro_batch_ < micro_batches_ - 1) {  // an earlier micro-batch: kept apart, nothing sent
+    torch::NoGradGuard no_grad;
+    bucket.earlier[micro_batch_].narrow(0, bucket.offsets[slot], parameters_[parameter].numel())
+        .add_(gradient.detach().reshape(-1).to(torch::kCPU, torch::kFloat32));
+    return;
+  }
   bool again;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -242,22 +259,31 @@ void GradientBuckets::CommunicationLoop() {
   }
 }
 
+// One allreduce per bucket, of its micro-batches as parts (the last one's in `flat`, which
+// receives the result).
 tessera::Status GradientBuckets::Reduce(Bucket* bucket) {
-  if (comm_ == nullptr) return tessera::Status::Ok();
   torch::NoGradGuard no_grad;
-  const size_t count = static_cast<size_t>(bucket->flat.numel());
-  if (wire_ == WireType::kFloat32) {
-    void* data = bucket->flat.data_ptr();
-    return TesseraCall(tesseraAllReduce(data, data, count, tesseraFloat32, tesseraSum, comm_, nullptr), comm_,
-                       "tesseraAllReduce of a float32 gradient bucket");
+  if (comm_ == nullptr) {  // one process: only the micro-batches to add
+    for (const torch::Tensor& part : bucket->earlier) bucket->flat.add_(part);
+    return tessera::Status::Ok();
   }
+  const size_t count = static_cast<size_t>(bucket->flat.numel());
   const bool bf16 = wire_ == WireType::kBfloat16;
-  torch::Tensor wire = bucket->flat.to(bf16 ? torch::kBFloat16 : torch::kFloat16);
-  void* data = wire.data_ptr();
-  TESSERA_RETURN_IF_ERROR(TesseraCall(
-      tesseraAllReduce(data, data, count, bf16 ? tesseraBfloat16 : tesseraFloat16, tesseraSum, comm_, nullptr), comm_,
-      bf16 ? "tesseraAllReduce of a bfloat16 gradient bucket" : "tesseraAllReduce of a float16 gradient bucket"));
-  bucket->flat.copy_(wire);
+  const torch::ScalarType type = wire_ == WireType::kFloat32 ? torch::kFloat32 : bf16 ? torch::kBFloat16 : torch::kFloat16;
+  std::vector<torch::Tensor> parts = {bucket->flat.to(type)};  // flat itself for float32
+  for (const torch::Tensor& part : bucket->earlier) parts.push_back(part.to(type));
+  std::vector<const void*> pointers;
+  for (const torch::Tensor& part : parts) pointers.push_back(part.data_ptr());
+  const tesseraDataType_t tessera_type =
+      wire_ == WireType::kFloat32 ? tesseraFloat32 : bf16 ? tesseraBfloat16 : tesseraFloat16;
+  void* result = parts[0].data_ptr();
+  const tesseraResult_t r =
+      parts.size() == 1
+          ? tesseraAllReduce(result, result, count, tessera_type, tesseraSum, comm_, nullptr)
+          : tesseraAllReduceParts(pointers.data(), static_cast<int>(pointers.size()), result, count, tessera_type,
+                                  tesseraSum, comm_, nullptr);
+  TESSERA_RETURN_IF_ERROR(TesseraCall(r, comm_, "allreduce of a gradient bucket"));
+  if (wire_ != WireType::kFloat32) bucket->flat.copy_(parts[0]);
   return tessera::Status::Ok();
 }
 

@@ -17,6 +17,12 @@
 // step), so the sum over ranks is the mean over every image of the step, whatever the
 // ranks' share (corrupt files make shares unequal).
 //
+// Micro-batches (Begin(k), BeginMicroBatch): the gradients of each of a step's k
+// backward passes are kept apart, and each bucket goes out with the last pass's as k
+// parts of one tesseraAllReduceParts. In tessera's deterministic mode every part is one
+// contribution on the shared grid, so 2 ranks of 2 micro-batches end with the bits of 4
+// ranks of 1 (a float sum of the micro-batches here would already differ).
+//
 // Gradients can be handed to tessera as bfloat16 or float16 (--wire_dtype). The trainer
 // then sets TESSERA_HALF_WIRE=half (unless the user set it), so the partial sums travel
 // between ranks in the half type, half the bytes of float32, each step combined in
@@ -64,8 +70,12 @@ class GradientBuckets {
   GradientBuckets(const GradientBuckets&) = delete;
   GradientBuckets& operator=(const GradientBuckets&) = delete;
 
-  // Call before each backward: clears the parameters' .grad and the bucket state.
-  void Begin();
+  // Call before each step: clears the parameters' .grad and the bucket state; the step
+  // has `micro_batches` backward passes (>= 1), each after BeginMicroBatch.
+  void Begin(int micro_batches = 1);
+  // Call before the backward of micro-batch `index` (0, 1, ... in order) when the step
+  // has several; the buckets are sent during the last one's.
+  void BeginMicroBatch(int index);
 
   // Call after backward (or instead of it, when this rank had no image): sends the
   // buckets whose gradients did not all arrive (missing ones count as zero), waits for
@@ -86,6 +96,7 @@ class GradientBuckets {
     std::vector<int> parameters;
     std::vector<int64_t> offsets;  // of each parameter in `flat`
     torch::Tensor flat;            // float32, on the CPU
+    std::vector<torch::Tensor> earlier;  // micro-batches before the last, each like flat
     int missing = 0;               // gradients not yet arrived this step
     bool launched = false;
     bool done = false;
@@ -111,6 +122,8 @@ class GradientBuckets {
   int next_launch_ = 0;
   int done_count_ = 0;
   int launched_during_backward_ = 0;
+  int micro_batches_ = 1;
+  int micro_batch_ = 0;  // the backward under way
   double busy_s_ = 0;
   tessera::Status error_;
   bool stopping_ = false;

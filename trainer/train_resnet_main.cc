@@ -62,6 +62,9 @@ int main(int argc, char** argv) {
   // float32): tessera's TESSERA_HALF_WIRE, unless the user chose otherwise. Every rank
   // parses the same flags, so every rank agrees.
   if (settings.wire_type != trainer::WireType::kFloat32) setenv("TESSERA_HALF_WIRE", "half", /*overwrite=*/0);
+  // --deterministic: tessera's deterministic mode, and one torch thread unless --threads
+  // says otherwise (libtorch's CPU kernels may split their sums by thread count).
+  if (settings.deterministic) setenv("TESSERA_DETERMINISTIC", "1", /*overwrite=*/1);
   trainer::Communicators comms;
   tesseraResult_t result = tesseraCommInitFromEnv(&comms.main);
   if (result != tesseraSuccess) {
@@ -82,6 +85,7 @@ int main(int argc, char** argv) {
   if (settings.device == "cuda") settings.device = "cuda:" + std::to_string(LocalRank());
 
   int threads = settings.threads;
+  if (threads == 0 && settings.deterministic) threads = 1;
   if (threads == 0) threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / LocalRanks());
   torch::set_num_threads(threads);
 

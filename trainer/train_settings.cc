@@ -224,6 +224,12 @@ const std::vector<Flag>& Flags() {
       {"wire_dtype", "gradients on the wire: float32, bfloat16 or float16 (reduced in float32)",
        Choice(&TrainSettings::wire_type, "wire_dtype",
               {{"float32", WireType::kFloat32}, {"bfloat16", WireType::kBfloat16}, {"float16", WireType::kFloat16}})},
+      {"deterministic",
+       "1: the same weights bit for bit whatever the layout, algorithm and, with --micro_batch, rank count "
+       "(TESSERA_DETERMINISTIC=1; --threads defaults to 1)",
+       Bool(&TrainSettings::deterministic, "deterministic")},
+      {"micro_batch", "images per forward/backward pass, each pass's gradients one allreduce part (0: all)",
+       Int(&TrainSettings::micro_batch, "micro_batch", 0)},
       // Run control.
       {"out", "directory of metrics CSVs, the plot and the checkpoint", Text(&TrainSettings::out_dir)},
       {"resume", "resume from <out>/checkpoint.pt if it exists", Bool(&TrainSettings::resume, "resume")},

@@ -55,6 +55,8 @@ struct TrainSettings {
   // Data parallelism.
   double bucket_mb = 25.0;
   WireType wire_type = WireType::kFloat32;
+  bool deterministic = false;              // TESSERA_DETERMINISTIC=1 and one torch thread
+  int micro_batch = 0;                     // images per backward pass; 0: the rank's whole batch
   // Run control.
   std::string out_dir = "train_out";
   bool resume = true;                      // resume from <out>/checkpoint.pt if present

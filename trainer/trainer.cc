@@ -48,6 +48,39 @@ class AutocastScope {
 
 std::string CheckpointPath(const TrainSettings& settings) { return settings.out_dir + "/checkpoint.pt"; }
 
+// Forward and backward of one batch (a rank's, or one of its micro-batches): backward of
+// the loss summed over its images times `scale / global_images`; returns the sum.
+double ForwardBackward(ResNet& model, const TrainSettings& settings, const torch::Device& device,
+                       const torch::Tensor& images_in, const torch::Tensor& labels_in, double scale,
+                       double global_images) {
+  torch::Tensor images = images_in.to(device, /*non_blocking=*/true);
+  torch::Tensor labels = labels_in.to(device, /*non_blocking=*/true);
+  torch::Tensor logits;
+  {
+    AutocastScope autocast(settings, device.is_cuda());
+    logits = model->forward(images);
+  }
+  torch::Tensor loss_sum = torch::nn::functional::cross_entropy(
+      logits.to(torch::kFloat32), labels,
+      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum).label_smoothing(
+          settings.label_smoothing));
+  (loss_sum * (scale / global_images)).backward();
+  return loss_sum.item<double>();
+}
+
+// FNV-1a over the bytes of every parameter and buffer: equal hashes, equal weights.
+uint64_t WeightsHash(torch::nn::Module& module) {
+  std::vector<torch::Tensor> tensors = module.parameters();
+  for (const torch::Tensor& buffer : module.buffers()) tensors.push_back(buffer);
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (const torch::Tensor& tensor : tensors) {
+    const torch::Tensor cpu = tensor.detach().to(torch::kCPU).contiguous();
+    const unsigned char* bytes = static_cast<const unsigned char*>(cpu.data_ptr());
+    for (size_t i = 0; i < cpu.nbytes(); ++i) hash = (hash ^ bytes[i]) * 0x100000001b3ull;
+  }
+  return hash;
+}
+
 }  // namespace
 
 Trainer::Trainer(const TrainSettings& settings, const Communicators& comms)
@@ -216,7 +249,11 @@ tessera::Status Trainer::Run() {
       break;
     }
   }
-  if (leader_) PrintSummary();
+  if (leader_) {
+    PrintSummary();
+    std::fprintf(stderr, "train_resnet: final weights hash %016llx (FNV-1a of every parameter and buffer)\n",
+                 static_cast<unsigned long long>(WeightsHash(*model_)));
+  }
   return tessera::Status::Ok();
 }
 
@@ -338,24 +375,21 @@ tessera::Status Trainer::TrainStep(const StepInput& input, int epoch, int64_t st
   const double global_images = counts[0];
   progress_.skipped_total += static_cast<int64_t>(counts[1]);
 
-  // 2-3. Forward and backward; buckets are allreduced as backward produces them.
+  // 2-3. Forward and backward, by micro-batches of --micro_batch images if set (as many
+  // on every rank: the per-rank batch's); buckets are allreduced as the last backward
+  // produces them.
   const double scale = settings_.loss_scaling ? scaler_.scale() : 1.0;
+  const int64_t size = settings_.micro_batch > 0 ? settings_.micro_batch : std::max(input.count, 1);
+  const int64_t per_rank = std::max<int64_t>(global_batch / comms_.world, input.count);
+  const int micro_batches = settings_.micro_batch > 0 ? static_cast<int>((per_rank + size - 1) / size) : 1;
   double local_loss_sum = 0;
-  buckets_->Begin();
-  if (input.count > 0) {
-    torch::Tensor images = input.images.to(device_, /*non_blocking=*/true);
-    torch::Tensor labels = input.labels.to(device_, /*non_blocking=*/true);
-    torch::Tensor logits;
-    {
-      AutocastScope autocast(settings_, device_.is_cuda());
-      logits = model_->forward(images);
-    }
-    torch::Tensor loss_sum = torch::nn::functional::cross_entropy(
-        logits.to(torch::kFloat32), labels,
-        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum).label_smoothing(
-            settings_.label_smoothing));
-    (loss_sum * (scale / global_images)).backward();
-    local_loss_sum = loss_sum.item<double>();
+  buckets_->Begin(micro_batches);
+  for (int j = 0; j < micro_batches; ++j) {
+    if (micro_batches > 1) buckets_->BeginMicroBatch(j);
+    const int64_t first = j * size, n = std::min<int64_t>(size, input.count - first);
+    if (n <= 0) continue;
+    local_loss_sum += ForwardBackward(model_, settings_, device_, input.images.narrow(0, first, n),
+                                      input.labels.narrow(0, first, n), scale, global_images);
   }
   m->compute_s = Now() - start;
 

@@ -126,11 +126,18 @@ typedef struct {
    * pass the same value (it is checked at creation like TESSERA_TIMEOUT_MS). A split
    * inherits its parent's timeout unless its config sets one. */
   int timeoutMs;
+  /* 1: deterministic mode, 0: not, in place of TESSERA_DETERMINISTIC (undefined: the
+   * setting; a split or shrink inherits its parent's). Sums, averages and PreMulSums of
+   * float16, bfloat16, float32 and float64 by allreduce, reduce and reduce-scatter then
+   * give the same bits whatever the algorithm, layout, transport, chunk sizes and rank
+   * count, up to 4096 contributions (docs/semantics.md#deterministic-mode). Every rank
+   * must pass the same value (checked at creation). */
+  int deterministic;
 } tesseraConfig_t;
 #define TESSERA_CONFIG_MAGIC 0x7e55e7a1u
 #define TESSERA_CONFIG_INITIALIZER \
   { sizeof(tesseraConfig_t), TESSERA_CONFIG_MAGIC, TESSERA_VERSION_CODE, TESSERA_CONFIG_UNDEF_INT, NULL, \
-    TESSERA_CONFIG_UNDEF_INT }
+    TESSERA_CONFIG_UNDEF_INT, TESSERA_CONFIG_UNDEF_INT }
 
 /* tesseraCommSplit's color for ranks that take no part in any new communicator. */
 #define TESSERA_SPLIT_NOCOLOR (-1)
@@ -278,6 +285,22 @@ tesseraResult_t tesseraRedOpDestroy(tesseraRedOp_t op, tesseraComm_t comm);
 tesseraResult_t tesseraAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                  tesseraDataType_t datatype, tesseraRedOp_t op,
                                  tesseraComm_t comm, tesseraStream_t stream);
+
+/* tessera extension (not in nccl.h): an allreduce of several local contributions.
+ * recvbuff[i] = op over every rank r and every part j < nparts of rank r's
+ * sendbuffs[j][i], for 0 <= i < count, on every rank: the same as combining the parts
+ * with op on each rank and allreducing the result (avg divides by the number of ranks),
+ * with one difference in deterministic mode, where every part is one contribution on the
+ * shared grid (a sum over all parts of all ranks, rounded once): the result then does
+ * not depend on how the parts are spread over ranks, e.g. micro-batches of 2 ranks x 2
+ * against 4 ranks x 1. nparts >= 1 and may differ between ranks; in deterministic mode
+ * nranks times the largest nparts must not exceed 4096. In place when recvbuff ==
+ * sendbuffs[0]; recvbuff must not overlap any other part. The parts are host memory; the
+ * array and the buffers must stay valid until the call (or its group) completes. Other
+ * rules as tesseraAllReduce's. */
+tesseraResult_t tesseraAllReduceParts(const void* const* sendbuffs, int nparts, void* recvbuff, size_t count,
+                                      tesseraDataType_t datatype, tesseraRedOp_t op, tesseraComm_t comm,
+                                      tesseraStream_t stream);
 
 /* tessera extension (not in nccl.h): the name of the allreduce algorithm comm would run
  * for count elements of datatype ("ring", "recursive_doubling", "rabenseifner",

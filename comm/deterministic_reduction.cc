@@ -1,0 +1,249 @@
+#include "comm/deterministic_reduction.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "collectives/fixed_point.h"
+#include "collectives/reduce_kernels.h"
+
+namespace tessera {
+namespace {
+
+// One call's grid: its type's format, the agreed keys and where the segments are kept.
+struct GridCall {
+  const Operation& op;
+  const std::vector<const void*>& inputs;
+  const GridReductionSite& site;
+  const CollectiveContext& ctx;
+  GridFormat format;
+  std::vector<int32_t> keys;  // one per block of the call's input, then the parts count
+  size_t segment = 1;         // elements per segment
+  Scratch wire;               // a segment's grid values
+  Scratch out;                // a segment's result in the call's type, when padded
+
+  size_t es() const { return SizeOf(op.type); }
+  size_t wb() const { return format.wire_bytes(); }
+  char* wire_at(size_t element) const { return wire.data() + element * wb(); }
+  const char* input(size_t j, size_t element) const { return static_cast<const char*>(inputs[j]) + element * es(); }
+  // Every input's elements [first, first + n) of the vector, onto the grid at `to`.
+  void ToGridAll(size_t first, size_t n, char* to) const {
+    for (size_t j = 0; j < inputs.size(); ++j) ToGrid(op.type, input(j, first), n, first, keys.data(), to, j > 0);
+  }
+};
+
+// The args of a collective on grid values: `count` elements of the format, summed.
+Status WireArgs(const GridCall& g, const void* send, void* recv, size_t count, CollectiveArgs* args) {
+  args->send = send;
+  args->recv = recv;
+  args->count = count * g.format.words;
+  args->elem_size = SizeOf(g.format.wire);
+  args->root = g.op.root;
+  TESSERA_RETURN_IF_ERROR(GetReducer(g.format.wire, RedOp::kSum, &args->reducer));
+  args->reducer.typed = true;
+  args->reducer.type = g.format.wire;
+  args->reducer.op = RedOp::kSum;
+  return Status::Ok();
+}
+
+// Step 1: the keys of every block over every rank's contributions, and the most parts any
+// rank has (the keys' last entry), within kMaxGridContributions in all.
+Status AgreeOnKeys(size_t in_count, GridCall* g) {
+  g->keys.assign(GridBlocks(in_count) + 1, 0);
+  for (const void* in : g->inputs) MaxGridKeys(g->op.type, in, in_count, g->keys.data());
+  g->keys.back() = static_cast<int32_t>(g->inputs.size());
+  if (g->site.nranks > 1) {
+    CollectiveArgs args;
+    args.send = args.recv = g->keys.data();
+    args.count = g->keys.size();
+    args.elem_size = sizeof(int32_t);
+    TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kInt32, RedOp::kMax, &args.reducer));
+    args.reducer.typed = true;
+    args.reducer.type = DataType::kInt32;
+    args.reducer.op = RedOp::kMax;
+    TESSERA_RETURN_IF_ERROR(g->site.dispatch(Collective::kAllReduce, args).Annotate("agreeing on the grid"));
+  }
+  const int64_t contributions = static_cast<int64_t>(g->keys.back()) * g->site.nranks;
+  if (contributions > kMaxGridContributions) {
+    return InvalidArgument("deterministic mode adds at most " + std::to_string(kMaxGridContributions) +
+                           " contributions exactly; " + std::to_string(g->site.nranks) + " ranks of up to " +
+                           std::to_string(g->keys.back()) + " parts may hold " + std::to_string(contributions));
+  }
+  return Status::Ok();
+}
+
+// Whether an allreduce segment of n elements runs as reduce-scatter + allgather.
+bool SplitsAllReduce(const GridCall& g, size_t n) {
+  const int p = g.site.nranks;
+  if (p == 1) return false;
+  const std::string& algo = g.site.settings->algo;
+  if (algo == "ring" || algo == "torus" || algo == "hierarchical") return true;
+  if (algo != "auto") return false;
+  const size_t block = (n + p - 1) / p;
+  const CostModel& m = *g.site.model;
+  const Shape& s = *g.site.shape;
+  const double whole = SelectAlgorithm(Collective::kAllReduce, algo, m, s, n * g.wb()).predicted_s;
+  const double split =
+      SelectAlgorithm(Collective::kReduceScatter, algo, m, s, block * p * g.wb()).predicted_s +
+      SelectAlgorithm(Collective::kAllGather, algo, m, s, block * p * g.es()).predicted_s;
+  return split < whole;
+}
+
+// An allreduce segment [first, first + n) as one allreduce of grid values.
+Status AllReduceSegment(GridCall& g, size_t first, size_t n) {
+  g.ToGridAll(first, n, g.wire.data());
+  CollectiveArgs args;
+  TESSERA_RETURN_IF_ERROR(WireArgs(g, g.wire.data(), g.wire.data(), n, &args));
+  TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAllReduce, args));
+  FromGrid(g.op.type, g.wire.data(), n, first, g.keys.data(), static_cast<char*>(g.op.recv) + first * g.es());
+  return Status::Ok();
+}
+
+// An allreduce segment as a reduce-scatter of grid values into p blocks of b (the last
+// ones padded with zeros), each rank's block back to the call's type, and an allgather of
+// that type: into the result itself when the blocks fill the segment, else into `out`.
+Status SplitSegment(GridCall& g, size_t first, size_t n) {
+  const int p = g.site.nranks, r = g.site.rank;
+  const size_t b = (n + p - 1) / p, padded = b * p;
+  g.ToGridAll(first, n, g.wire.data());
+  std::memset(g.wire_at(n), 0, (padded - n) * g.wb());
+  CollectiveArgs rs;
+  TESSERA_RETURN_IF_ERROR(WireArgs(g, g.wire.data(), g.wire_at(r * b), b, &rs));
+  TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kReduceScatter, rs));
+  char* result = static_cast<char*>(g.op.recv) + first * g.es();
+  char* gathered = padded == n ? result : g.out.data();
+  const size_t mine = std::min(b, n - std::min(n, r * b));  // this rank's elements before the padding
+  FromGrid(g.op.type, g.wire_at(r * b), mine, first + r * b, g.keys.data(), gathered + r * b * g.es());
+  std::memset(gathered + (r * b + mine) * g.es(), 0, (b - mine) * g.es());
+  CollectiveArgs ag;
+  ag.send = gathered + r * b * g.es();
+  ag.recv = gathered;
+  ag.count = b;
+  ag.elem_size = g.es();
+  TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAllGather, ag));
+  if (gathered != result) std::memcpy(result, gathered, n * g.es());
+  return Status::Ok();
+}
+
+// Whether an allreduce runs as an allgather of the inputs, every rank putting every
+// contribution on the grid itself (then no step agrees on the keys: every rank sees every
+// input). Only for tesseraAllReduce (a call with parts never: ranks may hold different
+// numbers), under TESSERA_ALGO=auto, where the cost model finds it cheaper: at small
+// sizes (one collective instead of two) and for two ranks (the same bytes as the default
+// mode's allreduce, and no grid values on the wire).
+bool GathersAllReduce(const GridCall& g) {
+  const int p = g.site.nranks;
+  if (p == 1 || !g.op.parts.empty() || g.site.settings->algo != "auto") return false;
+  const size_t count = g.op.count, block = (count + p - 1) / p;
+  const CostModel& m = *g.site.model;
+  const Shape& s = *g.site.shape;
+  const double gather = SelectAlgorithm(Collective::kAllGather, "auto", m, s, count * p * g.es()).predicted_s +
+                        static_cast<double>(count * p * g.es()) * m.gamma;  // GridSum reads them once
+  const double keys = SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 4 * (GridBlocks(count) + 1)).predicted_s;
+  const double whole = SelectAlgorithm(Collective::kAllReduce, "auto", m, s, count * g.wb()).predicted_s;
+  const double split = SelectAlgorithm(Collective::kReduceScatter, "auto", m, s, block * p * g.wb()).predicted_s +
+                       SelectAlgorithm(Collective::kAllGather, "auto", m, s, block * p * g.es()).predicted_s;
+  return gather < keys + std::min(whole, split);
+}
+
+// The allgather plan, segment by segment of whole blocks (so that a segment's keys,
+// computed here from every rank's input, are the whole vector's).
+Status GatherAllReduce(GridCall& g) {
+  const size_t count = g.op.count, p = static_cast<size_t>(g.site.nranks), es = g.es();
+  const size_t segment = std::min(count, std::max(kGridBlock, g.segment / kGridBlock * kGridBlock));
+  Scratch gathered;
+  TESSERA_RETURN_IF_ERROR(gathered.Allocate(g.ctx, p * segment * es));
+  std::vector<const void*> inputs(p);
+  for (size_t first = 0; first < count; first += segment) {
+    const size_t n = std::min(segment, count - first);
+    CollectiveArgs ag;
+    ag.send = g.input(0, first);
+    ag.recv = gathered.data();
+    ag.count = n;
+    ag.elem_size = es;
+    TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAllGather, ag));
+    for (size_t j = 0; j < p; ++j) inputs[j] = gathered.data() + j * n * es;
+    GridSum(g.op.type, inputs.data(), p, n, static_cast<char*>(g.op.recv) + first * es);
+  }
+  return Status::Ok();
+}
+
+Status GridAllReduce(GridCall& g) {
+  const size_t count = g.op.count, p = static_cast<size_t>(g.site.nranks);
+  g.segment = std::max(p, g.segment / p * p);  // whole segments split into p equal blocks
+  TESSERA_RETURN_IF_ERROR(g.wire.Allocate(g.ctx, (g.segment + p) * g.wb()));
+  TESSERA_RETURN_IF_ERROR(g.out.Allocate(g.ctx, (g.segment + p) * g.es()));
+  for (size_t first = 0; first < count; first += g.segment) {
+    const size_t n = std::min(g.segment, count - first);
+    TESSERA_RETURN_IF_ERROR(SplitsAllReduce(g, n) ? SplitSegment(g, first, n) : AllReduceSegment(g, first, n));
+  }
+  return Status::Ok();
+}
+
+// Reduce: each segment's grid values reduced to the root, which brings them back.
+Status GridReduce(GridCall& g) {
+  const size_t count = g.op.count;
+  const bool root = g.site.rank == g.op.root;
+  TESSERA_RETURN_IF_ERROR(g.wire.Allocate(g.ctx, g.segment * g.wb()));
+  for (size_t first = 0; first < count; first += g.segment) {
+    const size_t n = std::min(g.segment, count - first);
+    g.ToGridAll(first, n, g.wire.data());
+    CollectiveArgs args;
+    TESSERA_RETURN_IF_ERROR(WireArgs(g, g.wire.data(), g.wire.data(), n, &args));
+    TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kReduce, args));
+    if (root) FromGrid(g.op.type, g.wire.data(), n, first, g.keys.data(), static_cast<char*>(g.op.recv) + first * g.es());
+  }
+  return Status::Ok();
+}
+
+// Reduce-scatter of p blocks of `count`: segment [off, off + n) of every block goes onto
+// the grid side by side (block j's elements are elements j * count + off... of the
+// vector), is reduce-scattered, and this rank's comes back.
+Status GridReduceScatter(GridCall& g) {
+  const size_t count = g.op.count, p = static_cast<size_t>(g.site.nranks), r = static_cast<size_t>(g.site.rank);
+  const size_t per_block = std::max<size_t>(1, g.segment / p);
+  TESSERA_RETURN_IF_ERROR(g.wire.Allocate(g.ctx, per_block * p * g.wb()));
+  for (size_t off = 0; off < count; off += per_block) {
+    const size_t n = std::min(per_block, count - off);
+    for (size_t j = 0; j < p; ++j) g.ToGridAll(j * count + off, n, g.wire_at(j * n));
+    CollectiveArgs args;
+    TESSERA_RETURN_IF_ERROR(WireArgs(g, g.wire.data(), g.wire_at(r * n), n, &args));
+    TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kReduceScatter, args));
+    FromGrid(g.op.type, g.wire_at(r * n), n, r * count + off, g.keys.data(),
+             static_cast<char*>(g.op.recv) + off * g.es());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool ReducesOnGrid(const Operation& op, RedOp base, bool custom) {
+  GridFormat format;
+  return GridFormatOf(op.type, &format) && (custom || base == RedOp::kSum || base == RedOp::kAvg);
+}
+
+Status RunGridReduction(const Operation& op, RedOp base, const std::vector<const void*>& inputs,
+                        const GridReductionSite& site, const CollectiveContext& ctx, ElementwiseOps& elementwise) {
+  GridCall g{op, inputs, site, ctx, {}, {}, 1, {}, {}};
+  GridFormatOf(op.type, &g.format);
+  const bool scatter = op.kind == OpKind::kReduceScatter;
+  const size_t in_count = op.count * (scatter ? site.nranks : 1);
+  g.segment = std::max<size_t>(1, static_cast<size_t>(site.settings->deterministic_segment_bytes) / g.wb());
+  if (site.nranks > kMaxGridContributions) {
+    return InvalidArgument("deterministic mode adds at most " + std::to_string(kMaxGridContributions) +
+                           " contributions exactly, and this communicator has " + std::to_string(site.nranks) +
+                           " ranks");
+  }
+  Status s;
+  if (op.kind == OpKind::kAllReduce && GathersAllReduce(g)) {
+    s = GatherAllReduce(g);
+  } else {
+    TESSERA_RETURN_IF_ERROR(AgreeOnKeys(in_count, &g));
+    s = op.kind == OpKind::kAllReduce ? GridAllReduce(g) : scatter ? GridReduceScatter(g) : GridReduce(g);
+  }
+  const bool writes = op.kind != OpKind::kReduce || site.rank == op.root;
+  if (s.ok() && writes && base == RedOp::kAvg) s = elementwise.Divide(op.type, op.recv, op.count, site.nranks);
+  return s.Annotate("deterministic");
+}
+
+}  // namespace tessera
