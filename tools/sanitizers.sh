@@ -28,6 +28,7 @@ targets=(
   //tests:api_ucx_test
   //tests:collectives_ucx_test
   //tests:listener_abuse_test
+  //tests:deterministic_test              # the fixed-point grid on 1-8 ranks, every algorithm
   //comm:shrink_offer_test
   //diagnosis/...
   //base/...
