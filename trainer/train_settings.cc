@@ -224,6 +224,13 @@ const std::vector<Flag>& Flags() {
       {"wire_dtype", "gradients on the wire: float32, bfloat16 or float16 (reduced in float32)",
        Choice(&TrainSettings::wire_type, "wire_dtype",
               {{"float32", WireType::kFloat32}, {"bfloat16", WireType::kBfloat16}, {"float16", WireType::kFloat16}})},
+      {"staleness", "1: double buffering: a step's allreduce runs during the next step, which applies it",
+       Choice(&TrainSettings::staleness, "staleness", {{"0", 0}, {"1", 1}})},
+      {"elastic", "1: when ranks are lost, the survivors shrink and go on (mpirun needs --enable-recovery)",
+       Bool(&TrainSettings::elastic, "elastic")},
+      {"elastic_batch", "after lost ranks keep the global batch, or the per-rank one (rank; linear-scaled rate)",
+       Choice(&TrainSettings::elastic_batch, "elastic_batch",
+              {{"global", ElasticBatch::kGlobal}, {"rank", ElasticBatch::kPerRank}})},
       // Run control.
       {"out", "directory of metrics CSVs, the plot and the checkpoint", Text(&TrainSettings::out_dir)},
       {"resume", "resume from <out>/checkpoint.pt if it exists", Bool(&TrainSettings::resume, "resume")},
@@ -308,7 +315,7 @@ std::string DescribeSettings(const TrainSettings& s) {
       << (s.precision == Precision::kBfloat16 ? "bf16" : s.precision == Precision::kFloat16 ? "fp16" : "fp32")
       << " wire="
       << (s.wire_type == WireType::kBfloat16 ? "bfloat16" : s.wire_type == WireType::kFloat16 ? "float16" : "float32")
-      << " bucket_mb=" << s.bucket_mb << " crop=" << s.crop_size << " seed=" << s.seed;
+      << " bucket_mb=" << s.bucket_mb << " crop=" << s.crop_size << " seed=" << s.seed << " staleness=" << s.staleness;
   return out.str();
 }
 
