@@ -16,7 +16,7 @@ rc=$?
 cat "$OUT/two"
 [ "$rc" -eq 0 ] || { echo "FAIL: mpirun -np 2 exited $rc"; failures=$((failures + 1)); }
 oks=$(grep -c ": OK$" "$OUT/two")
-[ "$oks" -eq 16 ] || { echo "FAIL: $oks of 16 rank-case lines OK"; failures=$((failures + 1)); }
+[ "$oks" -eq 18 ] || { echo "FAIL: $oks of 18 rank-case lines OK"; failures=$((failures + 1)); }
 
 timeout -k 5 120 "$BIN" >"$OUT/one" 2>&1
 rc=$?

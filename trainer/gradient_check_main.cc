@@ -25,14 +25,20 @@
 // the reference that applies step t's own gradient. Half-way, the pending gradient is
 // taken out (PendingGradients), the buckets rebuilt and the gradient put back
 // (SetPendingGradients), as a resume or a shrink does.
+//
+// Abandon (what a survivor does after a lost rank, --elastic): a pending gradient whose
+// allreduce finished is kept; one whose allreduce cannot finish (rank 1 never joins it)
+// is dropped once rank 0 revokes the communicator, promptly. Runs last: it revokes the
+// gradient communicator.
 // Prints one line per case and rank; exits 1 if any check fails.
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
 #include <cstdio>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tessera/tessera.h"
@@ -196,6 +202,48 @@ bool CheckStaleUpdates(int rank, int world, tesseraComm_t gradient_comm) {
   return ok;
 }
 
+// One backward of `model` on this rank's images into `buckets`, and Finish.
+tessera::Status StaleStep(trainer::ResNet& model, trainer::GradientBuckets* buckets, int rank) {
+  torch::manual_seed(50);
+  torch::Tensor images = torch::randn({kPerRank * 2, 3, kSize, kSize});
+  torch::Tensor labels = torch::randint(kClasses, {kPerRank * 2}, torch::kInt64);
+  buckets->Begin();
+  torch::nn::functional::cross_entropy(model->forward(images.narrow(0, rank * kPerRank, kPerRank)),
+                                       labels.narrow(0, rank * kPerRank, kPerRank))
+      .backward();
+  double exposed = 0, busy = 0;
+  bool have_gradient = false;
+  return buckets->Finish(&exposed, &busy, &have_gradient);
+}
+
+bool CheckAbandon(int rank, int world, tesseraComm_t gradient_comm) {
+  trainer::ResNet model = MakeModel();
+  bool kept = false, dropped = true;
+  double seconds = 0;
+  tessera::Status status;
+  {
+    trainer::GradientBuckets buckets(model->parameters(), 64 * 1024, WireType::kFloat32, 1, gradient_comm);
+    status = StaleStep(model, &buckets, rank);
+    if (status.ok()) status = buckets.WaitPending();
+    kept = status.ok() && buckets.Abandon() && buckets.has_pending() && buckets.PendingGradients().defined();
+  }
+  if (rank == 0 && world > 1 && status.ok()) {
+    trainer::GradientBuckets buckets(model->parameters(), 64 * 1024, WireType::kFloat32, 1, gradient_comm);
+    status = StaleStep(model, &buckets, rank);  // its allreduce waits for rank 1, which never comes
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const auto start = std::chrono::steady_clock::now();
+    tesseraCommRevoke(gradient_comm, 0);
+    dropped = !buckets.Abandon() && !buckets.has_pending();
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  const bool ok = status.ok() && kept && dropped && seconds < 2;
+  std::printf("rank %d case abandon: a reduced pending gradient %s; one cut short %s%s (%.3f s): %s\n", rank,
+              kept ? "kept" : "LOST", dropped ? "dropped" : "KEPT", world > 1 && rank == 0 ? "" : " (not tried)",
+              seconds, ok ? "OK" : "FAIL");
+  if (!status.ok()) std::printf("rank %d case abandon: %s\n", rank, status.message().c_str());
+  return ok;
+}
+
 }  // namespace
 
 int main() {
@@ -280,6 +328,7 @@ int main() {
     if (!ok) ++failures;
   }
   if (!CheckStaleUpdates(rank, world, gradient_comm)) ++failures;
+  if (!CheckAbandon(rank, world, gradient_comm)) ++failures;
   tesseraCommDestroy(gradient_comm);
   tesseraCommDestroy(main_comm);
   std::printf("rank %d: %s\n", rank, failures == 0 ? "all cases OK" : "FAILED");
