@@ -281,18 +281,7 @@ tessera::Status Trainer::TrainEpoch(int epoch, bool* stopped) {
   const int64_t left = StepsLeft(span, progress_.epoch_position, global_batch);
   const Batches batches = TrainBatchesForRank(EpochPermutation(TrainImages(), settings_.seed, epoch),
                                               progress_.epoch_position, span, global_batch, comms_.world, comms_.rank);
-  std::unique_ptr<BatchLoader> loader;
-  if (!settings_.synthetic) {
-    PipelineOptions options;
-    options.train = true;
-    options.crop_size = settings_.crop_size;
-    options.min_crop_area = settings_.min_crop_area;
-    options.seed = settings_.seed;
-    options.epoch = epoch;
-    options.decode_threads = settings_.decode_threads;
-    options.prefetch_batches = settings_.prefetch_batches;
-    loader = std::make_unique<BatchLoader>(index_.train, batches, 0, options);
-  }
+  std::unique_ptr<BatchLoader> loader = settings_.synthetic ? nullptr : TrainLoader(epoch, batches);
   for (int64_t k = 0; k < left; ++k) {
     const double start = Now();
     StepInput input;
@@ -317,6 +306,18 @@ tessera::Status Trainer::TrainEpoch(int epoch, bool* stopped) {
   }
   loader.reset();
   return EndEpoch(epoch);
+}
+
+std::unique_ptr<BatchLoader> Trainer::TrainLoader(int epoch, const Batches& batches) const {
+  PipelineOptions options;
+  options.train = true;
+  options.crop_size = settings_.crop_size;
+  options.min_crop_area = settings_.min_crop_area;
+  options.seed = settings_.seed;
+  options.epoch = epoch;
+  options.decode_threads = settings_.decode_threads;
+  options.prefetch_batches = settings_.prefetch_batches;
+  return std::make_unique<BatchLoader>(index_.train, batches, 0, options);
 }
 
 tessera::Status Trainer::ReadStep(BatchLoader* loader, const std::vector<int64_t>& ids, StepInput* input) {
@@ -417,23 +418,8 @@ tessera::Status Trainer::TrainStep(const StepInput& input, int epoch, int64_t gl
 
   // 2-3. Forward and backward; buckets are allreduced as backward produces them.
   const double scale = settings_.loss_scaling ? scaler_.scale() : 1.0;
-  double local_loss_sum = 0;
   buckets_->Begin();
-  if (input.count > 0) {
-    torch::Tensor images = input.images.to(device_, /*non_blocking=*/true);
-    torch::Tensor labels = input.labels.to(device_, /*non_blocking=*/true);
-    torch::Tensor logits;
-    {
-      AutocastScope autocast(settings_, device_.is_cuda());
-      logits = model_->forward(images);
-    }
-    torch::Tensor loss_sum = torch::nn::functional::cross_entropy(
-        logits.to(torch::kFloat32), labels,
-        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum).label_smoothing(
-            settings_.label_smoothing));
-    (loss_sum * (scale / global_images)).backward();
-    local_loss_sum = loss_sum.item<double>();
-  }
+  const double local_loss_sum = input.count > 0 ? ForwardBackward(input, scale / global_images) : 0;
   m->compute_s = Now() - start;
 
   // 4. The step's loss (the ranks meet here), then the gradient to apply: this step's,
@@ -462,6 +448,23 @@ tessera::Status Trainer::TrainStep(const StepInput& input, int epoch, int64_t gl
   m->loss = global_images > 0 ? loss[0] / global_images : 0;
   progress_.skipped_total += static_cast<int64_t>(counts[1]);
   return tessera::Status::Ok();
+}
+
+// Forward under autocast and backward of (sum of the label-smoothed losses) x factor;
+// returns the sum.
+double Trainer::ForwardBackward(const StepInput& input, double factor) {
+  torch::Tensor images = input.images.to(device_, /*non_blocking=*/true);
+  torch::Tensor labels = input.labels.to(device_, /*non_blocking=*/true);
+  torch::Tensor logits;
+  {
+    AutocastScope autocast(settings_, device_.is_cuda());
+    logits = model_->forward(images);
+  }
+  torch::Tensor loss_sum = torch::nn::functional::cross_entropy(
+      logits.to(torch::kFloat32), labels,
+      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum).label_smoothing(settings_.label_smoothing));
+  (loss_sum * factor).backward();
+  return loss_sum.item<double>();
 }
 
 // Applies the reduced gradient in .grad, computed with loss scale `scale` over `images`

@@ -90,8 +90,10 @@ class Trainer {
   tessera::Status BroadcastState(int root, torch::Tensor* pending);
   tessera::Status OpenMetrics(bool fresh);
   tessera::Status TrainEpoch(int epoch, bool* stopped);
+  std::unique_ptr<BatchLoader> TrainLoader(int epoch, const Batches& batches) const;
   tessera::Status ReadStep(BatchLoader* loader, const std::vector<int64_t>& ids, StepInput* input);
   tessera::Status TrainStep(const StepInput& input, int epoch, int64_t global_batch, StepMetrics* metrics);
+  double ForwardBackward(const StepInput& input, double factor);
   void ApplyGradient(bool have_gradient, double scale, double images, StepMetrics* metrics);
   void EndStep(const StepMetrics& metrics, int64_t positions, int64_t steps_left);
   tessera::Status EndEpoch(int epoch);
