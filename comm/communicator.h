@@ -107,8 +107,10 @@ class Communicator {
   // the excluded ranks taking part and without this communicator's links. They agree
   // through the lowest survivor's watch service: it serves the new unique id and its
   // list of excluded ranks, and a survivor whose explicit list differs fails naming
-  // both (an empty list adopts the lowest survivor's). InvalidUsage when this rank is
-  // excluded or diagnosis is off (TESSERA_DIAGNOSIS_MS=0).
+  // both (an empty list adopts the lowest survivor's). When the diagnosis named nobody
+  // (the first failure this rank saw was a peer's revoke), an empty list means the lost
+  // ranks as with `lost`. InvalidUsage when this rank is excluded or diagnosis is off
+  // (TESSERA_DIAGNOSIS_MS=0).
   Status Shrink(const std::vector<int>& exclude, bool lost, const Settings& settings,
                 std::unique_ptr<Communicator>* out);
 

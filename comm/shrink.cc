@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <sstream>
 #include <thread>
 
 #include "comm/communicator.h"
+#include "comm/shrink_offer.h"
 
 namespace tessera {
 
@@ -22,31 +22,6 @@ void Communicator::Revoke() {
 }
 
 namespace {
-
-// The lowest survivor's offer: "shrink <n>", the new unique id, the excluded ranks.
-std::string EncodeShrinkOffer(uint32_t generation, const UniqueIdData& id, const std::vector<int>& exclude) {
-  std::string out = "shrink " + std::to_string(generation) + "\n";
-  char bytes[kUniqueIdBytes];
-  EncodeUniqueId(id, bytes);
-  out.append(bytes, kUniqueIdBytes);
-  for (int r : exclude) out += std::to_string(r) + " ";
-  return out;
-}
-
-// False when `offer` is not the offer of shrink `generation` (none yet, an older one);
-// an error when it cannot be read.
-Status DecodeShrinkOffer(const std::string& offer, uint32_t generation, bool* current, UniqueIdData* id,
-                         std::vector<int>* exclude) {
-  const std::string head = "shrink " + std::to_string(generation) + "\n";
-  *current = offer.compare(0, head.size(), head) == 0;
-  if (!*current) return Status::Ok();
-  if (offer.size() < head.size() + kUniqueIdBytes) return InvalidArgument("a shrink offer cut short");
-  TESSERA_RETURN_IF_ERROR(DecodeUniqueId(offer.data() + head.size(), id));
-  exclude->clear();
-  std::istringstream ranks(offer.substr(head.size() + kUniqueIdBytes));
-  for (int r; ranks >> r;) exclude->push_back(r);
-  return Status::Ok();
-}
 
 std::string RankList(const std::vector<int>& ranks) {
   std::string out = "{";
@@ -77,7 +52,7 @@ Status Communicator::FetchShrink(int leader, bool adopt, std::vector<int>* exclu
     bool current = false;
     std::vector<int> theirs;
     Status s = AskOffer(membership_.watch[leader], membership_.secret, rank_, deadline, &offer);
-    if (s.ok()) s = DecodeShrinkOffer(offer, shrinks_, &current, id, &theirs);
+    if (s.ok()) s = DecodeShrinkOffer(offer, shrinks_, nranks_, &current, id, &theirs);
     if (!s.ok()) return s.Annotate("rank " + std::to_string(leader) + ", the lowest survivor [culprit: rank " +
                                    std::to_string(leader) + "]");
     if (current && (adopt || theirs == *exclude)) {
@@ -116,13 +91,14 @@ Status Communicator::LostRanks(std::vector<int>* lost) const {
 
 Status Communicator::Shrink(const std::vector<int>& exclude_in, bool lost, const Settings& settings,
                             std::unique_ptr<Communicator>* out) {
-  if (membership_.watch.empty()) return InvalidUsage("shrink needs the watch service: TESSERA_DIAGNOSIS_MS is 0");
   const bool adopt = exclude_in.empty();
+  const bool watched = !membership_.watch.empty();
   std::vector<int> exclude = adopt ? std::vector<int>() : exclude_in;
-  if (adopt && lost) TESSERA_RETURN_IF_ERROR(LostRanks(&exclude).Annotate("shrink"));
   if (adopt && !lost) {
     for (int32_t r : activity_.Snapshot().culprits) exclude.push_back(r);
   }
+  // Asked for, or no culprit named (the first failure this rank saw was a peer's revoke).
+  if (adopt && exclude.empty() && watched) TESSERA_RETURN_IF_ERROR(LostRanks(&exclude).Annotate("shrink"));
   std::sort(exclude.begin(), exclude.end());
   exclude.erase(std::unique(exclude.begin(), exclude.end()), exclude.end());
   for (int r : exclude) {

@@ -12,9 +12,11 @@
 #include "base/settings.h"
 #include "base/types.h"
 #include "bootstrap/rendezvous.h"
+#include "comm/shrink_offer.h"
 #include "diagnosis/watch.h"
 #include "transport/ibverbs/wire_format.h"
 #include "transport/tcp/tcp_wire.h"
+#include "transport/ucx/ucx_wire.h"
 
 namespace tessera {
 namespace {
@@ -55,7 +57,8 @@ void SettingsSeeds() {
   Write("settings_fuzz", "timeout_only", "60000\n");
 }
 
-void RendezvousSeeds() {
+// A unique id as a job on loopback would have.
+UniqueIdData SeedUniqueId() {
   UniqueIdData id;
   id.root.ip_be = 0x0100007f;
   id.root.port_be = 0x3930;
@@ -63,6 +66,11 @@ void RendezvousSeeds() {
   id.root_pid = 4242;
   id.root_rank = 0;
   id.root_host = "node-a";
+  return id;
+}
+
+void RendezvousSeeds() {
+  const UniqueIdData id = SeedUniqueId();
   char id_bytes[kUniqueIdBytes];
   EncodeUniqueId(id, id_bytes);
   JoinRequest request;
@@ -111,6 +119,7 @@ void WatchSeeds() {
   s.verdict = "rank 3 (pid 4244 on node-b) stopped in allreduce #7 [culprit: rank 3]";
   Write("watch_fuzz", "status_broken",
         Bytes(secret) + EncodeWatchRequest(secret, WatchRequest::kStatus, 1) + EncodeSnapshot(1, 4242, s));
+  Write("watch_fuzz", "offer", Bytes(secret) + EncodeWatchRequest(secret, WatchRequest::kOffer, 2));
   Write("watch_fuzz", "dump_idle", Bytes(secret) + EncodeWatchRequest(secret, WatchRequest::kStatusAndDump, 0) +
                                        EncodeSnapshot(0, 4241, ActivitySnapshot()));
 }
@@ -158,6 +167,27 @@ void IbverbsSeeds() {
         Bytes(EncodeNoticeImm(8, 120)) + SerializeRankSummary(summary) + SerializeConnectionInfo(info));
 }
 
+void UcxSeeds() {
+  // A worker address's shape (UCX's own bytes are opaque: any will do for the frame).
+  std::string address(180, '\0');
+  for (size_t i = 0; i < address.size(); ++i) address[i] = static_cast<char>(i * 37 + 11);
+  const std::string card = EncodeUcxCard(address);
+  CallStamp call;
+  call.count = 1 << 20;
+  call.seq = 12;
+  const uint64_t data_tag = UcxDataTag(3, 12, UcxCallDigest(call), 5, true);
+  Write("ucx_fuzz", "card_and_chunk", Bytes(static_cast<uint16_t>(card.size())) + card + Bytes(data_tag));
+  Write("ucx_fuzz", "notice", Bytes(uint16_t{0}) + Bytes(UcxNoticeTag(2)) +
+                                  EncodeUcxNotice(TimeoutError("allreduce (ring): receiving from rank 3 (ucx)")));
+}
+
+void ShrinkOfferSeeds() {
+  const UniqueIdData id = SeedUniqueId();
+  const std::string prefix = Bytes(uint8_t{1}) + Bytes(uint8_t{7});  // shrink 1 of 8 ranks
+  Write("shrink_offer_fuzz", "two_gone", prefix + EncodeShrinkOffer(1, id, {2, 5}));
+  Write("shrink_offer_fuzz", "none_gone", prefix + EncodeShrinkOffer(1, id, {}));
+}
+
 }  // namespace
 }  // namespace tessera
 
@@ -176,5 +206,7 @@ int main(int argc, char** argv) {
   tessera::LayoutSeeds();
   tessera::TuningSeeds();
   tessera::IbverbsSeeds();
+  tessera::UcxSeeds();
+  tessera::ShrinkOfferSeeds();
   return 0;
 }

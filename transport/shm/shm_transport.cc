@@ -1,10 +1,8 @@
 #include "transport/shm/shm_transport.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "transport/peer_process.h"
 #include "transport/shm/doorbell.h"
 
 namespace tessera {
@@ -52,22 +51,6 @@ size_t RoundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 size_t HeaderBytes() { return RoundUp(sizeof(SegmentHeader), 4096); }
 size_t SlotStride(size_t slot_bytes) { return kLine + slot_bytes; }
 size_t ChannelStride(size_t slot_bytes, size_t slots) { return sizeof(ChannelHeader) + slots * SlotStride(slot_bytes); }
-
-// A pidfd for `pid`; kGone when the process no longer exists, -1 when pidfds are not
-// available (then death is noticed by timeouts only).
-constexpr int kGone = -2;
-int PidfdOpen(int pid) {
-  int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  if (fd < 0 && errno == ESRCH) return kGone;
-  return fd;
-}
-
-bool PidfdExited(int pidfd) {
-  if (pidfd == kGone) return true;
-  if (pidfd < 0) return false;
-  pollfd p{pidfd, POLLIN, 0};
-  return ::poll(&p, 1, 0) > 0;
-}
 
 // The failure that rank `rank` published in its segment header `h` (its code, "rank N
 // failed: <reason>"); call once h->failed is seen set.
@@ -199,7 +182,7 @@ class ShmLink : public Link {
 
   Status CheckPeer() override {
     if (peer_header_->failed.load(std::memory_order_acquire) != 0) return PublishedFailure(peer_header_, peer());
-    if (PidfdExited(pidfd_)) {
+    if (PeerExited(pidfd_)) {
       return RemoteError("rank " + std::to_string(peer()) + " (pid " + std::to_string(peer_pid_) + ") exited");
     }
     return Status::Ok();
@@ -284,7 +267,7 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
   own->magic.store(kSegmentMagic, std::memory_order_release);
 
   for (size_t i = 0; i < n; ++i) {
-    if (static_cast<int>(i) != my_index_) pidfds_[i] = PidfdOpen(local[i].pid);
+    if (static_cast<int>(i) != my_index_) pidfds_[i] = OpenPeerPidfd(local[i].pid);
   }
   // Names every local peer that has exited while this rank still needs it (its segment
   // is not mapped yet, or it has not mapped ours), removing the names of their segments
@@ -295,7 +278,7 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
     for (size_t i = 0; i < n; ++i) {
       if (static_cast<int>(i) == my_index_) continue;
       const bool needed = !maps_[i] || maps_[my_index_]->channel(i)->attached.load(std::memory_order_acquire) == 0;
-      if (!needed || !PidfdExited(pidfds_[i])) continue;
+      if (!needed || !PeerExited(pidfds_[i])) continue;
       shm_unlink(local[i].segment.c_str());
       dead += (dead.empty() ? "rank " : ", rank ") + std::to_string(local[i].rank) + " (pid " +
               std::to_string(local[i].pid) + ")";
@@ -347,7 +330,7 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
   for (size_t i = 0; i < n; ++i) {
     if (static_cast<int>(i) == my_index_) continue;
     while (maps_[my_index_]->channel(i)->attached.load(std::memory_order_acquire) == 0) {
-      if (PidfdExited(pidfds_[i])) {
+      if (PeerExited(pidfds_[i])) {
         return RemoteError(dead_peers() + " exited during shared-memory set-up (before mapping this rank's segment)");
       }
       if (deadline.Expired()) {
@@ -368,7 +351,7 @@ ShmTransport::~ShmTransport() {
   // mapped the segment, so set-up did not fail on it) left the name in /dev/shm. Its
   // owner is gone and its name is in its card: remove it (ENOENT when it was removed).
   for (size_t i = 0; i < pidfds_.size(); ++i) {
-    if (static_cast<int>(i) != my_index_ && PidfdExited(pidfds_[i])) shm_unlink(local_[i].segment.c_str());
+    if (static_cast<int>(i) != my_index_ && PeerExited(pidfds_[i])) shm_unlink(local_[i].segment.c_str());
   }
   for (int fd : pidfds_) {
     if (fd >= 0) close(fd);

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "transport/ucx/ucx_transport.h"
+#include "transport/ucx/ucx_wire.h"
 
 namespace tessera {
 namespace {
@@ -12,8 +13,6 @@ namespace {
 // a UCX chunk's rendezvous takes longer than 50 us: spin longer over UCX
 // (docs/performance.md#ucx measured 1.7-4x from never sleeping).
 constexpr int64_t kUcxSpinUs = 1000;
-// The most a worker address may take in the rendezvous' cards.
-constexpr size_t kMaxWorkerAddress = 1024;
 
 // Whether the kernel shows an RDMA device (what UCX's RDMA transports would use).
 bool HostHasRdmaDevice() {
@@ -31,10 +30,15 @@ class OpenUcx : public OpenTransport {
  public:
   explicit OpenUcx(std::unique_ptr<UcxTransport> ucx) : ucx_(std::move(ucx)) {}
 
-  std::string card() const override { return ucx_->worker_address(); }
+  std::string card() const override { return EncodeUcxCard(ucx_->worker_address()); }
 
   Status Finish(const FinishContext& ctx, std::unique_ptr<Transport>* out) override {
-    TESSERA_RETURN_IF_ERROR(ucx_->SetPeerAddresses(ctx.cards));
+    std::vector<std::string> addresses(ctx.cards.size());
+    for (size_t r = 0; r < ctx.cards.size(); ++r) {
+      TESSERA_RETURN_IF_ERROR(DecodeUcxCard(ctx.cards[r], &addresses[r]).Annotate("rank " + std::to_string(r) + "'s UCX card"));
+    }
+    TESSERA_RETURN_IF_ERROR(ucx_->SetPeerAddresses(std::move(addresses)));
+    ucx_->WatchLocalPeers(ctx.local);
     *out = std::move(ucx_);
     return Status::Ok();
   }
@@ -56,9 +60,9 @@ Status OpenUcxTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* 
   std::unique_ptr<UcxTransport> ucx;
   Status s = UcxTransport::Create(options, ctx.rank, ctx.nranks, &ucx);
   if (!s.ok()) return ctx.automatic ? Status::Ok() : s.Annotate("TESSERA_TRANSPORT lists ucx");
-  if (ucx->worker_address().size() > kMaxWorkerAddress) {
+  if (ucx->worker_address().size() > kMaxUcxWorkerAddress) {
     return SystemError("UCX worker address of " + std::to_string(ucx->worker_address().size()) + " bytes exceeds " +
-                       std::to_string(kMaxWorkerAddress) + ": name fewer devices with UCX_TLS or UCX_NET_DEVICES");
+                       std::to_string(kMaxUcxWorkerAddress) + ": name fewer devices with UCX_TLS or UCX_NET_DEVICES");
   }
   *out = std::make_unique<OpenUcx>(std::move(ucx));
   return Status::Ok();

@@ -1,5 +1,8 @@
 #include "transport/ucx/ucx_transport.h"
 
+#include "transport/peer_process.h"
+#include "transport/ucx/ucx_wire.h"
+
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -15,65 +18,6 @@
 namespace tessera {
 namespace {
 
-// --- Tags -------------------------------------------------------------------------
-// bit 63      failure notice (1) or data (0)
-// bits 62..45 sending rank (18 bits)
-// bits 44..29 the link's message sequence number, modulo 2^16
-// bits 28..21 digest of the sender's call (CallDigest)
-// bit 20      last chunk of its message
-// bits 19..0  chunk index within the message
-constexpr int kRankShift = 45;
-constexpr int kRankBits = 18;
-constexpr int kSeqShift = 29;
-constexpr uint64_t kSeqMask = (uint64_t{1} << 16) - 1;
-constexpr int kDigestShift = 21;
-constexpr uint64_t kDigestMask = uint64_t{0xFF} << kDigestShift;
-constexpr uint64_t kLastFlag = uint64_t{1} << 20;
-constexpr uint64_t kNoticeFlag = uint64_t{1} << 63;
-constexpr uint64_t kMaxChunks = uint64_t{1} << 20;
-// A data receive matches every bit but the last-chunk flag and the call digest, which
-// it then checks: a chunk of another call is received and reported, not left unmatched.
-constexpr uint64_t kDataMatchMask = ~(kLastFlag | kDigestMask);
-
-uint64_t DataTag(int sender, uint64_t seq, uint8_t digest, uint64_t chunk, bool last) {
-  return (static_cast<uint64_t>(sender) << kRankShift) | ((seq & kSeqMask) << kSeqShift) |
-         (static_cast<uint64_t>(digest) << kDigestShift) | (last ? kLastFlag : 0) | chunk;
-}
-uint8_t TagDigest(uint64_t tag) { return static_cast<uint8_t>((tag & kDigestMask) >> kDigestShift); }
-
-// CRC-8 (polynomial x^8 + x^2 + x + 1) of the stamp's fields, byte by byte (not its
-// padding): calls that differ within one of those bytes (the collective, the datatype,
-// the operator, a root below 256, most nearby sequence numbers) always get different
-// digests, other differences with odds 255 in 256.
-struct Crc8Table {
-  uint8_t at[256] = {};
-  constexpr Crc8Table() {
-    for (int i = 0; i < 256; ++i) {
-      uint8_t c = static_cast<uint8_t>(i);
-      for (int b = 0; b < 8; ++b) c = static_cast<uint8_t>((c & 0x80) ? (c << 1) ^ 0x07 : c << 1);
-      at[i] = c;
-    }
-  }
-};
-constexpr Crc8Table kCrc8;
-
-uint8_t CallDigest(const CallStamp& call) {
-  uint8_t crc = 0;
-  auto add = [&crc](uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i) crc = kCrc8.at[crc ^ static_cast<uint8_t>(v >> (8 * i))];
-  };
-  add(call.count, 8);
-  add(call.seq, 4);
-  add(call.kind, 1);
-  add(call.type, 1);
-  add(call.op, 1);
-  add(call.flags, 1);
-  add(static_cast<uint32_t>(call.root), 4);
-  return crc;
-}
-uint64_t NoticeTag(int sender) { return kNoticeFlag | (static_cast<uint64_t>(sender) << kRankShift); }
-int TagSender(uint64_t tag) { return static_cast<int>((tag >> kRankShift) & ((uint64_t{1} << kRankBits) - 1)); }
-
 // How a message of `len` bytes is cut: chunks of `chunk` bytes, the last one shorter.
 // Both sides use the same chunk size, so no chunk a sender sends is larger than the
 // receive posted for it, except a short last chunk (see ProgressRecv).
@@ -88,11 +32,11 @@ struct Chunking {
 
 Chunking ChunkingFor(size_t len, size_t chunk) { return Chunking{len, chunk, (len + chunk - 1) / chunk}; }
 
-// The tag numbers at most kMaxChunks chunks per message.
+// The tag numbers at most kUcxMaxChunks chunks per message.
 Status CheckLength(size_t len, size_t chunk) {
-  if (len / chunk < kMaxChunks) return Status::Ok();
+  if (len / chunk < kUcxMaxChunks) return Status::Ok();
   return InvalidArgument("a message of " + std::to_string(len) + " bytes is more than the UCX transport carries (" +
-                         std::to_string(kMaxChunks) + " chunks of " + std::to_string(chunk) + " bytes)");
+                         std::to_string(kUcxMaxChunks) + " chunks of " + std::to_string(chunk) + " bytes)");
 }
 
 std::string UcsText(ucs_status_t s) { return ucs_status_string(s); }
@@ -103,7 +47,6 @@ constexpr int kCloseMs = 1000;
 constexpr int kDrainMs = 100;
 constexpr size_t kMaxDiscardBytes = 4096;
 constexpr int kNoticeSendMs = 500;
-constexpr size_t kMaxNoticeBytes = 1024;
 // Progress rounds per call: enough to drain a burst, bounded so one call stays short.
 constexpr int kProgressRounds = 8;
 
@@ -181,18 +124,33 @@ struct UcxTransport::Worker {
 // --- A peer's endpoint ----------------------------------------------------------------
 
 struct UcxTransport::Peer {
+  ~Peer() {
+    if (pidfd >= 0) close(pidfd);
+  }
   int rank = -1;
   std::string address;
   ucp_ep_h ep = nullptr;
-  // Set by UCX's error handler (from progress) when the endpoint fails.
+  // Set by UCX's error handler (from progress) when the endpoint fails, or by
+  // CheckProcess when the peer's process has exited.
   std::atomic<int> failure{UCS_OK};
   // Requests were left behind (an exchange failed midway): close by force.
   bool abandoned = false;
   // Something was sent on the endpoint (else there is nothing to flush at close).
   bool used = false;
+  // A peer on this host: its pid and a pidfd (OpenPeerPidfd; -1 elsewhere). UCX's
+  // shared-memory transports may not notice its death while a FIFO is full.
+  int pid = 0;
+  int pidfd = -1;
+  bool exited = false;
 
   bool failed() const { return failure.load(std::memory_order_acquire) != UCS_OK; }
+  void CheckProcess() {
+    if (failed() || !PeerExited(pidfd)) return;
+    exited = true;
+    failure.store(UCS_ERR_CONNECTION_RESET, std::memory_order_release);
+  }
   Status FailureStatus() const {
+    if (exited) return RemoteError("rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + ") exited");
     return RemoteError("rank " + std::to_string(rank) + " is unreachable: UCX reported \"" +
                        UcsText(static_cast<ucs_status_t>(failure.load())) +
                        "\" on its endpoint (the process exited or the network failed)");
@@ -248,7 +206,7 @@ class UcxLink : public Link {
 
   void SetCall(const CallStamp& call) override {
     call_ = call;
-    digest_ = CallDigest(call);
+    digest_ = UcxCallDigest(call);
   }
 
   void BeginSend(const void* data, size_t len) override {
@@ -281,7 +239,7 @@ class UcxLink : public Link {
       peer_->used = true;
       ucp_request_param_t param{};
       void* req = ucp_tag_send_nbx(peer_->ep, send_data_ + send_.Begin(k), send_.Length(k),
-                                   DataTag(my_rank_, send_seq_now_, digest_, k, k + 1 == send_.count), &param);
+                                   UcxDataTag(my_rank_, send_seq_now_, digest_, k, k + 1 == send_.count), &param);
       if (UCS_PTR_IS_ERR(req)) return send_error_ = SendFailed(UCS_PTR_STATUS(req), k);
       *progressed = true;
       if (req == nullptr) {
@@ -317,7 +275,10 @@ class UcxLink : public Link {
 
   void AddWaits(WaitSet* set, bool, bool) override { worker_->AddWaits(set); }
 
-  Status CheckPeer() override { return peer_->failed() ? peer_->FailureStatus() : Status::Ok(); }
+  Status CheckPeer() override {
+    peer_->CheckProcess();
+    return peer_->failed() ? peer_->FailureStatus() : Status::Ok();
+  }
 
   size_t sent_bytes() const override { return send_bytes_; }
   size_t received_bytes() const override { return recv_bytes_; }
@@ -348,7 +309,7 @@ class UcxLink : public Link {
         continue;
       }
       void* req = ucp_tag_recv_nbx(worker_->worker, Landing(k), recv_.Length(k),
-                                   DataTag(peer(), recv_seq_now_, 0, k, false), kDataMatchMask, &RecvParam(&slot));
+                                   UcxDataTag(peer(), recv_seq_now_, 0, k, false), kUcxDataMatchMask, &RecvParam(&slot));
       Posted(&slot, req);
     }
     if (worker_->Progress()) *progressed = true;
@@ -423,21 +384,21 @@ class UcxLink : public Link {
   // Receives the short last chunk k if it has arrived and matches what this rank
   // expects; a mismatch is reported without receiving it.
   Status MatchShortLastChunk(size_t k, RecvSlot* slot, bool* progressed) {
-    const uint64_t tag = DataTag(peer(), recv_seq_now_, 0, k, false);
+    const uint64_t tag = UcxDataTag(peer(), recv_seq_now_, 0, k, false);
     ucp_tag_recv_info_t info{};
-    if (ucp_tag_probe_nb(worker_->worker, tag, kDataMatchMask, 0, &info) == nullptr) return Status::Ok();
+    if (ucp_tag_probe_nb(worker_->worker, tag, kUcxDataMatchMask, 0, &info) == nullptr) return Status::Ok();
     *progressed = true;
     slot->probing = false;
-    if (TagDigest(info.sender_tag) != digest_) {
+    if (UcxTagDigest(info.sender_tag) != digest_) {
       slot->complete = slot->handled = true;
       return recv_error_ = CallMismatch();
     }
-    const bool last = (info.sender_tag & kLastFlag) != 0;
+    const bool last = (info.sender_tag & kUcxLastFlag) != 0;
     if (info.length != recv_.Length(k) || !last) {
       slot->complete = slot->handled = true;
       return recv_error_ = Mismatch(k, info.length, last, info.length > recv_.Length(k));
     }
-    ucp_tag_message_h msg = ucp_tag_probe_nb(worker_->worker, tag, kDataMatchMask, 1, &info);
+    ucp_tag_message_h msg = ucp_tag_probe_nb(worker_->worker, tag, kUcxDataMatchMask, 1, &info);
     Posted(slot, ucp_tag_msg_recv_nbx(worker_->worker, Landing(k), recv_.Length(k), msg, &RecvParam(slot)));
     return Status::Ok();
   }
@@ -446,17 +407,17 @@ class UcxLink : public Link {
   Status ChunkReceived(size_t k, ucs_status_t s, const ucp_tag_recv_info_t& info) {
     // A truncated chunk still reports its tag (UCX sets it when matching; checked against
     // the receive's own): another call's is named as such, not as a size mismatch.
-    const uint64_t posted = DataTag(peer(), recv_seq_now_, 0, k, false);
+    const uint64_t posted = UcxDataTag(peer(), recv_seq_now_, 0, k, false);
     const bool tagged =
-        s == UCS_OK || (s == UCS_ERR_MESSAGE_TRUNCATED && (info.sender_tag & kDataMatchMask) == posted);
-    if (tagged && TagDigest(info.sender_tag) != digest_) return recv_error_ = CallMismatch();
+        s == UCS_OK || (s == UCS_ERR_MESSAGE_TRUNCATED && (info.sender_tag & kUcxDataMatchMask) == posted);
+    if (tagged && UcxTagDigest(info.sender_tag) != digest_) return recv_error_ = CallMismatch();
     if (s == UCS_ERR_MESSAGE_TRUNCATED) return recv_error_ = Mismatch(k, 0, false, true);
     if (s != UCS_OK) {
       return recv_error_ = peer_->failed() ? peer_->FailureStatus()
                                            : RemoteError("receiving chunk " + std::to_string(k) + " from rank " +
                                                          std::to_string(peer()) + " failed: " + UcsText(s));
     }
-    const bool last = (info.sender_tag & kLastFlag) != 0;
+    const bool last = (info.sender_tag & kUcxLastFlag) != 0;
     if (info.length != recv_.Length(k) || last != (k + 1 == recv_.count)) {
       return recv_error_ = Mismatch(k, info.length, last, false);
     }
@@ -559,7 +520,7 @@ class UcxLink : public Link {
   const int my_rank_;
   UcxTransport::Peer* const peer_;
   CallStamp call_;       // of this link's messages, both ways (SetCall)
-  uint8_t digest_ = 0;   // CallDigest(call_)
+  uint8_t digest_ = 0;   // UcxCallDigest(call_)
   UcxTransport::Worker* const worker_;
   const size_t chunk_bytes_;
   const size_t in_flight_;
@@ -646,9 +607,9 @@ Status UcxTransport::Create(const Options& options, int my_rank, int nranks, std
 }
 
 Status UcxTransport::Init(const Options& options, int my_rank, int nranks) {
-  if (nranks < 1 || nranks > (1 << kRankBits) || my_rank < 0 || my_rank >= nranks) {
+  if (nranks < 1 || nranks > (1 << kUcxRankBits) || my_rank < 0 || my_rank >= nranks) {
     return InvalidArgument("rank " + std::to_string(my_rank) + " of " + std::to_string(nranks) +
-                           " is out of range (at most " + std::to_string(1 << kRankBits) + " ranks)");
+                           " is out of range (at most " + std::to_string(1 << kUcxRankBits) + " ranks)");
   }
   if (options.chunk_bytes < 1 || options.chunks_in_flight < 1) {
     return InvalidArgument("chunk_bytes and chunks_in_flight must be positive");
@@ -725,6 +686,16 @@ Status UcxTransport::SetPeerAddresses(std::vector<std::string> addresses) {
   return Status::Ok();
 }
 
+void UcxTransport::WatchLocalPeers(const std::vector<LocalRank>& local) {
+  for (const LocalRank& l : local) {
+    if (l.rank == my_rank_ || l.rank < 0 || l.rank >= static_cast<int>(peers_.size())) continue;
+    Peer* p = peers_[l.rank].get();
+    if (p->pidfd >= 0) close(p->pidfd);
+    p->pid = l.pid;
+    p->pidfd = OpenPeerPidfd(l.pid);
+  }
+}
+
 bool UcxTransport::CanConnect(int peer) const {
   return peer != my_rank_ && peer >= 0 && peer < static_cast<int>(peers_.size()) && !peers_[peer]->address.empty();
 }
@@ -771,10 +742,7 @@ Status UcxTransport::Connect(int peer, const Deadline&, std::unique_ptr<Link>* o
 
 void UcxTransport::PublishFailure(const Status& failure) {
   if (!notice_payload_.empty()) return;  // once
-  const std::string text = failure.message().substr(0, kMaxNoticeBytes);
-  const int32_t code = static_cast<int32_t>(failure.code());
-  notice_payload_.assign(reinterpret_cast<const char*>(&code), sizeof(code));
-  notice_payload_ += text;
+  notice_payload_ = EncodeUcxNotice(failure);
   // Every peer, linked or not: a rank whose set-up failed before it linked to anyone
   // (its endpoint to a dead rank failed) still tells the ranks that would have linked
   // to it. Creating an endpoint does not wait for the peer.
@@ -782,7 +750,7 @@ void UcxTransport::PublishFailure(const Status& failure) {
     if (!peer || peer->address.empty() || peer->failed() || !EnsureEndpoint(peer.get()).ok()) continue;
     peer->used = true;
     ucp_request_param_t param{};
-    void* r = ucp_tag_send_nbx(peer->ep, notice_payload_.data(), notice_payload_.size(), NoticeTag(my_rank_), &param);
+    void* r = ucp_tag_send_nbx(peer->ep, notice_payload_.data(), notice_payload_.size(), UcxNoticeTag(my_rank_), &param);
     if (UCS_PTR_IS_PTR(r)) notice_requests_.push_back(r);
   }
   // Best effort, bounded: push them out (they are small, so eager).
@@ -813,10 +781,10 @@ Status UcxTransport::CheckNotices(int wait_ms) {
   for (;;) {
     worker_->Progress();
     ucp_tag_recv_info_t info{};
-    ucp_tag_message_h msg = ucp_tag_probe_nb(worker_->worker, kNoticeFlag, kNoticeFlag, 1, &info);
+    ucp_tag_message_h msg = ucp_tag_probe_nb(worker_->worker, kUcxNoticeFlag, kUcxNoticeFlag, 1, &info);
     if (msg != nullptr) {
-      const int sender = TagSender(info.sender_tag);
-      std::string payload(std::min(info.length, sizeof(int32_t) + kMaxNoticeBytes), '\0');
+      const int sender = UcxTagSender(info.sender_tag);
+      std::string payload(std::min(info.length, kMaxUcxNoticeBytes), '\0');
       ucp_request_param_t param{};
       void* r = ucp_tag_msg_recv_nbx(worker_->worker, &payload[0], payload.size(), msg, &param);
       ucs_status_t s = UCS_PTR_IS_ERR(r) ? UCS_PTR_STATUS(r) : UCS_OK;
@@ -826,16 +794,8 @@ Status UcxTransport::CheckNotices(int wait_ms) {
         if (s == UCS_INPROGRESS) ucp_request_cancel(worker_->worker, r);
         ucp_request_free(r);
       }
-      int32_t code = static_cast<int32_t>(Code::kRemoteError);
-      std::string reason = "(reason lost)";
-      if ((s == UCS_OK || s == UCS_ERR_MESSAGE_TRUNCATED) && payload.size() >= sizeof(code)) {
-        std::memcpy(&code, payload.data(), sizeof(code));
-        reason = payload.substr(sizeof(code));
-      }
-      if (code < static_cast<int32_t>(Code::kCudaError) || code > static_cast<int32_t>(Code::kTimeout)) {
-        code = static_cast<int32_t>(Code::kRemoteError);
-      }
-      return Status(static_cast<Code>(code), "rank " + std::to_string(sender) + " failed: " + reason);
+      if (s != UCS_OK && s != UCS_ERR_MESSAGE_TRUNCATED) payload.clear();
+      return DecodeUcxNotice(sender, payload);
     }
     if (deadline.Expired()) return Status::Ok();
     worker_->Wait(std::min(deadline.RemainingMs(), 20));

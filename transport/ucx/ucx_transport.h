@@ -85,6 +85,10 @@ class UcxTransport : public Transport {
   // empty entry marks a rank without UCX, which CanConnect then refuses). Call once,
   // after the rendezvous and before the first Connect.
   Status SetPeerAddresses(std::vector<std::string> addresses);
+  // The ranks of this host with their pids (after SetPeerAddresses): a link to one of
+  // them fails as soon as its process has exited (checked by CheckPeer), which UCX's
+  // shared-memory transports may not report while a FIFO to it is full.
+  void WatchLocalPeers(const std::vector<LocalRank>& local);
 
   const char* name() const override { return "ucx"; }
   // True for any other rank whose address is known.

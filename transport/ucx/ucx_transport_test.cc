@@ -86,12 +86,21 @@ std::string RunUcxRank(const RunConfig& cfg, const tessera_test::RankContext& ct
   std::unique_ptr<UcxTransport> ucx;
   Status s = UcxTransport::Create(cfg.options, ctx.rank, ctx.nranks, &ucx);
   if (!s.ok()) return "create: " + s.ToString();
+  // Each rank's pid (10 digits) and worker address, in one exchange.
+  char pid[11];
+  std::snprintf(pid, sizeof(pid), "%010d", static_cast<int>(getpid()));
   std::vector<std::string> all;
-  if (!tessera_test::ExchangeWithRanks(ucx->worker_address(), &all, Milliseconds(20000))) {
+  if (!tessera_test::ExchangeWithRanks(pid + ucx->worker_address(), &all, Milliseconds(20000))) {
     return "worker addresses not exchanged (" + std::to_string(ucx->worker_address().size()) + " bytes here)";
+  }
+  std::vector<LocalRank> local;  // every rank of the test is on this host, as the plugin would say
+  for (int r = 0; r < ctx.nranks; ++r) {
+    local.push_back(LocalRank{r, std::stoi(all[r].substr(0, 10))});
+    all[r].erase(0, 10);
   }
   s = ucx->SetPeerAddresses(all);
   if (!s.ok()) return "SetPeerAddresses: " + s.ToString();
+  ucx->WatchLocalPeers(local);
   std::vector<std::unique_ptr<Transport>> transports;
   transports.push_back(std::move(ucx));
   auto links = std::make_unique<LinkTable>(ctx.nranks, std::move(transports));

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Runs the multi-process suites and the unit tests of the lower layers again, built with
+# AddressSanitizer + UndefinedBehaviorSanitizer (--config=asan), then with ThreadSanitizer
+# (--config=tsan) (docs/sanitizers.md). Any report fails its test and so this script.
+# Each config has its own output directory, so the normal build is kept.
+#
+# Usage: bash tools/sanitizers.sh [asan|tsan ...]   (default: asan tsan)
+# Extra Bazel flags (e.g. --config=ci) come from TESSERA_SANITIZER_FLAGS.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+targets=(
+  //tests:comm_test                       # incl. non-blocking communicators, splits
+  //tests:group_test
+  //tests:failure_test
+  //tests:shrink_test                     # revoke and shrink after a kill and a stop
+  //tests:collectives_allreduce_test
+  //tests:collectives_reduce_test
+  //tests:collectives_reducescatter_test
+  //tests:collectives_movement_test
+  //tests:collectives_tcp_test
+  //tests:collectives_hosts_test
+  //tests:collectives_allreduce_algos_test
+  //tests:allreduce_shm_test
+  //tests:allreduce_tcp_test
+  //tests:allreduce_mixed_test
+  //tests:topology_algorithms_test        # the algorithms on emulated layouts
+  //tests:api_ucx_test
+  //tests:collectives_ucx_test
+  //tests:listener_abuse_test
+  //comm:shrink_offer_test
+  //diagnosis/...
+  //base/...
+  //collectives/...
+  //transport/...
+)
+# Under TSan the UCX collective suite alone takes over 5 minutes; UCX stays covered
+# there by api_ucx_test and //transport:ucx_transport_test.
+declare -A skip=(
+  [asan]=""
+  [tsan]="-//tests:collectives_ucx_test"
+)
+
+sanitizers=("$@")
+(( ${#sanitizers[@]} == 0 )) && sanitizers=(asan tsan)
+status=0
+for sanitizer in "${sanitizers[@]}"; do
+  started="$(date +%s)"
+  log="$(mktemp)"
+  # shellcheck disable=SC2086  # the flags and the skip list are words
+  bazel test ${TESSERA_SANITIZER_FLAGS:-} --config="${sanitizer}" -- "${targets[@]}" ${skip[${sanitizer}]} 2>&1 \
+    | tee "${log}" || status=1
+  echo "sanitizers: --config=${sanitizer}: $(grep -cE '^//[^ ]+ +(\(cached\) )?(PASSED|FLAKY)' "${log}" || true)" \
+    "passed, $(grep -cE '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|INCOMPLETE)' "${log}" || true)" \
+    "failed, in $(( $(date +%s) - started )) s"
+  rm -f "${log}"
+done
+exit "${status}"

@@ -1,0 +1,110 @@
+#include "transport/ucx/ucx_wire.h"
+
+#include <cstring>
+
+namespace tessera {
+namespace {
+
+constexpr char kCardMagic[4] = {'U', 'C', 'X', '1'};
+constexpr size_t kCardHeader = sizeof(kCardMagic) + sizeof(uint32_t) + sizeof(uint64_t);
+
+uint64_t Fnv1a(const std::string& bytes) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+constexpr int kRankShift = 45;
+constexpr int kSeqShift = 29;
+constexpr uint64_t kSeqMask = (uint64_t{1} << 16) - 1;
+constexpr int kDigestShift = 21;
+
+struct Crc8Table {
+  uint8_t at[256] = {};
+  constexpr Crc8Table() {
+    for (int i = 0; i < 256; ++i) {
+      uint8_t c = static_cast<uint8_t>(i);
+      for (int b = 0; b < 8; ++b) c = static_cast<uint8_t>((c & 0x80) ? (c << 1) ^ 0x07 : c << 1);
+      at[i] = c;
+    }
+  }
+};
+constexpr Crc8Table kCrc8;
+
+}  // namespace
+
+std::string EncodeUcxCard(const std::string& worker_address) {
+  const uint32_t length = static_cast<uint32_t>(worker_address.size());
+  const uint64_t hash = Fnv1a(worker_address);
+  std::string card(kCardMagic, sizeof(kCardMagic));
+  card.append(reinterpret_cast<const char*>(&length), sizeof(length));
+  card.append(reinterpret_cast<const char*>(&hash), sizeof(hash));
+  return card + worker_address;
+}
+
+Status DecodeUcxCard(const std::string& card, std::string* worker_address) {
+  worker_address->clear();
+  if (card.empty()) return Status::Ok();
+  if (card.size() < kCardHeader || std::memcmp(card.data(), kCardMagic, sizeof(kCardMagic)) != 0) {
+    return InvalidArgument("not a UCX card (" + std::to_string(card.size()) + " bytes)");
+  }
+  uint32_t length = 0;
+  uint64_t hash = 0;
+  std::memcpy(&length, card.data() + sizeof(kCardMagic), sizeof(length));
+  std::memcpy(&hash, card.data() + sizeof(kCardMagic) + sizeof(length), sizeof(hash));
+  if (length == 0 || length > kMaxUcxWorkerAddress || card.size() - kCardHeader != length) {
+    return InvalidArgument("a UCX card says its worker address has " + std::to_string(length) + " bytes, and " +
+                           std::to_string(card.size() - kCardHeader) + " follow (at most " +
+                           std::to_string(kMaxUcxWorkerAddress) + ")");
+  }
+  std::string address = card.substr(kCardHeader);
+  if (Fnv1a(address) != hash) return InvalidArgument("a UCX card's worker address does not match its hash");
+  *worker_address = std::move(address);
+  return Status::Ok();
+}
+
+uint64_t UcxDataTag(int sender, uint64_t seq, uint8_t digest, uint64_t chunk, bool last) {
+  return (static_cast<uint64_t>(sender) << kRankShift) | ((seq & kSeqMask) << kSeqShift) |
+         (static_cast<uint64_t>(digest) << kDigestShift) | (last ? kUcxLastFlag : 0) | chunk;
+}
+
+uint64_t UcxNoticeTag(int sender) { return kUcxNoticeFlag | (static_cast<uint64_t>(sender) << kRankShift); }
+
+int UcxTagSender(uint64_t tag) {
+  return static_cast<int>((tag >> kRankShift) & ((uint64_t{1} << kUcxRankBits) - 1));
+}
+
+uint8_t UcxTagDigest(uint64_t tag) { return static_cast<uint8_t>((tag & kUcxDigestMask) >> kDigestShift); }
+
+uint8_t UcxCallDigest(const CallStamp& call) {
+  uint8_t crc = 0;
+  auto add = [&crc](uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) crc = kCrc8.at[crc ^ static_cast<uint8_t>(v >> (8 * i))];
+  };
+  add(call.count, 8);
+  add(call.seq, 4);
+  add(call.kind, 1);
+  add(call.type, 1);
+  add(call.op, 1);
+  add(call.flags, 1);
+  add(static_cast<uint32_t>(call.root), 4);
+  return crc;
+}
+
+std::string EncodeUcxNotice(const Status& failure) {
+  const int32_t code = static_cast<int32_t>(failure.code());
+  std::string payload(reinterpret_cast<const char*>(&code), sizeof(code));
+  return payload + failure.message().substr(0, kMaxUcxNoticeText);
+}
+
+Status DecodeUcxNotice(int sender, const std::string& payload) {
+  const std::string who = "rank " + std::to_string(sender) + " failed: ";
+  int32_t code = 0;
+  if (payload.size() < sizeof(code)) return RemoteError(who + "(reason lost)");
+  std::memcpy(&code, payload.data(), sizeof(code));
+  const size_t text_bytes = std::min(payload.size() - sizeof(code), kMaxUcxNoticeText);
+  const Status failure = FailureFromWire(code, payload.data() + sizeof(code), text_bytes);
+  return Status(failure.code(), who + failure.message());
+}
+
+}  // namespace tessera
