@@ -50,6 +50,8 @@ tessera::Status Trainer::Recover(const tessera::Status& cause) {
   tesseraCommRevoke(comms_.gradients, 0);
   tesseraCommRevoke(comms_.main, 0);
   if (!buckets_->Abandon() && progress_.pending) {  // its allreduce did not finish: step back
+    std::fprintf(stderr, "train_resnet: rank %d: the gradient of global step %lld was not reduced in full: its images "
+                 "will be read again\n", old_rank, static_cast<long long>(progress_.global_step));
     TrainProgress before = pending_start_;
     before.loss_scale = progress_.loss_scale;
     before.clean_steps = progress_.clean_steps;

@@ -22,11 +22,16 @@
 #    (count, sum and sum of squares of the image numbers the ranks read, over the
 #    epoch's steps, against 0..191), before and after the change;
 #  - epochs.csv: all 3 epochs, each validated on the 32 val images.
-# Usage: train_elastic_test.sh path/to/train_resnet path/to/make_dataset path/to/kill_rank.sh
+#
+# With a 4th argument, tools/cluster/cluster.sh (train_elastic_cluster_test): run a only,
+# on 4 emulated hosts of one rank each (network namespaces, TCP between them), launched
+# by `cluster.sh run` (mpirun with remote daemons) with `--mca orte_enable_recovery 1`.
+# Usage: train_elastic_test.sh path/to/train_resnet path/to/make_dataset path/to/kill_rank.sh [path/to/cluster.sh]
 set -u
-TRAIN="$1"
+TRAIN="$(realpath "$1")"
 MAKE_DATASET="$2"
 KILL_RANK="$3"
+CLUSTER="${4:-}"
 OUT="$(mktemp -d "${TEST_TMPDIR:-/tmp}/train_elastic.XXXXXX")"
 export TMPDIR="$OUT"   # Open MPI's session directory
 export LIMIT_S=100     # kill_rank.sh
@@ -41,6 +46,22 @@ fail() {
   --max_size=64 || { echo "FAIL: make_dataset"; exit 1; }
 IMAGES=192
 
+NAME="te$$"  # the cluster's
+if [ -n "$CLUSTER" ]; then
+  trap 'bash "$CLUSTER" down --name "$NAME" >/dev/null 2>&1' EXIT
+  bash "$CLUSTER" up --hosts 4 --rate 1gbit --name "$NAME" >/dev/null || { echo "FAIL: cluster.sh up"; exit 1; }
+fi
+
+# launch PROGRAM ARGS...: 4 ranks that go on when one of them dies, for 110 s at most.
+launch() {
+  if [ -n "$CLUSTER" ]; then
+    bash "$CLUSTER" run --name "$NAME" --hosts 4 --ranks-per-host 1 --timeout 110 --mca orte_enable_recovery 1 \
+      -x TESSERA_TIMEOUT_MS -- "$@"
+  else
+    timeout -k 5 110 mpirun --allow-run-as-root --oversubscribe --enable-recovery -np 4 -x TESSERA_TIMEOUT_MS "$@"
+  fi
+}
+
 COMMON=(--data="$OUT/data" --blocks=1,1,1,1 --width=16 --crop_size=64 --val_resize=73 --batch=16 --epochs=3
   --warmup_epochs=0 --progress=lines --plot=0 --decode_threads=1 --elastic=1)
 
@@ -52,8 +73,7 @@ run() {
   shift 4
   "$KILL_RANK" "$OUT/$name" "$victim" 14 "$signal" >"$OUT/$name.kill" 2>&1 &
   local killer=$!
-  timeout -k 5 120 mpirun --allow-run-as-root --oversubscribe --enable-recovery -np 4 \
-    -x TESSERA_TIMEOUT_MS="$timeout_ms" "$TRAIN" "${COMMON[@]}" --out="$OUT/$name" "$@" >"$OUT/$name.log" 2>&1 &
+  TESSERA_TIMEOUT_MS="$timeout_ms" launch "$TRAIN" "${COMMON[@]}" --out="$OUT/$name" "$@" >"$OUT/$name.log" 2>&1 &
   local launcher=$!
   wait "$killer"
   if [ "$signal" = STOP ]; then  # once the survivors are done, end the stalled rank
@@ -109,6 +129,11 @@ check_steps() {
 
 run a 2 KILL 30000 --lr=0.4 --elastic_batch=global
 awk -F, 'NR > 1 && $5 != 16 { bad = 1 } END { exit bad }' "$OUT/a/steps.csv" || fail "a: the global batch changed"
+if [ -n "$CLUSTER" ]; then  # the other runs are launched alike
+  [ "$failures" -eq 0 ] && { rm -rf "$OUT"; echo "PASS"; exit 0; }
+  echo "$failures check(s) failed; logs in $OUT"
+  exit 1
+fi
 
 run b 0 KILL 30000 --lr=0.1 --elastic_batch=rank --staleness=1
 # Global batch 16 on 4 ranks, 12 on 3; the rate follows the batch.
