@@ -22,7 +22,8 @@ void ModelTensors(torch::nn::Module& model, std::vector<torch::Tensor>* tensors,
 }  // namespace
 
 tessera::Status SaveCheckpoint(const std::string& path, torch::nn::Module& model,
-                               const std::vector<torch::Tensor>& momentum, const TrainProgress& progress) {
+                               const std::vector<torch::Tensor>& momentum, const torch::Tensor& pending,
+                               const TrainProgress& progress) {
   std::vector<torch::Tensor> tensors;
   std::string names;
   ModelTensors(model, &tensors, &names);
@@ -44,6 +45,12 @@ tessera::Status SaveCheckpoint(const std::string& path, torch::nn::Module& model
     archive.write("skipped_total", c10::IValue(progress.skipped_total));
     archive.write("world", c10::IValue(static_cast<int64_t>(progress.world)));
     archive.write("settings", c10::IValue(progress.settings));
+    archive.write("epoch_position", c10::IValue(progress.epoch_position));
+    archive.write("epoch_span", c10::IValue(progress.epoch_span));
+    archive.write("pending", c10::IValue(progress.pending));
+    archive.write("pending_scale", c10::IValue(progress.pending_scale));
+    archive.write("pending_images", c10::IValue(progress.pending_images));
+    if (progress.pending) archive.write("pending_gradient", pending.cpu());
     archive.save_to(temporary);
   } catch (const std::exception& error) {
     return tessera::SystemError("cannot write checkpoint " + temporary + ": " + error.what());
@@ -55,7 +62,7 @@ tessera::Status SaveCheckpoint(const std::string& path, torch::nn::Module& model
 }
 
 tessera::Status LoadCheckpoint(const std::string& path, torch::nn::Module& model,
-                               std::vector<torch::Tensor>* momentum, TrainProgress* progress) {
+                               std::vector<torch::Tensor>* momentum, torch::Tensor* pending, TrainProgress* progress) {
   std::vector<torch::Tensor> tensors;
   std::string names;
   ModelTensors(model, &tensors, &names);
@@ -102,6 +109,14 @@ tessera::Status LoadCheckpoint(const std::string& path, torch::nn::Module& model
     progress->world = static_cast<int>(read_int("world"));
     archive.read("settings", value);
     progress->settings = value.toStringRef();
+    progress->epoch_position = archive.try_read("epoch_position", value) ? value.toInt() : -1;
+    progress->epoch_span = archive.try_read("epoch_span", value) ? value.toInt() : 0;
+    progress->pending = archive.try_read("pending", value) && value.toBool();
+    if (progress->pending) {
+      progress->pending_scale = read_double("pending_scale");
+      progress->pending_images = read_int("pending_images");
+      archive.read("pending_gradient", *pending);
+    }
   } catch (const std::exception& error) {
     return tessera::InvalidArgument("cannot load checkpoint " + path + ": " + error.what());
   }

@@ -1,6 +1,8 @@
 // Checkpoints that let a run continue exactly where it stopped: the model (parameters
-// and batch-norm buffers), the momentum buffers, the loss scaler and the position in
-// the schedule (epoch, step within it, global step) with the running sums of the epoch.
+// and batch-norm buffers), the momentum buffers, the loss scaler, the position in the
+// schedule (epoch, step within it, positions of the epoch read, global step) with the
+// running sums of the epoch, and with --staleness=1 the gradient that waits to be
+// applied (reduced over the ranks: the in-flight buffer is part of the state).
 // The data pipeline needs nothing more: its order and augmentation follow from
 // (seed, epoch, position), so the resumed run reads the very batches the uninterrupted
 // one would have read, and its loss curve is the same.
@@ -30,17 +32,27 @@ struct TrainProgress {
   int64_t epoch_images = 0;      // images trained on in the epoch so far
   double epoch_seconds = 0;      // time spent on the epoch so far
   int64_t skipped_total = 0;     // corrupt or unreadable files so far
+  int64_t epoch_position = 0;    // positions of the epoch's shuffled list read so far
+  int64_t epoch_span = 0;        // positions the epoch reads (0: not started)
+  bool pending = false;          // staleness 1: a step's gradient waits to be applied
+  double pending_scale = 1.0;    // the loss scale it was computed with
+  int64_t pending_images = 0;    // the images of its step (none: nothing to apply)
   int world = 1;                 // ranks of the run that saved it
   std::string settings;          // DescribeSettings() of that run
 };
 
+// `pending`: the reduced gradient waiting to be applied, flat (progress.pending), or an
+// undefined tensor.
 tessera::Status SaveCheckpoint(const std::string& path, torch::nn::Module& model,
-                               const std::vector<torch::Tensor>& momentum, const TrainProgress& progress);
+                               const std::vector<torch::Tensor>& momentum, const torch::Tensor& pending,
+                               const TrainProgress& progress);
 
 // Loads into a model of the same architecture; a different architecture, a truncated
-// file or a missing entry is an error naming what did not match.
+// file or a missing entry is an error naming what did not match. Checkpoints written
+// before the epoch position and the pending gradient were saved load with
+// epoch_position = -1 (the caller derives it) and nothing pending.
 tessera::Status LoadCheckpoint(const std::string& path, torch::nn::Module& model,
-                               std::vector<torch::Tensor>* momentum, TrainProgress* progress);
+                               std::vector<torch::Tensor>* momentum, torch::Tensor* pending, TrainProgress* progress);
 
 }  // namespace trainer
 

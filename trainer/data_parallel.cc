@@ -25,8 +25,9 @@ tessera::Status TesseraType(torch::ScalarType type, tesseraDataType_t* out) {
   }
 }
 
-// Broadcasts `tensors` from rank 0 in place: one flat buffer per dtype.
-tessera::Status BroadcastTensors(const std::vector<torch::Tensor>& tensors, tesseraComm_t comm) {
+}  // namespace
+
+tessera::Status BroadcastTensors(const std::vector<torch::Tensor>& tensors, tesseraComm_t comm, int root) {
   std::map<torch::ScalarType, std::vector<torch::Tensor>> by_type;
   for (const torch::Tensor& tensor : tensors) by_type[tensor.scalar_type()].push_back(tensor);
   torch::NoGradGuard no_grad;
@@ -37,7 +38,7 @@ tessera::Status BroadcastTensors(const std::vector<torch::Tensor>& tensors, tess
     tesseraDataType_t type = tesseraFloat32;
     TESSERA_RETURN_IF_ERROR(TesseraType(entry.first, &type));
     TESSERA_RETURN_IF_ERROR(TesseraCall(
-        tesseraBroadcast(flat.data_ptr(), flat.data_ptr(), static_cast<size_t>(flat.numel()), type, 0, comm, nullptr),
+        tesseraBroadcast(flat.data_ptr(), flat.data_ptr(), static_cast<size_t>(flat.numel()), type, root, comm, nullptr),
         comm, "tesseraBroadcast of the model state"));
     int64_t offset = 0;
     for (torch::Tensor tensor : entry.second) {
@@ -48,8 +49,6 @@ tessera::Status BroadcastTensors(const std::vector<torch::Tensor>& tensors, tess
   return tessera::Status::Ok();
 }
 
-}  // namespace
-
 tessera::Status TesseraCall(tesseraResult_t result, tesseraComm_t comm, const char* operation) {
   if (result == tesseraSuccess) return tessera::Status::Ok();
   return tessera::Status(static_cast<tessera::Code>(result), std::string(operation) + " failed (" +
@@ -57,14 +56,14 @@ tessera::Status TesseraCall(tesseraResult_t result, tesseraComm_t comm, const ch
                                                                  "): " + tesseraGetLastError(comm));
 }
 
-tessera::Status BroadcastModuleState(torch::nn::Module& module, tesseraComm_t comm) {
+tessera::Status BroadcastModuleState(torch::nn::Module& module, tesseraComm_t comm, int root) {
   std::vector<torch::Tensor> tensors = module.parameters();
   for (const torch::Tensor& buffer : module.buffers()) tensors.push_back(buffer);
-  return BroadcastTensors(tensors, comm);
+  return BroadcastTensors(tensors, comm, root);
 }
 
-tessera::Status BroadcastBuffers(torch::nn::Module& module, tesseraComm_t comm) {
-  return BroadcastTensors(module.buffers(), comm);
+tessera::Status BroadcastBuffers(torch::nn::Module& module, tesseraComm_t comm, int root) {
+  return BroadcastTensors(module.buffers(), comm, root);
 }
 
 tessera::Status AllReduceSum(std::vector<double>* values, tesseraComm_t comm) {
@@ -74,10 +73,9 @@ tessera::Status AllReduceSum(std::vector<double>* values, tesseraComm_t comm) {
 }
 
 GradientBuckets::GradientBuckets(std::vector<torch::Tensor> parameters, double bucket_bytes, WireType wire,
-                                 tesseraComm_t comm)
-    : parameters_(std::move(parameters)), wire_(wire), comm_(comm) {
+                                 int staleness, tesseraComm_t comm)
+    : parameters_(std::move(parameters)), wire_(wire), staleness_(staleness), comm_(comm) {
   location_.resize(parameters_.size());
-  arrived_.assign(parameters_.size(), false);
   // Boundaries are planned from the input side: the bucket that holds the first layers
   // is sent last, when backward has nothing left to hide it behind, so it is kept small
   // (kTailBucketBytes); the others hold about bucket_bytes each, and the output-side one
@@ -97,16 +95,17 @@ GradientBuckets::GradientBuckets(std::vector<torch::Tensor> parameters, double b
   }
   // Launch order: output side first; inside a bucket, parameters in reverse order.
   for (auto group = groups.rbegin(); group != groups.rend(); ++group) {
-    Bucket bucket;
-    int64_t elements = 0;
+    BucketPlan bucket;
     for (auto parameter = group->rbegin(); parameter != group->rend(); ++parameter) {
-      location_[*parameter] = {static_cast<int>(buckets_.size()), static_cast<int>(bucket.parameters.size())};
+      location_[*parameter] = {static_cast<int>(plan_.size()), static_cast<int>(bucket.parameters.size())};
       bucket.parameters.push_back(*parameter);
-      bucket.offsets.push_back(elements);
-      elements += parameters_[*parameter].numel();
+      bucket.offsets.push_back(bucket.elements);
+      bucket.elements += parameters_[*parameter].numel();
     }
-    bucket.flat = torch::zeros({elements}, torch::kFloat32);
-    buckets_.push_back(std::move(bucket));
+    plan_.push_back(std::move(bucket));
+  }
+  for (int set = 0; set < (staleness_ > 0 ? 2 : 1); ++set) {
+    for (const BucketPlan& bucket : plan_) sets_[set].flat.push_back(torch::zeros({bucket.elements}, torch::kFloat32));
   }
   for (size_t i = 0; i < parameters_.size(); ++i) {
     int index = static_cast<int>(i);
@@ -133,19 +132,20 @@ void GradientBuckets::Begin(int micro_batches) {
   std::lock_guard<std::mutex> lock(mutex_);
   micro_batches_ = std::max(1, micro_batches);
   micro_batch_ = 0;
-  for (Bucket& bucket : buckets_) {
-    // Gradients that never arrive count as zero.
-    bucket.earlier.resize(static_cast<size_t>(micro_batches_ - 1));
-    for (torch::Tensor& part : bucket.earlier) part = torch::zeros_like(bucket.flat);
-    bucket.missing = static_cast<int>(bucket.parameters.size());
-    bucket.launched = false;
-    bucket.done = false;
+  StepBuffers& set = sets_[current_];
+  set.missing.clear();
+  for (const BucketPlan& bucket : plan_) set.missing.push_back(static_cast<int>(bucket.parameters.size()));
+  // Gradients that never arrive count as zero.
+  set.earlier.resize(plan_.size());
+  for (size_t b = 0; b < plan_.size(); ++b) {
+    set.earlier[b].resize(static_cast<size_t>(micro_batches_ - 1));
+    for (torch::Tensor& part : set.earlier[b]) part = torch::zeros({plan_[b].elements}, torch::kFloat32);
   }
-  arrived_.assign(parameters_.size(), false);
-  next_launch_ = 0;
-  done_count_ = 0;
+  set.arrived.assign(parameters_.size(), false);
+  set.launched = 0;
+  set.done = 0;
+  set.error = tessera::Status::Ok();
   launched_during_backward_ = 0;
-  busy_s_ = 0;
 }
 
 void GradientBuckets::BeginMicroBatch(int index) {
@@ -156,29 +156,30 @@ void GradientBuckets::BeginMicroBatch(int index) {
 
 void GradientBuckets::OnGradient(int parameter, const torch::Tensor& gradient) {
   auto [b, slot] = location_[parameter];
-  Bucket& bucket = buckets_[b];
-  if (micro_batch_ < micro_batches_ - 1) {  // an earlier micro-batch: kept apart, nothing sent
-    torch::NoGradGuard no_grad;
-    bucket.earlier[micro_batch_].narrow(0, bucket.offsets[slot], parameters_[parameter].numel())
-        .add_(gradient.detach().reshape(-1).to(torch::kCPU, torch::kFloat32));
-    return;
-  }
-  bool again;
+  bool again = true;
+  torch::Tensor flat;
+  int set;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (bucket.launched) {
+    set = current_;
+    if (micro_batch_ < micro_batches_ - 1) {
+      // An earlier micro-batch's gradient: kept apart (added to zeros), nothing sent.
+      flat = sets_[set].earlier[b][static_cast<size_t>(micro_batch_)];
+    } else if (b < sets_[set].launched) {
       if (error_.ok()) {
         error_ = tessera::InternalError("a second gradient of parameter " + std::to_string(parameter) +
                                         " arrived after its bucket was sent (one backward per step)");
       }
       return;
+    } else {
+      again = sets_[set].arrived[parameter];
+      flat = sets_[set].flat[b];
     }
-    again = arrived_[parameter];
   }
   // The bucket is not launched, so the communication thread does not touch it: copy
   // without holding the lock.
   torch::NoGradGuard no_grad;
-  torch::Tensor slice = bucket.flat.narrow(0, bucket.offsets[slot], parameters_[parameter].numel());
+  torch::Tensor slice = flat.narrow(0, plan_[b].offsets[slot], parameters_[parameter].numel());
   torch::Tensor flat_gradient = gradient.detach().reshape(-1).to(torch::kCPU, torch::kFloat32);
   if (again) {
     slice.add_(flat_gradient);
@@ -186,92 +187,160 @@ void GradientBuckets::OnGradient(int parameter, const torch::Tensor& gradient) {
   }
   slice.copy_(flat_gradient);
   std::lock_guard<std::mutex> lock(mutex_);
-  arrived_[parameter] = true;
-  if (--bucket.missing == 0) LaunchReadyLocked();
+  sets_[set].arrived[parameter] = true;
+  if (--sets_[set].missing[b] == 0) LaunchReadyLocked(set);
 }
 
-void GradientBuckets::LaunchReadyLocked() {
+void GradientBuckets::LaunchReadyLocked(int set) {
+  StepBuffers& buffers = sets_[set];
   bool queued = false;
-  while (next_launch_ < static_cast<int>(buckets_.size()) && buckets_[next_launch_].missing == 0) {
-    buckets_[next_launch_].launched = true;
-    queue_.push_back(next_launch_++);
+  while (buffers.launched < bucket_count() && buffers.missing[buffers.launched] == 0) {
+    queue_.emplace_back(set, buffers.launched++);
     queued = true;
   }
   if (queued) work_.notify_one();
 }
 
-tessera::Status GradientBuckets::Finish(double* exposed_s, double* busy_s) {
-  const double start = Now();
-  std::unique_lock<std::mutex> lock(mutex_);
-  launched_during_backward_ = next_launch_;
+void GradientBuckets::LaunchAllLocked(int set) {
+  StepBuffers& buffers = sets_[set];
   // Gradients that never arrived (no image on this rank, unused parameters) are zero.
-  for (Bucket& bucket : buckets_) {
-    if (bucket.launched) continue;
+  for (int b = buffers.launched; b < bucket_count(); ++b) {
+    const BucketPlan& bucket = plan_[b];
     for (size_t slot = 0; slot < bucket.parameters.size(); ++slot) {
       int parameter = bucket.parameters[slot];
-      if (arrived_[parameter]) continue;
-      bucket.flat.narrow(0, bucket.offsets[slot], parameters_[parameter].numel()).zero_();
-      arrived_[parameter] = true;
+      if (buffers.arrived[parameter]) continue;
+      buffers.flat[b].narrow(0, bucket.offsets[slot], parameters_[parameter].numel()).zero_();
+      buffers.arrived[parameter] = true;
     }
-    bucket.missing = 0;
+    buffers.missing[b] = 0;
   }
-  LaunchReadyLocked();
-  // Each allreduce is bounded by TESSERA_TIMEOUT_MS, so this wait is bounded too.
-  finished_.wait(lock, [this] { return done_count_ == static_cast<int>(buckets_.size()); });
-  *exposed_s = Now() - start;
-  *busy_s = busy_s_;
-  if (!error_.ok()) return error_;
-  lock.unlock();
+  LaunchReadyLocked(set);
+}
 
+// Each allreduce is bounded by TESSERA_TIMEOUT_MS, so this wait is bounded too.
+tessera::Status GradientBuckets::WaitDoneLocked(std::unique_lock<std::mutex>& lock, int set) {
+  finished_.wait(lock, [this, set] { return sets_[set].done == bucket_count(); });
+  return sets_[set].error;
+}
+
+void GradientBuckets::PointGradientsAt(int set) {
   for (size_t i = 0; i < parameters_.size(); ++i) {
     auto [b, slot] = location_[i];
-    torch::Tensor reduced = buckets_[b].flat.narrow(0, buckets_[b].offsets[slot], parameters_[i].numel());
+    torch::Tensor reduced = sets_[set].flat[b].narrow(0, plan_[b].offsets[slot], parameters_[i].numel());
     reduced = reduced.view(parameters_[i].sizes());
     parameters_[i].mutable_grad() = parameters_[i].is_cuda() ? reduced.to(parameters_[i].device()) : reduced;
   }
+}
+
+tessera::Status GradientBuckets::Finish(double* exposed_s, double* busy_s, bool* have_gradient) {
+  const double start = Now();
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!error_.ok()) return error_;
+  launched_during_backward_ = sets_[current_].launched;
+  LaunchAllLocked(current_);
+  const int apply = staleness_ == 0 ? current_ : pending_;
+  tessera::Status status = apply >= 0 ? WaitDoneLocked(lock, apply) : tessera::Status::Ok();
+  *exposed_s = Now() - start;
+  *busy_s = busy_s_;
+  busy_s_ = 0;
+  if (!status.ok()) return status;
+  if (staleness_ > 0) {
+    pending_ = current_;
+    current_ ^= 1;
+  }
+  lock.unlock();
+  *have_gradient = apply >= 0;
+  if (apply >= 0) PointGradientsAt(apply);
   return tessera::Status::Ok();
+}
+
+tessera::Status GradientBuckets::WaitPending() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return pending_ >= 0 ? WaitDoneLocked(lock, pending_) : tessera::Status::Ok();
+}
+
+torch::Tensor GradientBuckets::PendingGradients() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return pending_ >= 0 ? torch::cat(sets_[pending_].flat) : torch::Tensor();
+}
+
+void GradientBuckets::SetPendingGradients(const torch::Tensor& flat) {
+  if (staleness_ == 0) return;  // nothing is ever pending
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!flat.defined()) {
+    pending_ = -1;
+    return;
+  }
+  pending_ = current_ ^ 1;
+  StepBuffers& set = sets_[pending_];
+  int64_t offset = 0;
+  for (int b = 0; b < bucket_count(); ++b) {
+    set.flat[b].copy_(flat.narrow(0, offset, plan_[b].elements));
+    offset += plan_[b].elements;
+  }
+  set.missing.assign(plan_.size(), 0);
+  set.arrived.assign(parameters_.size(), true);
+  set.launched = set.done = bucket_count();
+  set.error = tessera::Status::Ok();
+}
+
+bool GradientBuckets::Abandon() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (error_.ok()) error_ = tessera::RemoteError("abandoned after a failure");
+  // Buckets still queued are given up without a call; the allreduce in progress ends
+  // at once on the revoked communicator (or completes).
+  finished_.wait(lock, [this] { return queue_.empty() && !reducing_; });
+  const bool kept = pending_ >= 0 && sets_[pending_].done == bucket_count() && sets_[pending_].error.ok();
+  if (!kept) pending_ = -1;
+  return kept;
 }
 
 void GradientBuckets::CommunicationLoop() {
   while (true) {
-    int index;
-    bool failed_before;
+    std::pair<int, int> item;
+    tessera::Status failed_before;
+    torch::Tensor flat;
+    std::vector<torch::Tensor> earlier;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       work_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, nothing left
-      index = queue_.front();
+      item = queue_.front();
       queue_.pop_front();
-      failed_before = !error_.ok();
+      failed_before = error_;
+      flat = sets_[item.first].flat[item.second];
+      if (!sets_[item.first].earlier.empty()) earlier = sets_[item.first].earlier[item.second];
+      reducing_ = true;
     }
-    // After a failure the remaining buckets are only marked done: the step has failed.
+    // After a failure the remaining buckets are only marked done: their step has failed.
     const double start = Now();
-    tessera::Status status = failed_before ? tessera::Status::Ok() : Reduce(&buckets_[index]);
+    tessera::Status status = failed_before.ok() ? Reduce(flat, earlier) : failed_before;
     const double busy = Now() - start;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (!status.ok() && error_.ok()) error_ = status.Annotate("gradient bucket " + std::to_string(index));
-      buckets_[index].done = true;
-      ++done_count_;
+      if (!status.ok()) {
+        if (error_.ok()) error_ = status.Annotate("gradient bucket " + std::to_string(item.second));
+        if (sets_[item.first].error.ok()) sets_[item.first].error = error_;
+      }
+      ++sets_[item.first].done;
       busy_s_ += busy;
+      reducing_ = false;
     }
     finished_.notify_all();
   }
 }
 
-// One allreduce per bucket, of its micro-batches as parts (the last one's in `flat`, which
-// receives the result).
-tessera::Status GradientBuckets::Reduce(Bucket* bucket) {
+tessera::Status GradientBuckets::Reduce(const torch::Tensor& flat, const std::vector<torch::Tensor>& earlier) {
   torch::NoGradGuard no_grad;
   if (comm_ == nullptr) {  // one process: only the micro-batches to add
-    for (const torch::Tensor& part : bucket->earlier) bucket->flat.add_(part);
+    for (const torch::Tensor& part : earlier) flat.add_(part);
     return tessera::Status::Ok();
   }
-  const size_t count = static_cast<size_t>(bucket->flat.numel());
+  const size_t count = static_cast<size_t>(flat.numel());
   const bool bf16 = wire_ == WireType::kBfloat16;
   const torch::ScalarType type = wire_ == WireType::kFloat32 ? torch::kFloat32 : bf16 ? torch::kBFloat16 : torch::kFloat16;
-  std::vector<torch::Tensor> parts = {bucket->flat.to(type)};  // flat itself for float32
-  for (const torch::Tensor& part : bucket->earlier) parts.push_back(part.to(type));
+  std::vector<torch::Tensor> parts = {flat.to(type)};  // flat itself for float32
+  for (const torch::Tensor& part : earlier) parts.push_back(part.to(type));
   std::vector<const void*> pointers;
   for (const torch::Tensor& part : parts) pointers.push_back(part.data_ptr());
   const tesseraDataType_t tessera_type =
@@ -283,7 +352,7 @@ tessera::Status GradientBuckets::Reduce(Bucket* bucket) {
           : tesseraAllReduceParts(pointers.data(), static_cast<int>(pointers.size()), result, count, tessera_type,
                                   tesseraSum, comm_, nullptr);
   TESSERA_RETURN_IF_ERROR(TesseraCall(r, comm_, "allreduce of a gradient bucket"));
-  if (wire_ != WireType::kFloat32) bucket->flat.copy_(parts[0]);
+  if (wire_ != WireType::kFloat32) flat.copy_(parts[0]);
   return tessera::Status::Ok();
 }
 

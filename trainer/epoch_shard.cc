@@ -23,14 +23,31 @@ int64_t StepsPerEpoch(int64_t count, int64_t global_batch) {
   return global_batch > 0 ? count / global_batch : 0;
 }
 
-Batches TrainBatchesForRank(const std::vector<int64_t>& permutation, int64_t global_batch, int world, int rank) {
+int64_t EpochSpan(int64_t count, int64_t global_batch, int64_t max_steps) {
+  int64_t steps = StepsPerEpoch(count, global_batch);
+  if (max_steps > 0) steps = std::min(steps, max_steps);
+  return steps * global_batch;
+}
+
+int64_t StepsLeft(int64_t span, int64_t position, int64_t global_batch) {
+  if (global_batch <= 0 || position >= span) return 0;
+  return (span - position + global_batch - 1) / global_batch;
+}
+
+void RankSlice(int64_t n, int world, int rank, int64_t* begin, int64_t* end) {
+  *begin = n * rank / world;
+  *end = n * (rank + 1) / world;
+}
+
+Batches TrainBatchesForRank(const std::vector<int64_t>& permutation, int64_t position, int64_t span,
+                            int64_t global_batch, int world, int rank) {
   Batches batches;
-  if (world <= 0 || global_batch % world != 0) return batches;
-  const int64_t per_rank = global_batch / world;
-  const int64_t steps = StepsPerEpoch(static_cast<int64_t>(permutation.size()), global_batch);
-  for (int64_t step = 0; step < steps; ++step) {
-    auto first = permutation.begin() + step * global_batch + rank * per_rank;
-    batches.emplace_back(first, first + per_rank);
+  if (world <= 0 || rank < 0 || rank >= world || global_batch <= 0) return batches;
+  span = std::min<int64_t>(span, static_cast<int64_t>(permutation.size()));
+  for (int64_t first = position; first < span; first += global_batch) {
+    int64_t begin = 0, end = 0;
+    RankSlice(std::min(global_batch, span - first), world, rank, &begin, &end);
+    batches.emplace_back(permutation.begin() + first + begin, permutation.begin() + first + end);
   }
   return batches;
 }

@@ -17,8 +17,9 @@ namespace {
 
 const char kStepHeader[] =
     "global_step,epoch,step,epoch_progress,global_batch,images,lr,loss,loss_scale,applied,step_s,data_s,"
-    "compute_s,exposed_comm_s,comm_busy_s,update_s,images_per_s,skipped_total";
+    "compute_s,exposed_comm_s,comm_busy_s,update_s,images_per_s,skipped_total,world,image_id_sum,image_id_sq_sum";
 const char kEpochHeader[] = "epoch,train_loss,val_loss,top1,top5,val_images,images_per_s,seconds,skipped_total";
+const char kEventHeader[] = "time,global_step,epoch,event,world,detail";
 
 // Rewrites `path` keeping the header and the rows whose first column is <= limit;
 // a missing file or a different header starts empty. Returns the file open for append.
@@ -65,30 +66,52 @@ tessera::Status MetricsLog::Open(const std::string& dir, int64_t keep_through_st
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error) return tessera::SystemError("cannot create the output directory " + dir + ": " + error.message());
+  Close();
   steps_ = ReopenKeeping(dir + "/steps.csv", kStepHeader, static_cast<double>(keep_through_step));
   epochs_ = ReopenKeeping(dir + "/epochs.csv", kEpochHeader, keep_epoch - 1);
-  if (steps_ == nullptr || epochs_ == nullptr) {
+  const std::string events = dir + "/events.csv";
+  const bool fresh = keep_through_step < 0 || !std::filesystem::exists(events);
+  events_ = std::fopen(events.c_str(), fresh ? "w" : "a");
+  if (steps_ == nullptr || epochs_ == nullptr || events_ == nullptr) {
     return tessera::ErrnoError("cannot write the metrics CSV files in " + dir, errno);
   }
+  if (fresh) std::fprintf(events_, "%s\n", kEventHeader);
+  std::fflush(events_);
   return tessera::Status::Ok();
 }
 
-MetricsLog::~MetricsLog() {
-  if (steps_ != nullptr) std::fclose(steps_);
-  if (epochs_ != nullptr) std::fclose(epochs_);
+void MetricsLog::Close() {
+  for (FILE** file : {&steps_, &epochs_, &events_}) {
+    if (*file != nullptr) std::fclose(*file);
+    *file = nullptr;
+  }
 }
+
+MetricsLog::~MetricsLog() { Close(); }
 
 void MetricsLog::AddStep(const StepMetrics& m) {
   if (steps_ == nullptr) return;
   double progress = m.epoch + static_cast<double>(m.step) / std::max<int64_t>(m.steps_in_epoch, 1);
   double rate = m.step_s > 0 ? m.images / m.step_s : 0;
   // %.9g keeps float32 losses exact, so that two runs can be compared bit for bit.
-  std::fprintf(steps_, "%lld,%d,%lld,%.6f,%lld,%lld,%.9g,%.9g,%g,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.2f,%lld\n",
+  std::fprintf(steps_, "%lld,%d,%lld,%.6f,%lld,%lld,%.9g,%.9g,%g,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.2f,%lld,%d,%.17g,%.17g\n",
                static_cast<long long>(m.global_step), m.epoch, static_cast<long long>(m.step), progress,
                static_cast<long long>(m.global_batch), static_cast<long long>(m.images), m.lr, m.loss,
                m.loss_scale, m.applied ? 1 : 0, m.step_s, m.data_s, m.compute_s, m.exposed_comm_s,
-               m.comm_busy_s, m.update_s, rate, static_cast<long long>(m.skipped_total));
+               m.comm_busy_s, m.update_s, rate, static_cast<long long>(m.skipped_total), m.world, m.image_id_sum,
+               m.image_id_sq_sum);
   std::fflush(steps_);
+}
+
+void MetricsLog::AddEvent(double time, const std::string& event, int64_t global_step, int epoch, int world,
+                          const std::string& detail) {
+  if (events_ == nullptr) return;
+  std::string text = detail;
+  std::replace(text.begin(), text.end(), ',', ';');
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  std::fprintf(events_, "%.3f,%lld,%d,%s,%d,%s\n", time, static_cast<long long>(global_step),
+               epoch, event.c_str(), world, text.c_str());
+  std::fflush(events_);
 }
 
 void MetricsLog::AddEpoch(const EpochMetrics& m) {

@@ -2,8 +2,13 @@
 // loss and accuracy (gnuplot), and a progress display with images/s and ETA.
 // Written by rank 0 only; every value in them is already global (reduced over ranks).
 //
-//   <out>/steps.csv    one row per step: loss, rate, timing split of the step
+//   <out>/steps.csv    one row per step: loss, rate, timing split of the step, ranks,
+//                      and the sum and sum of squares of the image numbers the ranks
+//                      read (so a test can tell that an epoch read every image once)
 //   <out>/epochs.csv   one row per epoch: mean train loss, val loss, top-1, top-5, ...
+//   <out>/events.csv   what --elastic did and when: a failure seen, the shrink, the first
+//                      step on the survivors (time: seconds since 1970, so it can be set
+//                      against the moment a rank was killed)
 //   <out>/metrics.png  train loss per step and val top-1/top-5 per epoch
 #ifndef TESSERA_TRAINER_METRICS_LOG_H_
 #define TESSERA_TRAINER_METRICS_LOG_H_
@@ -36,6 +41,9 @@ struct StepMetrics {
   double comm_busy_s = 0;      // communication thread busy with allreduces
   double update_s = 0;         // optimizer step
   int64_t skipped_total = 0;   // corrupt or unreadable files so far, all ranks
+  int world = 1;               // ranks that took the step
+  double image_id_sum = 0;     // of the images read (positions in the train list), all ranks
+  double image_id_sq_sum = 0;
 };
 
 struct EpochMetrics {
@@ -52,22 +60,30 @@ struct EpochMetrics {
 
 class MetricsLog {
  public:
-  // Opens the CSV files in `dir` (created if missing). keep_through_step < 0 starts
-  // them afresh; otherwise (resuming) rows of later steps and of epochs >= keep_epoch are
-  // dropped, so that the files read as if the run had never stopped.
+  // Opens the CSV files in `dir` (created if missing; files already open are closed
+  // first). keep_through_step < 0 starts them afresh; otherwise (resuming, or going on
+  // after lost ranks) rows of later steps and of epochs >= keep_epoch are dropped, so
+  // that the files read as if the run had never stopped; events.csv is kept whole.
   tessera::Status Open(const std::string& dir, int64_t keep_through_step, int keep_epoch);
   ~MetricsLog();
 
   void AddStep(const StepMetrics& metrics);
   void AddEpoch(const EpochMetrics& metrics);
+  // One row of events.csv at wall-clock `time` (seconds since 1970). `detail` is free
+  // text (commas become semicolons).
+  void AddEvent(double time, const std::string& event, int64_t global_step, int epoch, int world,
+                const std::string& detail);
 
   // Renders <dir>/metrics.png with gnuplot (an error if gnuplot is missing or fails).
   tessera::Status Plot() const;
 
  private:
   std::string dir_;
+  void Close();
+
   FILE* steps_ = nullptr;
   FILE* epochs_ = nullptr;
+  FILE* events_ = nullptr;
 };
 
 // The progress line of rank 0: a bar redrawn in place on a terminal, or plain lines.

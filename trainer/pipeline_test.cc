@@ -271,17 +271,22 @@ TEST(EpochShard, PermutationDependsOnlyOnSeedAndEpoch) {
 TEST(EpochShard, NoImageTwiceAcrossRanksAndSameGlobalBatches) {
   const int64_t count = 1003, global_batch = 24;
   std::vector<int64_t> permutation = EpochPermutation(count, 3, 2);
-  Batches single = TrainBatchesForRank(permutation, global_batch, 1, 0);
+  const int64_t span = EpochSpan(count, global_batch, 0);
+  ASSERT_EQ(span, count / global_batch * global_batch);
+  Batches single = TrainBatchesForRank(permutation, 0, span, global_batch, 1, 0);
   ASSERT_EQ(single.size(), static_cast<size_t>(count / global_batch));
-  for (int world : {2, 3, 4, 8}) {
+  for (int world : {2, 3, 4, 5, 8}) {  // 5 does not divide 24: slices of 4 and 5
     std::set<int64_t> seen;
     std::vector<Batches> ranks;
-    for (int rank = 0; rank < world; ++rank) ranks.push_back(TrainBatchesForRank(permutation, global_batch, world, rank));
+    for (int rank = 0; rank < world; ++rank) {
+      ranks.push_back(TrainBatchesForRank(permutation, 0, span, global_batch, world, rank));
+    }
     for (size_t step = 0; step < single.size(); ++step) {
       std::vector<int64_t> global;
       for (int rank = 0; rank < world; ++rank) {
         ASSERT_EQ(ranks[rank].size(), single.size()) << "world " << world;
-        ASSERT_EQ(ranks[rank][step].size(), static_cast<size_t>(global_batch / world));
+        const size_t share = ranks[rank][step].size();
+        EXPECT_TRUE(share == global_batch / world || share == global_batch / world + 1) << "world " << world;
         for (int64_t position : ranks[rank][step]) {
           EXPECT_TRUE(seen.insert(position).second) << "image " << position << " read twice, world " << world;
           global.push_back(position);
@@ -289,9 +294,41 @@ TEST(EpochShard, NoImageTwiceAcrossRanksAndSameGlobalBatches) {
       }
       EXPECT_EQ(global, single[step]) << "the images of a global step depend on the number of ranks";
     }
-    EXPECT_EQ(seen.size(), static_cast<size_t>(count / global_batch * global_batch));
+    EXPECT_EQ(seen.size(), static_cast<size_t>(span));
   }
-  EXPECT_TRUE(TrainBatchesForRank(permutation, 10, 3, 0).empty());  // 10 is not a multiple of 3
+  EXPECT_EQ(EpochSpan(count, global_batch, 5), 5 * global_batch);  // --max_steps_per_epoch
+}
+
+// Ranks lost mid-epoch: 4 ranks read 7 steps of 24, then 3 survivors read the rest of the
+// epoch at 24 (the global batch kept) or 18 (the per-rank batch kept; the last step reads
+// what is left). Every position of the epoch is read exactly once.
+TEST(EpochShard, ChangeOfWorldMidEpochReadsTheRestOnce) {
+  const int64_t count = 1003, global_batch = 24;
+  std::vector<int64_t> permutation = EpochPermutation(count, 3, 2);
+  const int64_t span = EpochSpan(count, global_batch, 0), position = 7 * global_batch;
+  for (int64_t after : {int64_t{24}, int64_t{18}}) {
+    std::vector<int> reads(static_cast<size_t>(count), 0);
+    for (int rank = 0; rank < 4; ++rank) {
+      Batches before = TrainBatchesForRank(permutation, 0, span, global_batch, 4, rank);
+      for (size_t step = 0; step < 7; ++step) {
+        for (int64_t image : before[step]) ++reads[static_cast<size_t>(image)];
+      }
+    }
+    const int64_t left = StepsLeft(span, position, after);
+    EXPECT_EQ(left, (span - position + after - 1) / after);
+    for (int rank = 0; rank < 3; ++rank) {
+      Batches rest = TrainBatchesForRank(permutation, position, span, after, 3, rank);
+      ASSERT_EQ(static_cast<int64_t>(rest.size()), left) << "global batch " << after;
+      for (const auto& batch : rest) {
+        for (int64_t image : batch) ++reads[static_cast<size_t>(image)];
+      }
+    }
+    for (int64_t i = 0; i < span; ++i) {
+      EXPECT_EQ(reads[static_cast<size_t>(permutation[i])], 1) << "position " << i << ", global batch " << after;
+    }
+    for (int64_t i = span; i < count; ++i) EXPECT_EQ(reads[static_cast<size_t>(permutation[i])], 0);
+  }
+  EXPECT_EQ(StepsLeft(span, span, 24), 0);
 }
 
 TEST(EpochShard, ValidationCoversEveryImageOnce) {

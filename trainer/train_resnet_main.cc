@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -90,14 +91,18 @@ int main(int argc, char** argv) {
   torch::set_num_threads(threads);
 
   tessera::Status status;
+  std::unique_ptr<trainer::Trainer> loop;
   try {
-    trainer::Trainer trainer(settings, comms);
-    status = trainer.Run();
+    loop = std::make_unique<trainer::Trainer>(settings, comms);
+    status = loop->Run();
   } catch (const std::exception& error) {  // libtorch reports errors by exception
     status = tessera::InternalError(std::string("libtorch: ") + error.what());
   }
-  tesseraCommDestroy(comms.gradients);
-  tesseraCommDestroy(comms.main);
-  if (!status.ok()) return Fail(comms.rank, status.message());
+  // After lost ranks (--elastic) the trainer holds the survivors' communicators.
+  const trainer::Communicators in_use = loop != nullptr ? loop->communicators() : comms;
+  loop.reset();
+  tesseraCommDestroy(in_use.gradients);
+  tesseraCommDestroy(in_use.main);
+  if (!status.ok()) return Fail(in_use.rank, status.message());
   return 0;
 }

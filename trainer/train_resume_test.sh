@@ -13,10 +13,17 @@
 #  4. The 4 corrupt files of the dataset are skipped and counted: 4 per epoch.
 #  5. Dynamic loss scaling skips overflowing steps and adapts the scale.
 #  6. Missing or malformed dataset paths and bad flags fail with a clear message.
-# Usage: train_resume_test.sh path/to/train_resnet path/to/make_dataset
+# Flags after the two paths go to every run: with --staleness=1 (train_resume_stale_test)
+# the checkpoint also carries the reduced gradient that waits to be applied, and the
+# loss scaler sees each overflow one step later.
+# Usage: train_resume_test.sh path/to/train_resnet path/to/make_dataset [FLAG...]
 set -u
 TRAIN="$1"
 MAKE_DATASET="$2"
+shift 2
+EXTRA=("$@")
+LAG=0   # steps between a step's forward and the update that applies its gradient
+for flag in "${EXTRA[@]}"; do [ "$flag" = "--staleness=1" ] && LAG=1; done
 OUT="$(mktemp -d "${TEST_TMPDIR:-/tmp}/train_resume.XXXXXX")"
 export TMPDIR="$OUT"   # Open MPI's session directory
 RUN_LIMIT_S=100
@@ -33,7 +40,7 @@ fail() {
   --max_size=64 --corrupt=4 || { echo "FAIL: make_dataset"; exit 1; }
 
 COMMON=(--data="$OUT/data" --blocks=1,1,1,1 --width=8 --crop_size=32 --val_resize=36 --batch=0:16,1:32
-  --epochs=3 --warmup_epochs=1 --lr=0.4 --progress=lines --plot=0 --decode_threads=1)
+  --epochs=3 --warmup_epochs=1 --lr=0.4 --progress=lines --plot=0 --decode_threads=1 "${EXTRA[@]}")
 
 # train NAME ARGS...: mpirun -np 2 train_resnet; log in $OUT/NAME.log.
 train() {
@@ -81,13 +88,15 @@ grep -q "skipped .*corrupt_2.JPEG: empty file" "$OUT/a.log" || fail "the empty f
 
 # Dynamic loss scaling (the float16 path of CUDA, run here on CPU): a scale of 1e39
 # overflows float32, so the first steps are skipped and the scale halves until it
-# fits; later steps apply and the scale doubles after every 2 clean steps.
+# fits; later steps apply and the scale doubles after every 2 clean steps. With
+# staleness 1 the overflow of step 1 is found when step 2 applies its gradient, so the
+# halved scale shows one row later.
 train scaled --out="$OUT/scaled" --epochs=1 --loss_scaling=1 --initial_loss_scale=1e39 \
   --loss_scale_growth_interval=2
 echo "--- loss_scale, applied, loss per step"
 cut -d, -f1,8,9,10 "$OUT/scaled/steps.csv"
 awk -F, 'NR == 2 { exit !($10 == 0) }' "$OUT/scaled/steps.csv" || fail "the overflowing first step was applied"
-awk -F, 'NR == 3 { exit !($9 == 5e+38 || $9 == 5e38) }' "$OUT/scaled/steps.csv" ||
+awk -F, -v row=$((3 + LAG)) 'NR == row { exit !($9 == 5e+38 || $9 == 5e38) }' "$OUT/scaled/steps.csv" ||
   fail "the loss scale did not halve after the overflow"
 awk -F, 'NR > 1 && $10 == 1 { n++ } END { exit !(n >= 2) }' "$OUT/scaled/steps.csv" ||
   fail "no step was applied once the scale fitted"

@@ -230,6 +230,13 @@ const std::vector<Flag>& Flags() {
        Bool(&TrainSettings::deterministic, "deterministic")},
       {"micro_batch", "images per forward/backward pass, each pass's gradients one allreduce part (0: all)",
        Int(&TrainSettings::micro_batch, "micro_batch", 0)},
+      {"staleness", "1: double buffering: a step's allreduce runs during the next step, which applies it",
+       Choice(&TrainSettings::staleness, "staleness", {{"0", 0}, {"1", 1}})},
+      {"elastic", "1: when ranks are lost, the survivors shrink and go on (mpirun needs --enable-recovery)",
+       Bool(&TrainSettings::elastic, "elastic")},
+      {"elastic_batch", "after lost ranks keep the global batch, or the per-rank one (rank; linear-scaled rate)",
+       Choice(&TrainSettings::elastic_batch, "elastic_batch",
+              {{"global", ElasticBatch::kGlobal}, {"rank", ElasticBatch::kPerRank}})},
       // Run control.
       {"out", "directory of metrics CSVs, the plot and the checkpoint", Text(&TrainSettings::out_dir)},
       {"resume", "resume from <out>/checkpoint.pt if it exists", Bool(&TrainSettings::resume, "resume")},
@@ -314,7 +321,7 @@ std::string DescribeSettings(const TrainSettings& s) {
       << (s.precision == Precision::kBfloat16 ? "bf16" : s.precision == Precision::kFloat16 ? "fp16" : "fp32")
       << " wire="
       << (s.wire_type == WireType::kBfloat16 ? "bfloat16" : s.wire_type == WireType::kFloat16 ? "float16" : "float32")
-      << " bucket_mb=" << s.bucket_mb << " crop=" << s.crop_size << " seed=" << s.seed;
+      << " bucket_mb=" << s.bucket_mb << " crop=" << s.crop_size << " seed=" << s.seed << " staleness=" << s.staleness;
   return out.str();
 }
 

@@ -18,6 +18,7 @@ enum class Precision { kFloat32, kBfloat16, kFloat16 };
 enum class WireType { kFloat32, kBfloat16, kFloat16 };
 enum class OptimizerKind { kSgd, kLars };
 enum class ProgressStyle { kAuto, kBar, kLines, kOff };
+enum class ElasticBatch { kGlobal, kPerRank };  // what a shrink keeps
 
 struct TrainSettings {
   // Data.
@@ -57,6 +58,9 @@ struct TrainSettings {
   WireType wire_type = WireType::kFloat32;
   bool deterministic = false;              // TESSERA_DETERMINISTIC=1 and one torch thread
   int micro_batch = 0;                     // images per backward pass; 0: the rank's whole batch
+  int staleness = 0;                       // 1: each step applies the previous step's gradient
+  bool elastic = false;                    // survive lost ranks: shrink and go on
+  ElasticBatch elastic_batch = ElasticBatch::kGlobal;
   // Run control.
   std::string out_dir = "train_out";
   bool resume = true;                      // resume from <out>/checkpoint.pt if present

@@ -37,9 +37,12 @@ grep -q "train_resnet: 2 rank(s)" "$OUT/two.log" || fail "mpirun -np 2 did not r
 echo "--- global_step, images, lr, loss: 1 rank | 2 ranks"
 paste -d'|' <(cut -d, -f1,6,7,8 "$OUT/one/steps.csv") <(cut -d, -f1,6,7,8 "$OUT/two/steps.csv")
 [ "$(wc -l <"$OUT/one/steps.csv")" -eq 13 ] || fail "expected 12 steps"
-paste -d, <(tail -n +2 "$OUT/one/steps.csv") <(tail -n +2 "$OUT/two/steps.csv") | awk -F, -v n=18 '
+# n: the columns of a row; 20, 21: sum and sum of squares of the numbers of the images read.
+columns=$(head -n 1 "$OUT/one/steps.csv" | awk -F, '{ print NF }')
+paste -d, <(tail -n +2 "$OUT/one/steps.csv") <(tail -n +2 "$OUT/two/steps.csv") | awk -F, -v n="$columns" '
   function off(a, b) { d = a - b; if (d < 0) d = -d; s = (a < 0 ? -a : a); return d > 1e-5 * s + 1e-7 }
   $6 != $(n + 6) { print "step " $1 ": images " $6 " vs " $(n + 6); bad = 1 }
+  $20 != $(n + 20) || $21 != $(n + 21) { print "step " $1 ": other images read"; bad = 1 }
   off($7, $(n + 7)) || off($8, $(n + 8)) { print "step " $1 ": lr/loss " $7 "/" $8 " vs " $(n + 7) "/" $(n + 8); bad = 1 }
   END { exit bad }' || fail "per-step losses differ between 1 and 2 ranks"
 echo "--- epochs: 1 rank | 2 ranks"

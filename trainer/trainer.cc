@@ -48,24 +48,35 @@ class AutocastScope {
 
 std::string CheckpointPath(const TrainSettings& settings) { return settings.out_dir + "/checkpoint.pt"; }
 
-// Forward and backward of one batch (a rank's, or one of its micro-batches): backward of
-// the loss summed over its images times `scale / global_images`; returns the sum.
-double ForwardBackward(ResNet& model, const TrainSettings& settings, const torch::Device& device,
-                       const torch::Tensor& images_in, const torch::Tensor& labels_in, double scale,
-                       double global_images) {
-  torch::Tensor images = images_in.to(device, /*non_blocking=*/true);
-  torch::Tensor labels = labels_in.to(device, /*non_blocking=*/true);
-  torch::Tensor logits;
-  {
-    AutocastScope autocast(settings, device.is_cuda());
-    logits = model->forward(images);
-  }
-  torch::Tensor loss_sum = torch::nn::functional::cross_entropy(
-      logits.to(torch::kFloat32), labels,
-      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum).label_smoothing(
-          settings.label_smoothing));
-  (loss_sum * (scale / global_images)).backward();
-  return loss_sum.item<double>();
+// A failure --elastic survives: a peer died, stopped answering or revoked.
+bool LostPeer(const tessera::Status& s) {
+  return s.code() == tessera::Code::kRemoteError || s.code() == tessera::Code::kTimeout;
+}
+
+// The progress as numbers, for a broadcast (int64 counts are exact in a double).
+std::vector<double> EncodeProgress(const TrainProgress& p) {
+  return {static_cast<double>(p.epoch), static_cast<double>(p.step_in_epoch), static_cast<double>(p.global_step),
+          p.loss_scale, static_cast<double>(p.clean_steps), p.epoch_loss_sum, static_cast<double>(p.epoch_images),
+          p.epoch_seconds, static_cast<double>(p.skipped_total), static_cast<double>(p.epoch_position),
+          static_cast<double>(p.epoch_span), p.pending ? 1.0 : 0.0, p.pending_scale,
+          static_cast<double>(p.pending_images)};
+}
+
+void DecodeProgress(const std::vector<double>& v, TrainProgress* p) {
+  p->epoch = static_cast<int>(v[0]);
+  p->step_in_epoch = static_cast<int64_t>(v[1]);
+  p->global_step = static_cast<int64_t>(v[2]);
+  p->loss_scale = v[3];
+  p->clean_steps = static_cast<int64_t>(v[4]);
+  p->epoch_loss_sum = v[5];
+  p->epoch_images = static_cast<int64_t>(v[6]);
+  p->epoch_seconds = v[7];
+  p->skipped_total = static_cast<int64_t>(v[8]);
+  p->epoch_position = static_cast<int64_t>(v[9]);
+  p->epoch_span = static_cast<int64_t>(v[10]);
+  p->pending = v[11] != 0;
+  p->pending_scale = v[12];
+  p->pending_images = static_cast<int64_t>(v[13]);
 }
 
 // FNV-1a over the bytes of every parameter and buffer: equal hashes, equal weights.
@@ -86,7 +97,7 @@ uint64_t WeightsHash(torch::nn::Module& module) {
 Trainer::Trainer(const TrainSettings& settings, const Communicators& comms)
     : settings_(settings),
       comms_(comms),
-      leader_(comms.rank == 0),
+      launch_world_(comms.world),
       device_(settings.device),
       scaler_(settings.initial_loss_scale, settings.loss_scale_growth_interval) {}
 
@@ -127,13 +138,14 @@ tessera::Status Trainer::Setup() {
   optimizer.lars_eta = settings_.lars_eta;
   optimizer_ = std::make_unique<MomentumOptimizer>(model_->parameters(), optimizer);
   buckets_ = std::make_unique<GradientBuckets>(model_->parameters(), settings_.bucket_mb * 1024 * 1024,
-                                               settings_.wire_type, comms_.gradients);
+                                               settings_.wire_type, settings_.staleness, comms_.gradients);
+  progress_.loss_scale = scaler_.scale();
+  progress_.clean_steps = scaler_.clean_steps();
 
   TESSERA_RETURN_IF_ERROR(Resume());
-  if (leader_) {
+  if (leader()) {
     bool fresh = progress_.global_step == 0 && progress_.step_in_epoch == 0 && progress_.epoch == 0;
-    TESSERA_RETURN_IF_ERROR(log_.Open(settings_.out_dir, fresh ? -1 : progress_.global_step, progress_.epoch));
-    display_ = std::make_unique<ProgressDisplay>(settings_.progress, settings_.epochs, stderr);
+    TESSERA_RETURN_IF_ERROR(OpenMetrics(fresh));
     std::fprintf(stderr,
                  "train_resnet: %d rank(s), %lld parameters, %d gradient buckets, %zu classes, %zu train / %zu val "
                  "images%s\n  %s\n",
@@ -144,19 +156,33 @@ tessera::Status Trainer::Setup() {
   return tessera::Status::Ok();
 }
 
+tessera::Status Trainer::OpenMetrics(bool fresh) {
+  TESSERA_RETURN_IF_ERROR(log_.Open(settings_.out_dir, fresh ? -1 : progress_.global_step, progress_.epoch));
+  if (display_ == nullptr) display_ = std::make_unique<ProgressDisplay>(settings_.progress, settings_.epochs, stderr);
+  return tessera::Status::Ok();
+}
+
 tessera::Status Trainer::Resume() {
   // Rank 0 alone reads the checkpoint; the state reaches the others by broadcast, so
   // the output directory need not be shared.
-  std::vector<double> header(10, 0.0);  // [0]: 1 resumed, -1 failed
+  double loaded = 0;  // 1 resumed, -1 failed
   tessera::Status load_status;
+  torch::Tensor pending;
   const std::string path = CheckpointPath(settings_);
-  if (leader_ && settings_.resume && std::filesystem::exists(path)) {
-    load_status = LoadCheckpoint(path, *model_, &optimizer_->momentum_buffers(), &progress_);
-    header[0] = load_status.ok() ? 1 : -1;
+  if (leader() && settings_.resume && std::filesystem::exists(path)) {
+    load_status = LoadCheckpoint(path, *model_, &optimizer_->momentum_buffers(), &pending, &progress_);
+    if (load_status.ok() && progress_.pending && settings_.staleness == 0) {
+      load_status = tessera::InvalidArgument("checkpoint " + path + " holds a gradient waiting to be applied (it was "
+                                             "written with --staleness=1): resume with --staleness=1");
+    }
+    loaded = load_status.ok() ? 1 : -1;
     if (load_status.ok()) {
       std::fprintf(stderr, "train_resnet: resuming from %s at epoch %d, step %lld (global step %lld)\n", path.c_str(),
                    progress_.epoch + 1, static_cast<long long>(progress_.step_in_epoch),
                    static_cast<long long>(progress_.global_step));
+      if (progress_.epoch_position < 0) {  // written before positions were saved
+        progress_.epoch_position = progress_.step_in_epoch * GlobalBatch(progress_.epoch);
+      }
       if (progress_.world != comms_.world) {
         std::fprintf(stderr, "train_resnet: note: the checkpoint was written by %d rank(s), this run has %d: the "
                      "batches are the same, batch-norm statistics and rounding differ\n", progress_.world, comms_.world);
@@ -167,89 +193,90 @@ tessera::Status Trainer::Resume() {
       }
     }
   }
-  header[1] = progress_.epoch;
-  header[2] = static_cast<double>(progress_.step_in_epoch);
-  header[3] = static_cast<double>(progress_.global_step);
-  header[4] = progress_.loss_scale;
-  header[5] = static_cast<double>(progress_.clean_steps);
-  header[6] = progress_.epoch_loss_sum;
-  header[7] = static_cast<double>(progress_.epoch_images);
-  header[8] = progress_.epoch_seconds;
-  header[9] = static_cast<double>(progress_.skipped_total);
   if (comms_.world > 1) {
-    TESSERA_RETURN_IF_ERROR(TesseraCall(
-        tesseraBroadcast(header.data(), header.data(), header.size(), tesseraFloat64, 0, comms_.main, nullptr),
-        comms_.main, "tesseraBroadcast of the checkpoint header"));
+    TESSERA_RETURN_IF_ERROR(TesseraCall(tesseraBroadcast(&loaded, &loaded, 1, tesseraFloat64, 0, comms_.main, nullptr),
+                                        comms_.main, "tesseraBroadcast of the checkpoint's outcome"));
   }
-  if (header[0] < 0) {
-    return leader_ ? load_status : tessera::InvalidArgument("rank 0 could not load the checkpoint " + path);
+  if (loaded < 0) {
+    return leader() ? load_status : tessera::InvalidArgument("rank 0 could not load the checkpoint " + path);
   }
-  progress_.epoch = static_cast<int>(header[1]);
-  progress_.step_in_epoch = static_cast<int64_t>(header[2]);
-  progress_.global_step = static_cast<int64_t>(header[3]);
-  progress_.loss_scale = header[4];
-  progress_.clean_steps = static_cast<int64_t>(header[5]);
-  progress_.epoch_loss_sum = header[6];
-  progress_.epoch_images = static_cast<int64_t>(header[7]);
-  progress_.epoch_seconds = header[8];
-  progress_.skipped_total = static_cast<int64_t>(header[9]);
-  if (header[0] > 0) scaler_.Restore(progress_.loss_scale, static_cast<int>(progress_.clean_steps));
+  // Identical start on every rank: rank 0's progress, weights, buffers and momentum.
+  return BroadcastState(0, &pending);
+}
 
-  // Identical start on every rank: rank 0's weights, buffers and momentum.
+tessera::Status Trainer::BroadcastState(int root, torch::Tensor* pending) {
+  std::vector<double> header = EncodeProgress(progress_);
+  const bool taker = comms_.rank != root && comms_.world > 1;
+  if (taker) state_valid_ = false;  // until the whole state has arrived
   if (comms_.world > 1) {
-    TESSERA_RETURN_IF_ERROR(BroadcastModuleState(*model_, comms_.main));
-    torch::nn::Module holder;
-    for (size_t i = 0; i < optimizer_->momentum_buffers().size(); ++i) {
-      holder.register_buffer("m" + std::to_string(i), optimizer_->momentum_buffers()[i]);
-    }
-    TESSERA_RETURN_IF_ERROR(BroadcastBuffers(holder, comms_.main));
+    TESSERA_RETURN_IF_ERROR(TesseraCall(tesseraBroadcast(header.data(), header.data(), header.size(), tesseraFloat64,
+                                                         root, comms_.main, nullptr),
+                                        comms_.main, "tesseraBroadcast of the training progress"));
   }
+  TrainProgress progress = progress_;
+  DecodeProgress(header, &progress);
+  if (comms_.world > 1) {
+    TESSERA_RETURN_IF_ERROR(BroadcastModuleState(*model_, comms_.main, root));
+    TESSERA_RETURN_IF_ERROR(BroadcastTensors(optimizer_->momentum_buffers(), comms_.main, root));
+    if (progress.pending) {
+      if (taker) *pending = torch::empty({ParameterCount(*model_)}, torch::kFloat32);
+      TESSERA_RETURN_IF_ERROR(BroadcastTensors({*pending}, comms_.main, root));
+    }
+  }
+  progress_ = progress;
+  scaler_.Restore(progress_.loss_scale, static_cast<int>(progress_.clean_steps));
+  buckets_->SetPendingGradients(progress_.pending ? *pending : torch::Tensor());
+  state_valid_ = true;
   return tessera::Status::Ok();
 }
 
-int64_t Trainer::StepsInEpoch(int epoch) const {
-  int64_t global_batch = settings_.batches.GlobalBatch(epoch);
-  int64_t images = settings_.synthetic ? settings_.synthetic_images : static_cast<int64_t>(index_.train.size());
-  int64_t steps = StepsPerEpoch(images, global_batch);
-  if (settings_.max_steps_per_epoch > 0) steps = std::min(steps, settings_.max_steps_per_epoch);
-  return steps;
+int64_t Trainer::GlobalBatch(int epoch) const {
+  const int64_t scheduled = settings_.batches.GlobalBatch(epoch);
+  if (settings_.elastic_batch == ElasticBatch::kGlobal || comms_.world == launch_world_) return scheduled;
+  return scheduled / launch_world_ * comms_.world;  // the per-rank batch of the launch
 }
 
-int64_t Trainer::RemainingSteps(int epoch, int64_t step_in_epoch) const {
-  int64_t remaining = StepsInEpoch(epoch) - step_in_epoch;
-  for (int e = epoch + 1; e < settings_.epochs; ++e) remaining += StepsInEpoch(e);
-  if (settings_.stop_after_steps > 0) {
-    remaining = std::min(remaining, settings_.stop_after_steps - progress_.global_step);
+int64_t Trainer::TrainImages() const {
+  return settings_.synthetic ? settings_.synthetic_images : static_cast<int64_t>(index_.train.size());
+}
+
+int64_t Trainer::LaterSteps(int epoch) const {
+  int64_t steps = 0;
+  for (int e = epoch + 1; e < settings_.epochs; ++e) {
+    const int64_t global_batch = GlobalBatch(e);
+    steps += EpochSpan(TrainImages(), global_batch, settings_.max_steps_per_epoch) / global_batch;
   }
-  return std::max<int64_t>(remaining, 0);
+  return steps;
 }
 
 tessera::Status Trainer::Run() {
   TESSERA_RETURN_IF_ERROR(Setup());
   if (settings_.stop_after_steps > 0 && progress_.global_step >= settings_.stop_after_steps) {
-    if (leader_) std::fprintf(stderr, "train_resnet: already at step %lld, nothing to do\n", static_cast<long long>(progress_.global_step));
+    if (leader()) std::fprintf(stderr, "train_resnet: already at step %lld, nothing to do\n", static_cast<long long>(progress_.global_step));
     return tessera::Status::Ok();
   }
   if (progress_.epoch >= settings_.epochs) {
-    if (leader_) {
+    if (leader()) {
       std::fprintf(stderr, "train_resnet: the checkpoint in %s already ends epoch %d of %d: nothing to train "
                    "(raise --epochs to go on, or --resume=0 to start afresh)\n",
                    settings_.out_dir.c_str(), progress_.epoch, settings_.epochs);
     }
     return tessera::Status::Ok();
   }
-  for (int epoch = progress_.epoch; epoch < settings_.epochs; ++epoch) {
+  while (progress_.epoch < settings_.epochs) {
     bool stopped = false;
-    TESSERA_RETURN_IF_ERROR(TrainEpoch(epoch, &stopped));
+    tessera::Status status = TrainEpoch(progress_.epoch, &stopped);
+    while (!status.ok() && settings_.elastic && LostPeer(status)) status = Recover(status);
+    if (!status.ok()) return status;
     if (stopped) {
-      if (leader_) {
+      if (leader()) {
         std::fprintf(stderr, "train_resnet: stopped after global step %lld (--stop_after_steps); checkpoint in %s\n",
                      static_cast<long long>(progress_.global_step), CheckpointPath(settings_).c_str());
       }
       break;
     }
   }
-  if (leader_) {
+  if (leader()) {
     PrintSummary();
     std::fprintf(stderr, "train_resnet: final weights hash %016llx (FNV-1a of every parameter and buffer)\n",
                  static_cast<unsigned long long>(WeightsHash(*model_)));
@@ -258,84 +285,111 @@ tessera::Status Trainer::Run() {
 }
 
 tessera::Status Trainer::TrainEpoch(int epoch, bool* stopped) {
-  const int64_t global_batch = settings_.batches.GlobalBatch(epoch);
-  const int64_t per_rank = global_batch / comms_.world;
-  const int64_t steps = StepsInEpoch(epoch);
-  if (steps == 0) {
+  const int64_t global_batch = GlobalBatch(epoch);
+  if (progress_.epoch_span == 0) {
+    progress_.epoch_span = EpochSpan(TrainImages(), global_batch, settings_.max_steps_per_epoch);
+  }
+  const int64_t span = progress_.epoch_span;
+  if (span == 0) {
     return tessera::InvalidArgument("epoch " + std::to_string(epoch + 1) + ": global batch " +
                                     std::to_string(global_batch) + " is larger than the " +
-                                    std::to_string(index_.train.size()) + " training images");
+                                    std::to_string(TrainImages()) + " training images");
   }
-  std::unique_ptr<BatchLoader> loader;
-  if (settings_.synthetic) {
-    if (!synthetic_images_.defined() || synthetic_images_.size(0) != per_rank) {
-      torch::manual_seed(settings_.seed + 1000 + comms_.rank);
-      synthetic_images_ = torch::randn({per_rank, 3, settings_.crop_size, settings_.crop_size});
-      synthetic_labels_ = torch::randint(settings_.synthetic_classes, {per_rank}, torch::kInt64);
-    }
-  } else {
-    Batches batches = TrainBatchesForRank(EpochPermutation(static_cast<int64_t>(index_.train.size()), settings_.seed, epoch),
-                                          global_batch, comms_.world, comms_.rank);
-    batches.resize(static_cast<size_t>(steps));
-    PipelineOptions options;
-    options.train = true;
-    options.crop_size = settings_.crop_size;
-    options.min_crop_area = settings_.min_crop_area;
-    options.seed = settings_.seed;
-    options.epoch = epoch;
-    options.decode_threads = settings_.decode_threads;
-    options.prefetch_batches = settings_.prefetch_batches;
-    loader = std::make_unique<BatchLoader>(index_.train, std::move(batches), progress_.step_in_epoch, options);
-  }
-
-  for (int64_t step = progress_.step_in_epoch; step < steps; ++step) {
+  const int64_t left = StepsLeft(span, progress_.epoch_position, global_batch);
+  const Batches batches = TrainBatchesForRank(EpochPermutation(TrainImages(), settings_.seed, epoch),
+                                              progress_.epoch_position, span, global_batch, comms_.world, comms_.rank);
+  std::unique_ptr<BatchLoader> loader = settings_.synthetic ? nullptr : TrainLoader(epoch, batches);
+  for (int64_t k = 0; k < left; ++k) {
     const double start = Now();
     StepInput input;
-    Batch batch;
-    if (settings_.synthetic) {
-      input.images = synthetic_images_;
-      input.labels = synthetic_labels_;
-      input.count = static_cast<int>(per_rank);
-    } else {
-      if (!loader->Next(&batch)) return tessera::InternalError("the input pipeline ended before the epoch");
-      ReportSkipped(batch);
-      input.count = batch.count;
-      input.skipped = static_cast<int>(batch.skipped.size());
-      input.images = torch::from_blob(batch.pixels.data(), {batch.count, 3, settings_.crop_size, settings_.crop_size},
-                                      torch::kFloat32);
-      input.labels = torch::from_blob(batch.labels.data(), {batch.count}, torch::kInt64);
-    }
+    TESSERA_RETURN_IF_ERROR(ReadStep(loader.get(), batches[static_cast<size_t>(k)], &input));
     StepMetrics metrics;
     metrics.data_s = Now() - start;
-    TESSERA_RETURN_IF_ERROR(TrainStep(input, epoch, steps, &metrics).Annotate("step " + std::to_string(step + 1) +
-                                                                             " of epoch " + std::to_string(epoch + 1)));
+    metrics.steps_in_epoch = progress_.step_in_epoch + left - k;
+    const TrainProgress before = progress_;
+    TESSERA_RETURN_IF_ERROR(TrainStep(input, epoch, global_batch, &metrics)
+                                .Annotate("step " + std::to_string(progress_.step_in_epoch + 1) + " of epoch " +
+                                          std::to_string(epoch + 1)));
     metrics.step_s = Now() - start;
-    progress_.step_in_epoch = step + 1;
-    progress_.global_step += 1;
-    progress_.epoch_loss_sum += metrics.loss;
-    progress_.epoch_images += metrics.images;
-    progress_.epoch_seconds += metrics.step_s;
-    metrics.global_step = progress_.global_step;
-    metrics.step = step + 1;
-    metrics.skipped_total = progress_.skipped_total;
-    if (metrics.step > 2 || steps <= 2) steady_.Add(metrics);
-    if (leader_) {
-      log_.AddStep(metrics);
-      display_->Step(metrics, RemainingSteps(epoch, step + 1));
-    }
+    EndStep(metrics, std::min(global_batch, span - progress_.epoch_position), left - k - 1);
+    if (settings_.staleness > 0) pending_start_ = before;
     const bool stop = settings_.stop_after_steps > 0 && progress_.global_step >= settings_.stop_after_steps;
     const bool periodic = settings_.checkpoint_every > 0 && progress_.global_step % settings_.checkpoint_every == 0;
-    if (stop || (periodic && step + 1 < steps)) TESSERA_RETURN_IF_ERROR(SaveState());
+    if (stop || (periodic && k + 1 < left)) TESSERA_RETURN_IF_ERROR(SaveState());
     if (stop) {
       *stopped = true;
       return tessera::Status::Ok();
     }
   }
   loader.reset();
+  return EndEpoch(epoch);
+}
 
+std::unique_ptr<BatchLoader> Trainer::TrainLoader(int epoch, const Batches& batches) const {
+  PipelineOptions options;
+  options.train = true;
+  options.crop_size = settings_.crop_size;
+  options.min_crop_area = settings_.min_crop_area;
+  options.seed = settings_.seed;
+  options.epoch = epoch;
+  options.decode_threads = settings_.decode_threads;
+  options.prefetch_batches = settings_.prefetch_batches;
+  return std::make_unique<BatchLoader>(index_.train, batches, 0, options);
+}
+
+tessera::Status Trainer::ReadStep(BatchLoader* loader, const std::vector<int64_t>& ids, StepInput* input) {
+  for (int64_t id : ids) {
+    input->id_sum += static_cast<double>(id);
+    input->id_sq_sum += static_cast<double>(id) * static_cast<double>(id);
+  }
+  if (settings_.synthetic) {
+    const int64_t count = static_cast<int64_t>(ids.size());
+    if (!synthetic_images_.defined() || synthetic_images_.size(0) != count) {
+      torch::manual_seed(settings_.seed + 1000 + comms_.rank);
+      synthetic_images_ = torch::randn({count, 3, settings_.crop_size, settings_.crop_size});
+      synthetic_labels_ = torch::randint(settings_.synthetic_classes, {count}, torch::kInt64);
+    }
+    input->images = synthetic_images_;
+    input->labels = synthetic_labels_;
+    input->count = static_cast<int>(count);
+    return tessera::Status::Ok();
+  }
+  Batch& batch = input->batch;
+  if (!loader->Next(&batch)) return tessera::InternalError("the input pipeline ended before the epoch");
+  ReportSkipped(batch);
+  input->count = batch.count;
+  input->skipped = static_cast<int>(batch.skipped.size());
+  input->images = torch::from_blob(batch.pixels.data(), {batch.count, 3, settings_.crop_size, settings_.crop_size},
+                                   torch::kFloat32);
+  input->labels = torch::from_blob(batch.labels.data(), {batch.count}, torch::kInt64);
+  return tessera::Status::Ok();
+}
+
+void Trainer::EndStep(const StepMetrics& step, int64_t positions, int64_t steps_left) {
+  StepMetrics metrics = step;
+  progress_.step_in_epoch += 1;
+  progress_.global_step += 1;
+  progress_.epoch_position += positions;
+  progress_.epoch_loss_sum += metrics.loss;
+  progress_.epoch_images += metrics.images;
+  progress_.epoch_seconds += metrics.step_s;
+  metrics.global_step = progress_.global_step;
+  metrics.step = progress_.step_in_epoch;
+  metrics.skipped_total = progress_.skipped_total;
+  if (metrics.step > 2 || metrics.steps_in_epoch <= 2) steady_.Add(metrics);
+  if (leader()) {
+    int64_t remaining = steps_left + LaterSteps(metrics.epoch);
+    if (settings_.stop_after_steps > 0) remaining = std::min(remaining, settings_.stop_after_steps - progress_.global_step);
+    log_.AddStep(metrics);
+    display_->Step(metrics, std::max<int64_t>(remaining, 0));
+  }
+  NoteRecovered(metrics);
+}
+
+tessera::Status Trainer::EndEpoch(int epoch) {
   EpochMetrics metrics;
   metrics.epoch = epoch;
-  metrics.train_loss = progress_.epoch_loss_sum / static_cast<double>(steps);
+  metrics.train_loss = progress_.epoch_loss_sum / static_cast<double>(std::max<int64_t>(progress_.step_in_epoch, 1));
   metrics.images_per_s = progress_.epoch_seconds > 0 ? progress_.epoch_images / progress_.epoch_seconds : 0;
   metrics.seconds = progress_.epoch_seconds;
   const bool last = epoch + 1 == settings_.epochs;
@@ -345,11 +399,14 @@ tessera::Status Trainer::TrainEpoch(int epoch, bool* stopped) {
   metrics.skipped_total = progress_.skipped_total;
   progress_.epoch = epoch + 1;
   progress_.step_in_epoch = 0;
+  progress_.epoch_position = 0;
+  progress_.epoch_span = 0;
   progress_.epoch_loss_sum = 0;
   progress_.epoch_images = 0;
   progress_.epoch_seconds = 0;
-  TESSERA_RETURN_IF_ERROR(SaveState());
-  if (leader_) {
+  // The row first: a checkpoint that fails (a lost rank, --elastic) steps back into the
+  // epoch at most, and the reopened log then drops the row.
+  if (leader()) {
     log_.AddEpoch(metrics);
     display_->EndEpoch(metrics);
     if (settings_.plot) {
@@ -357,23 +414,24 @@ tessera::Status Trainer::TrainEpoch(int epoch, bool* stopped) {
       if (!plotted.ok()) std::fprintf(stderr, "train_resnet: no plot: %s\n", plotted.message().c_str());
     }
   }
-  return tessera::Status::Ok();
+  return SaveState();
 }
 
-tessera::Status Trainer::TrainStep(const StepInput& input, int epoch, int64_t steps_in_epoch, StepMetrics* m) {
-  const int64_t global_batch = settings_.batches.GlobalBatch(epoch);
+tessera::Status Trainer::TrainStep(const StepInput& input, int epoch, int64_t global_batch, StepMetrics* m) {
   m->epoch = epoch;
-  m->steps_in_epoch = steps_in_epoch;
   m->global_batch = global_batch;
-  m->lr = settings_.lr.At(epoch + static_cast<double>(progress_.step_in_epoch) / steps_in_epoch, global_batch);
+  m->world = comms_.world;
+  m->lr = settings_.lr.At(epoch + static_cast<double>(progress_.epoch_position) / progress_.epoch_span, global_batch);
 
   // 1. One model everywhere (rank 0's BN statistics) and the global image count.
   double start = Now();
   if (comms_.world > 1 && settings_.batch_norm) TESSERA_RETURN_IF_ERROR(BroadcastBuffers(*model_, comms_.main));
-  std::vector<double> counts = {static_cast<double>(input.count), static_cast<double>(input.skipped)};
+  std::vector<double> counts = {static_cast<double>(input.count), static_cast<double>(input.skipped), input.id_sum,
+                                input.id_sq_sum};
   TESSERA_RETURN_IF_ERROR(AllReduceSum(&counts, comms_.main));
   const double global_images = counts[0];
-  progress_.skipped_total += static_cast<int64_t>(counts[1]);
+  m->image_id_sum = counts[2];
+  m->image_id_sq_sum = counts[3];
 
   // 2-3. Forward and backward, by micro-batches of --micro_batch images if set (as many
   // on every rank: the per-rank batch's); buckets are allreduced as the last backward
@@ -388,16 +446,62 @@ tessera::Status Trainer::TrainStep(const StepInput& input, int epoch, int64_t st
     if (micro_batches > 1) buckets_->BeginMicroBatch(j);
     const int64_t first = j * size, n = std::min<int64_t>(size, input.count - first);
     if (n <= 0) continue;
-    local_loss_sum += ForwardBackward(model_, settings_, device_, input.images.narrow(0, first, n),
-                                      input.labels.narrow(0, first, n), scale, global_images);
+    local_loss_sum += ForwardBackward(input.images.narrow(0, first, n), input.labels.narrow(0, first, n),
+                                      scale / global_images);
   }
   m->compute_s = Now() - start;
 
-  // 4. The rest of the allreduce, then loss-scale bookkeeping.
-  TESSERA_RETURN_IF_ERROR(buckets_->Finish(&m->exposed_comm_s, &m->comm_busy_s));
+  // 4. The step's loss (the ranks meet here), then the gradient to apply: this step's,
+  // or with staleness 1 the previous step's.
   start = Now();
-  bool apply = global_images > 0;
-  if (settings_.loss_scaling) {
+  std::vector<double> loss = {local_loss_sum};
+  TESSERA_RETURN_IF_ERROR(AllReduceSum(&loss, comms_.main));
+  double waited = 0;
+  bool have_gradient = false;
+  TESSERA_RETURN_IF_ERROR(buckets_->Finish(&waited, &m->comm_busy_s, &have_gradient));
+  m->exposed_comm_s = Now() - start;
+
+  // 5. The update.
+  start = Now();
+  if (settings_.staleness > 0) {
+    ApplyGradient(have_gradient, progress_.pending_scale, static_cast<double>(progress_.pending_images), m);
+    progress_.pending = true;
+    progress_.pending_scale = scale;
+    progress_.pending_images = static_cast<int64_t>(global_images);
+  } else {
+    ApplyGradient(have_gradient, scale, global_images, m);
+  }
+  m->update_s = Now() - start;
+  m->loss_scale = scale;
+  m->images = static_cast<int64_t>(global_images);
+  m->loss = global_images > 0 ? loss[0] / global_images : 0;
+  progress_.skipped_total += static_cast<int64_t>(counts[1]);
+  return tessera::Status::Ok();
+}
+
+// Forward under autocast and backward of (sum of the label-smoothed losses) x factor;
+// returns the sum.
+double Trainer::ForwardBackward(const torch::Tensor& images_in, const torch::Tensor& labels_in, double factor) {
+  torch::Tensor images = images_in.to(device_, /*non_blocking=*/true);
+  torch::Tensor labels = labels_in.to(device_, /*non_blocking=*/true);
+  torch::Tensor logits;
+  {
+    AutocastScope autocast(settings_, device_.is_cuda());
+    logits = model_->forward(images);
+  }
+  torch::Tensor loss_sum = torch::nn::functional::cross_entropy(
+      logits.to(torch::kFloat32), labels,
+      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum).label_smoothing(settings_.label_smoothing));
+  (loss_sum * factor).backward();
+  return loss_sum.item<double>();
+}
+
+// Applies the reduced gradient in .grad, computed with loss scale `scale` over `images`
+// images; with loss scaling, unscales it and skips the update on inf/NaN (all ranks see
+// the same reduced gradient, so they all decide alike).
+void Trainer::ApplyGradient(bool have_gradient, double scale, double images, StepMetrics* m) {
+  bool apply = have_gradient && images > 0;
+  if (have_gradient && settings_.loss_scaling) {
     torch::NoGradGuard no_grad;
     bool nonfinite = false;
     for (torch::Tensor& parameter : model_->parameters()) {
@@ -408,22 +512,14 @@ tessera::Status Trainer::TrainStep(const StepInput& input, int epoch, int64_t st
     progress_.loss_scale = scaler_.scale();
     progress_.clean_steps = scaler_.clean_steps();
   }
-  m->loss_scale = scale;
   m->applied = apply;
-
-  // 5. The update.
   if (apply) optimizer_->Step(m->lr);
-  std::vector<double> loss = {local_loss_sum};
-  TESSERA_RETURN_IF_ERROR(AllReduceSum(&loss, comms_.main));
-  m->update_s = Now() - start;
-  m->images = static_cast<int64_t>(global_images);
-  m->loss = global_images > 0 ? loss[0] / global_images : 0;
-  return tessera::Status::Ok();
 }
 
 tessera::Status Trainer::Validate(EpochMetrics* metrics) {
-  const int64_t per_rank = settings_.val_batch > 0 ? settings_.val_batch
-                                                   : settings_.batches.GlobalBatch(progress_.epoch) / comms_.world;
+  const int64_t per_rank = settings_.val_batch > 0
+                               ? settings_.val_batch
+                               : std::max<int64_t>(1, GlobalBatch(progress_.epoch) / comms_.world);
   Batches batches = ValBatchesForRank(static_cast<int64_t>(index_.val.size()), per_rank, comms_.world, comms_.rank);
   if (settings_.max_val_batches > 0 && static_cast<int64_t>(batches.size()) > settings_.max_val_batches) {
     batches.resize(static_cast<size_t>(settings_.max_val_batches));
@@ -479,10 +575,15 @@ tessera::Status Trainer::Validate(EpochMetrics* metrics) {
 }
 
 tessera::Status Trainer::SaveState() {
-  if (!leader_) return tessera::Status::Ok();
+  if (!leader()) return tessera::Status::Ok();
+  torch::Tensor pending;
+  if (progress_.pending) {  // the gradient in flight is saved reduced
+    TESSERA_RETURN_IF_ERROR(buckets_->WaitPending().Annotate("the allreduce of the gradient to checkpoint"));
+    pending = buckets_->PendingGradients();
+  }
   progress_.world = comms_.world;
   progress_.settings = DescribeSettings(settings_);
-  return SaveCheckpoint(CheckpointPath(settings_), *model_, optimizer_->momentum_buffers(), progress_);
+  return SaveCheckpoint(CheckpointPath(settings_), *model_, optimizer_->momentum_buffers(), pending, progress_);
 }
 
 void Trainer::ReportSkipped(const Batch& batch) {
