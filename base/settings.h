@@ -35,6 +35,10 @@ namespace tessera {
   X(std::string, bootstrap_addr, "TESSERA_BOOTSTRAP_ADDR", "",                           \
     "host:port of the rendezvous used by tesseraCommInitFromEnv; overrides MASTER_ADDR " \
     "/ MASTER_PORT and the launcher's PMIx server.")                                     \
+  X(int64_t, bootstrap_fanout, "TESSERA_BOOTSTRAP_FANOUT", 8,                            \
+    "Ranks the rendezvous sends the table of all ranks to, and ranks each of them "      \
+    "forwards it to in turn (a tree: docs/scale.md#creation-at-scale). Read where the "  \
+    "unique id is made (tesseraGetUniqueId, rank 0 of a launch, a split or shrink).")   \
   X(std::string, host_id, "TESSERA_HOST_ID", "",                                         \
     "Overrides this process's host identity (default: hostname, network namespace and " \
     "boot id). Ranks with different ids never use shared memory with each other.")       \

@@ -172,6 +172,35 @@ TEST(TransportChoice, UnknownTcpCongestionControlFallsBackToTheDefault) {
   }
 }
 
+// TESSERA_BOOTSTRAP_FANOUT: the rendezvous' table travels down a tree of ranks (a
+// chain with 1; every rank straight from the service when the fanout passes nranks);
+// every shape gives a communicator whose collectives are exact, on hosts of two ranks
+// (shared memory inside, TCP between) and in a split, whose rendezvous is a rank's.
+TEST(Creation, TheTableTravelsDownATree) {
+  for (const char* fanout : {"1", "2", "64"}) {
+    const int nranks = 7;
+    RankOptions opts = CommOptions();
+    opts.ranks_per_host = 2;
+    opts.env["TESSERA_BOOTSTRAP_FANOUT"] = fanout;
+    auto results = RunRanks(nranks, [](int rank, tesseraComm_t comm) {
+      FailureLog log;
+      log.Add(RunAndCheck(Collective::kAllReduce, tesseraFloat32, rank, nranks, comm, 0, 100003));
+      log.Add(RunAndCheck(Collective::kAllGather, tesseraInt64, rank, nranks, comm, 1));
+      tesseraComm_t half = nullptr;
+      tesseraResult_t r = tesseraCommSplit(comm, rank % 2, -rank, &half, nullptr);
+      log.Expect(r == tesseraSuccess, "split: " + Code(r));
+      if (r != tesseraSuccess) return log.str();
+      int n = 0, me = -1;
+      tesseraCommCount(half, &n);
+      tesseraCommUserRank(half, &me);
+      log.Add(RunAndCheck(Collective::kAllReduce, tesseraFloat32, me, n, half, 2, 4099));
+      tesseraCommDestroy(half);
+      return log.str();
+    }, opts);
+    EXPECT_EQ("", Failures(results)) << "TESSERA_BOOTSTRAP_FANOUT=" << fanout;
+  }
+}
+
 // A NULL config means the defaults; an initializer with no field set too.
 TEST(Config, NullAndUntouchedInitializerAreDefaults) {
   const int nranks = 2;
