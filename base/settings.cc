@@ -81,6 +81,7 @@ Status Validate(const Settings& s) {
   if (s.shm_slots < 2 || s.shm_slots > 1024) {
     return InvalidArgument("TESSERA_SHM_SLOTS must be in [2, 1024]");
   }
+  TESSERA_RETURN_IF_ERROR(InRange("TESSERA_SHM_SEGMENT_BYTES", s.shm_segment_bytes, 1 << 20, int64_t{1} << 40));
   if (s.tcp_streams < 1 || s.tcp_streams > 64) {
     return InvalidArgument("TESSERA_TCP_STREAMS must be in [1, 64]");
   }

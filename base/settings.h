@@ -50,6 +50,12 @@ namespace tessera {
     "Size of one slot of a shared-memory channel: the pipelining unit on one host.")     \
   X(int64_t, shm_slots, "TESSERA_SHM_SLOTS", 8,                                          \
     "Slots per shared-memory channel (one channel per ordered pair of local ranks).")    \
+  X(int64_t, shm_segment_bytes, "TESSERA_SHM_SEGMENT_BYTES", 67108864,                   \
+    "Most bytes of channels in one rank's shared-memory segment (one channel per local " \
+    "rank). Where TESSERA_SHM_SLOTS slots of TESSERA_SHM_SLOT_BYTES do not fit, "        \
+    "channels get fewer slots (down to 2), then smaller ones (down to 4 KiB), so a "     \
+    "host of n ranks maps at most n times this, not n^2 channels of full size "         \
+    "(docs/scale.md#creation-at-scale).")                                              \
   X(int64_t, cuda_ipc_slot_bytes, "TESSERA_CUDA_IPC_SLOT_BYTES", 1048576,                \
     "Size of one of the TESSERA_CUDA_IPC_SLOTS device-memory slots a rank keeps per "   \
     "local peer for cuda_ipc (the pipelining unit of device-resident calls); all ranks " \

@@ -226,6 +226,18 @@ std::string ShmTransport::NewSegmentName() {
          std::to_string(NowMicros() % 1000000);
 }
 
+ShmTransport::RingShape ShmTransport::ShapeFor(const Options& options, size_t local_ranks) {
+  constexpr size_t kMinSlotBytes = 4096;
+  const size_t want = static_cast<size_t>(options.slot_bytes), slots = static_cast<size_t>(options.slots);
+  const size_t budget = static_cast<size_t>(options.segment_bytes) - HeaderBytes();
+  const size_t share = budget / std::max<size_t>(local_ranks, 1);
+  const size_t per_channel = share > sizeof(ChannelHeader) ? share - sizeof(ChannelHeader) : 0;
+  const size_t fit = per_channel / SlotStride(want);
+  if (fit >= 2) return RingShape{want, std::min(slots, fit)};
+  const size_t smaller = per_channel / 2 > kLine ? (per_channel / 2 - kLine) / kLine * kLine : 0;
+  return RingShape{std::min(want, std::max(kMinSlotBytes, smaller)), 2};
+}
+
 Status ShmTransport::Create(const Options& options, int my_rank, const std::vector<Member>& local,
                             const Deadline& deadline, std::unique_ptr<ShmTransport>* out) {
   std::unique_ptr<ShmTransport> t(new ShmTransport());
@@ -242,7 +254,8 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
   my_index_ = LocalIndex(my_rank);
   if (my_index_ < 0) return InternalError("this rank is not in its own host's rank list");
   const size_t n = local.size();
-  const size_t bytes = HeaderBytes() + n * ChannelStride(options.slot_bytes, options.slots);
+  const RingShape shape = ShapeFor(options, n);
+  const size_t bytes = HeaderBytes() + n * ChannelStride(shape.slot_bytes, shape.slots);
   maps_.resize(n);
   pidfds_.assign(n, -1);
 
@@ -261,8 +274,8 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
   close(fd);
   TESSERA_RETURN_IF_ERROR(s);
   SegmentHeader* own = maps_[my_index_]->header();
-  own->slot_bytes = options.slot_bytes;
-  own->slots = options.slots;
+  own->slot_bytes = shape.slot_bytes;
+  own->slots = shape.slots;
   own->channels = n;
   own->magic.store(kSegmentMagic, std::memory_order_release);
 
@@ -317,8 +330,7 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     SegmentHeader* h = maps_[i]->header();
-    if (h->slot_bytes != static_cast<uint64_t>(options.slot_bytes) || h->slots != static_cast<uint64_t>(options.slots) ||
-        h->channels != n) {
+    if (h->slot_bytes != shape.slot_bytes || h->slots != shape.slots || h->channels != n) {
       return InvalidUsage("rank " + std::to_string(peer.rank) + " laid out its shared memory differently");
     }
     maps_[i]->channel(my_index_)->attached.store(1, std::memory_order_release);
