@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "collectives/algorithms.h"
+#include "collectives/recursive_doubling_allreduce.h"
 #include "collectives/reduce_kernels.h"
 #include "collectives/ring_allreduce.h"
 #include "topology/host_identity.h"
@@ -235,7 +236,9 @@ Status MeasureRing(const CollectiveContext& ctx, const RingGroup& group, LinkCos
 // every rank's model, and so every choice of algorithm, is the same. All rows (or all
 // columns) are measured at once, so the figures include what the real schedules meet:
 // links shared by a host's ranks, and processes waiting for a core when ranks outnumber
-// cores.
+// cores. The maximum is taken by recursive doubling (lg p steps, where a ring takes
+// 2(p-1)), and not at all when nothing was measured or read: every rank then holds the
+// built-in defaults.
 Status Communicator::ProbeAndAgree() {
   const CollectiveContext ctx = Context();
   // On one host the defaults hold well and a probe mostly measures scheduling noise, so
@@ -243,22 +246,28 @@ Status Communicator::ProbeAndAgree() {
   // measured too: with every rank busy, a step inside a host costs what scheduling the
   // host's processes costs, not the 2 us of an idle shared-memory hop.
   const bool multi_host = host_grid_ && host_grid_->Y > 1;
-  if (settings_.probe >= (multi_host ? 1 : 2) && settings_.tuning_file.empty() && host_grid_) {
+  const bool measure_rows = settings_.probe >= (multi_host ? 1 : 2) && settings_.tuning_file.empty() && host_grid_;
+  const bool measure_columns = settings_.probe >= 1 && settings_.tuning_file.empty() && multi_host;
+  if (measure_rows) {
     const Grid& g = *host_grid_;
     TESSERA_RETURN_IF_ERROR(MeasureRing(ctx, RingGroup{g.rows[g.y[rank_]], g.x[rank_]}, &model_.intra));
   }
-  if (settings_.probe >= 1 && settings_.tuning_file.empty() && multi_host) {
+  if (measure_columns) {
     const Grid& g = *host_grid_;
     TESSERA_RETURN_IF_ERROR(MeasureRing(ctx, RingGroup{g.cols[g.x[rank_]], g.y[rank_]}, &model_.inter));
     // The X columns ran at once, so X flows shared each host's link: the link itself
     // moves X times what one flow measured. The model charges sharing per schedule.
     model_.inter.beta /= g.X;
   }
-  Reducer max;
-  TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat64, RedOp::kMax, &max));
+  if (!measure_rows && !measure_columns && settings_.tuning_file.empty()) return Status::Ok();
+  CollectiveArgs args;
+  TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat64, RedOp::kMax, &args.reducer));
   double params[5] = {model_.intra.alpha, model_.intra.beta, model_.inter.alpha, model_.inter.beta, model_.gamma};
-  TESSERA_RETURN_IF_ERROR(RunRing(ctx, WholeRing(ctx), reinterpret_cast<char*>(params),
-                                  reinterpret_cast<char*>(params), 5, 8, &max, kRingReduceScatter | kRingAllGather));
+  args.send = params;
+  args.recv = params;
+  args.count = 5;
+  args.elem_size = sizeof(double);
+  TESSERA_RETURN_IF_ERROR(RecursiveDoublingAllReduce(ctx, args));
   model_.intra = LinkCost{params[0], params[1]};
   model_.inter = LinkCost{params[2], params[3]};
   model_.gamma = params[4];
