@@ -1,6 +1,7 @@
 #include "bootstrap/rendezvous.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -294,7 +295,10 @@ class TableForwarder {
         arrivals_(&listener_, &deadline_, [](const std::string&) { return kTableRequestBytes; }) {}
 
   static void Start(std::unique_ptr<TableForwarder> f) {
-    std::thread([f = std::move(f)] { f->Run(); }).detach();
+    std::thread([f = std::move(f)] {
+      pthread_setname_np(pthread_self(), "tessera-fwd");
+      f->Run();
+    }).detach();
   }
 
  private:
@@ -344,6 +348,7 @@ Status StartRendezvous(const std::string& listen_ip, int port, uint64_t secret, 
     ++Services().running[secret];
   }
   std::thread([service, secret] {
+    pthread_setname_np(pthread_self(), "tessera-rdv");
     service->Run();
     RunningServices& s = Services();
     std::lock_guard<std::mutex> lock(s.mu);
