@@ -156,6 +156,11 @@ Status RankTable::Decode(std::string bytes, int nranks, RankTable* out) {
     if (!in.Take(&len) || !in.Skip(len)) return InvalidArgument("the rank table's host " + std::to_string(h) + " overruns");
     t.hosts_.emplace_back(b.data() + at, len);
   }
+  constexpr size_t kEntryBytes = 4 + 4 + 2;  // an entry without cards
+  if ((b.size() - in.at()) / kEntryBytes < n) {
+    return InvalidArgument("a rank table of " + std::to_string(b.size()) + " bytes cannot hold " + std::to_string(n) +
+                           " ranks");
+  }
   t.pid_.resize(n);
   t.host_of_.resize(n);
   t.cards_at_.resize(n);
