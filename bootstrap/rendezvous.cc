@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -137,6 +138,23 @@ Status RecvReply(const Socket& s, int nranks, const Deadline& deadline, JoinRepl
   return Status::Ok();
 }
 
+// The service keeps a connection per rank until it answers them all (so a rank sees at
+// once when the service is gone): a process that may open fewer files than that (ulimit
+// -n; often 1024) raises its soft limit as far as the hard one allows, or fails the
+// rendezvous saying so, instead of leaving ranks unaccepted until they time out.
+Status EnsureDescriptors(int nranks) {
+  constexpr rlim_t kOthers = 256;  // what the process has open besides
+  const rlim_t need = static_cast<rlim_t>(nranks) + kOthers;
+  rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= need) return Status::Ok();
+  rlimit raised = limit;
+  raised.rlim_cur = std::min(need, limit.rlim_max);
+  if (setrlimit(RLIMIT_NOFILE, &raised) == 0 && raised.rlim_cur >= need) return Status::Ok();
+  return InvalidUsage("the rendezvous keeps a connection per rank: " + std::to_string(nranks) + " ranks need about " +
+                      std::to_string(need) + " file descriptors in the process serving it, which may open " +
+                      std::to_string(limit.rlim_max) + " at most (ulimit -Hn); raise that limit");
+}
+
 // Services running in this process, by secret. A rank whose process hosts the service
 // must not return (and perhaps exit) before the service has answered every rank.
 struct RunningServices {
@@ -221,6 +239,7 @@ class RendezvousService {
   Status Admit(const JoinRequest& hello) {
     const int rank = hello.rank;
     if (nranks_ == 0) {
+      TESSERA_RETURN_IF_ERROR(EnsureDescriptors(hello.nranks));
       nranks_ = hello.nranks;
       first_rank_ = rank;
       first_info_ = hello.info;

@@ -2,6 +2,11 @@
 // table that comes back, the wire between them, and the tree the table travels down.
 #include "bootstrap/rendezvous.h"
 
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <set>
@@ -184,6 +189,45 @@ TEST(RendezvousWire, TableRequests) {
   EXPECT_EQ(rank, 17);
   EXPECT_EQ(DecodeTableRequest(EncodeTableRequest(41, 17), 42, &rank).code(), Code::kInvalidArgument);
   EXPECT_EQ(DecodeTableRequest("short", 42, &rank).code(), Code::kInvalidArgument);
+}
+
+// A service whose process may not open a file per rank fails the rendezvous saying so
+// (instead of leaving ranks unaccepted until they time out naming them).
+TEST(RendezvousService, TooFewFileDescriptorsIsSaid) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const uint64_t secret = 4242;
+  const pid_t child = fork();
+  if (child == 0) {
+    rlimit tight{64, 64};
+    setrlimit(RLIMIT_NOFILE, &tight);
+    SocketAddress bound;
+    if (!StartRendezvous("127.0.0.1", 0, secret, 5000, 8, &bound).ok()) _exit(1);
+    if (write(fds[1], &bound, sizeof(bound)) != sizeof(bound)) _exit(2);
+    sleep(6);
+    _exit(0);
+  }
+  SocketAddress service;
+  ASSERT_EQ(read(fds[0], &service, sizeof(service)), static_cast<ssize_t>(sizeof(service)));
+  const Deadline deadline = Deadline::AfterMs(5000);
+  Socket s;
+  ASSERT_TRUE(Connect(service, deadline, &s).ok());
+  JoinRequest request;
+  request.nranks = 1000;
+  const std::string hello = EncodeJoinRequest(secret, request);
+  ASSERT_TRUE(SendAll(s, hello.data(), hello.size(), deadline).ok());
+  std::string reply(kJoinReplyHeaderBytes, '\0');
+  ASSERT_TRUE(RecvAll(s, &reply[0], reply.size(), deadline).ok());
+  reply.resize(JoinReplyBytes(reply));
+  ASSERT_TRUE(RecvAll(s, &reply[kJoinReplyHeaderBytes], reply.size() - kJoinReplyHeaderBytes, deadline).ok());
+  JoinReply decoded;
+  DecodeJoinReply(reply, 1000, &decoded);
+  EXPECT_EQ(decoded.status.code(), Code::kInvalidUsage);
+  EXPECT_NE(decoded.status.message().find("1256 file descriptors"), std::string::npos) << decoded.status.message();
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  close(fds[0]);
+  close(fds[1]);
 }
 
 }  // namespace

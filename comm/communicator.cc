@@ -7,7 +7,6 @@
 #include <thread>
 
 #include "collectives/algorithms.h"
-#include "collectives/recursive_doubling_allreduce.h"
 #include "collectives/reduce_kernels.h"
 #include "collectives/ring_allreduce.h"
 #include "topology/host_identity.h"
@@ -236,9 +235,9 @@ Status MeasureRing(const CollectiveContext& ctx, const RingGroup& group, LinkCos
 // every rank's model, and so every choice of algorithm, is the same. All rows (or all
 // columns) are measured at once, so the figures include what the real schedules meet:
 // links shared by a host's ranks, and processes waiting for a core when ranks outnumber
-// cores. The maximum is taken by recursive doubling (lg p steps, where a ring takes
-// 2(p-1)), and not at all when nothing was measured or read: every rank then holds the
-// built-in defaults.
+// cores. The maximum is taken over the whole ring (2(p-1) steps; recursive doubling
+// would take lg p, docs/scale.md#creation-at-scale says why not yet), and not at all
+// when nothing was measured or read: every rank then holds the built-in defaults.
 Status Communicator::ProbeAndAgree() {
   const CollectiveContext ctx = Context();
   // On one host the defaults hold well and a probe mostly measures scheduling noise, so
@@ -260,14 +259,11 @@ Status Communicator::ProbeAndAgree() {
     model_.inter.beta /= g.X;
   }
   if (!measure_rows && !measure_columns && settings_.tuning_file.empty()) return Status::Ok();
-  CollectiveArgs args;
-  TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat64, RedOp::kMax, &args.reducer));
+  Reducer max;
+  TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat64, RedOp::kMax, &max));
   double params[5] = {model_.intra.alpha, model_.intra.beta, model_.inter.alpha, model_.inter.beta, model_.gamma};
-  args.send = params;
-  args.recv = params;
-  args.count = 5;
-  args.elem_size = sizeof(double);
-  TESSERA_RETURN_IF_ERROR(RecursiveDoublingAllReduce(ctx, args));
+  TESSERA_RETURN_IF_ERROR(RunRing(ctx, WholeRing(ctx), reinterpret_cast<char*>(params),
+                                  reinterpret_cast<char*>(params), 5, 8, &max, kRingReduceScatter | kRingAllGather));
   model_.intra = LinkCost{params[0], params[1]};
   model_.inter = LinkCost{params[2], params[3]};
   model_.gamma = params[4];
