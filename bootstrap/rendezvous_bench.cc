@@ -38,6 +38,16 @@ double NowMs() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// Resident memory of this process, in MiB.
+double RssMiB() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.compare(0, 6, "VmRSS:") == 0) return std::atol(line.c_str() + 6) / 1024.0;
+  }
+  return 0;
+}
+
 double ProcessCpuMs() {
   rusage u;
   getrusage(RUSAGE_SELF, &u);
@@ -142,9 +152,13 @@ void Model(int nranks) {
   });
   const int me = nranks / 2;
   size_t local = 0;
+  // What a rank keeps from its set-up: every host identity and pid (the membership the
+  // diagnosis asks), and the layout (which keeps its own copy of the identities).
+  std::vector<std::string> hosts;
+  std::vector<int> pids;
+  Layout layout;
+  const double rss0 = RssMiB();
   const double setup = TimeMs([&] {
-    std::vector<std::string> hosts;
-    std::vector<int> pids;
     for (int r = 0; r < nranks; ++r) {
       hosts.push_back(table.host(r));
       pids.push_back(table.pid(r));
@@ -154,9 +168,9 @@ void Model(int nranks) {
       for (int r = 0; r < nranks; ++r) table.FindCard(r, name, &card);
     }
     local = LocalRanks(hosts, pids, me).size();
-    Layout layout;
     if (!Layout::FromHostIds(hosts, &layout).ok()) std::abort();
   });
+  const double setup_mib = RssMiB() - rss0;
   JoinRequest request;
   request.rank = me;
   request.nranks = nranks;
@@ -169,8 +183,8 @@ void Model(int nranks) {
       if (!DecodeJoinRequest(wire, 42, &back).ok() || !SettingMismatch(infos[0], back.info).empty()) std::abort();
     }
   });
-  std::printf("| %d | %zu | %.1f | %.1f | %.1f | %.2f | %zu |\n", nranks, bytes.size(), encode, decode, setup,
-              admit * 1000 / reps, local);
+  std::printf("| %d | %zu | %.1f | %.1f | %.1f | %.1f | %.2f | %zu |\n", nranks, bytes.size(), encode, decode, setup,
+              setup_mib, admit * 1000 / reps, local);
 }
 
 }  // namespace
@@ -197,8 +211,9 @@ int main(int argc, char** argv) {
     for (int fanout : {8, n}) tessera::RunJob(n, fanout);
   }
   std::printf("\n# per-rank steps that grow with nranks (ms; admit: us per join request at the service)\n");
-  std::printf("| ranks | table bytes | encode (service) | decode (rank) | set-up (rank) | admit us | local ranks |\n");
-  std::printf("|---|---|---|---|---|---|---|\n");
+  std::printf("| ranks | table bytes | encode (service) | decode (rank) | set-up (rank) | set-up MiB kept | admit us | "
+              "local ranks |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
   tessera::Model(model);
   return 0;
 }
