@@ -35,7 +35,8 @@ std::string MissingRanks(const std::vector<Socket>& joined) {
 
 // Connections whose request is still arriving. Requests are read as their bytes come,
 // from every connection at once, so a client that sends half a request, or nothing,
-// delays no one; it is dropped after kArrivalMs.
+// delays no one (unless kMaxArriving of them hold every place); it is dropped after
+// kArrivalMs.
 class Arrivals {
  public:
   struct Done {
@@ -49,19 +50,22 @@ class Arrivals {
   Arrivals(const Socket* listener, const Deadline* overall, Length wanted)
       : listener_(listener), overall_(overall), wanted_(std::move(wanted)) {}
 
+  // Sleeps until a connection or bytes arrive (not on the listener while the list of
+  // arrivals is full: those connections wait in the kernel's queue).
   void Wait() {
-    std::vector<pollfd> fds{pollfd{listener_->fd(), POLLIN, 0}};
+    std::vector<pollfd> fds;
+    if (arriving_.size() < kMaxArriving) fds.push_back(pollfd{listener_->fd(), POLLIN, 0});
     for (const Arriving& a : arriving_) fds.push_back(pollfd{a.socket.fd(), POLLIN, 0});
     ::poll(fds.data(), fds.size(), std::min(overall_->RemainingMs(), 100));
   }
 
+  // Accepts while there is room. A burst of joins (thousands of ranks at once) waits in
+  // the listener's queue for its turn; none is refused.
   void Accept() {
-    for (;;) {
+    while (arriving_.size() < kMaxArriving) {
       const int fd = ::accept4(listener_->fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) return;
-      Socket client(fd);
-      if (arriving_.size() >= kMaxArriving) continue;  // closed: too many half-open
-      arriving_.push_back(Arriving{std::move(client), std::string(),
+      arriving_.push_back(Arriving{Socket(fd), std::string(),
                                    Deadline::AfterMs(std::min<int64_t>(kArrivalMs, overall_->RemainingMs()))});
     }
   }

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <thread>
 
 namespace tessera {
 namespace {
@@ -228,6 +229,38 @@ TEST(RendezvousService, TooFewFileDescriptorsIsSaid) {
   waitpid(child, nullptr, 0);
   close(fds[0]);
   close(fds[1]);
+}
+
+// More ranks join at once than the service reads at a time (256): the rest wait in the
+// listener's queue, none is turned away, and every rank gets the whole table, most of
+// them from the ranks that forward it.
+TEST(RendezvousService, ABurstOfJoinsAllGetTheTable) {
+  constexpr int kRanks = 700;
+  UniqueIdData id;
+  id.secret = RandomSecret();
+  ASSERT_TRUE(StartRendezvous("127.0.0.1", 0, id.secret, 30000, 4, &id.root).ok());
+  std::vector<std::string> failures(kRanks);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < kRanks; ++r) {
+    ranks.emplace_back([&, r] {
+      RankInfo info;
+      info.pid = 1000 + r;
+      info.host = "node" + std::to_string(r / 8);
+      AddCard("tcp", std::to_string(r), &info);
+      RankTable table;
+      const Status s = JoinRendezvous(id, r, kRanks, info, "127.0.0.1", 30000, &table);
+      std::string card;
+      if (!s.ok()) {
+        failures[r] = s.message();
+      } else if (table.size() != kRanks || table.pid(kRanks - 1) != 1000 + kRanks - 1 ||
+                 table.host(kRanks - 1) != "node" + std::to_string((kRanks - 1) / 8) ||
+                 !table.FindCard(r, "tcp", &card).ok() || card != std::to_string(r)) {
+        failures[r] = "a wrong table";
+      }
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(failures[r], "") << "rank " << r;
 }
 
 }  // namespace
