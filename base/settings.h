@@ -123,7 +123,8 @@ namespace tessera {
     "hosts (X = ranks per host, Y = hosts).")                                            \
   X(int64_t, probe, "TESSERA_PROBE", 1,                                                 \
     "Cost-model probe at communicator creation (ring allreduces of one element per " \
-    "rank and of 1 MiB): 1 measures, when there are several hosts, the links across " \
+    "rank and of 1 MiB, across at most 16 hosts at a time): 1 measures, when there "  \
+    "are several hosts, the links across "                                            \
     "and inside hosts, all at once; 2 also the inside of a single host; 0 none " \
     "(built-in defaults or TESSERA_TUNING_FILE). Every rank ends with the same " \
     "parameters (the maximum over ranks).")                                             \

@@ -9,6 +9,7 @@
 #include "collectives/algorithms.h"
 #include "collectives/reduce_kernels.h"
 #include "collectives/ring_allreduce.h"
+#include "collectives/ring_pattern.h"
 #include "topology/host_identity.h"
 #include "topology/layout.h"
 
@@ -228,10 +229,20 @@ Status MeasureRing(const CollectiveContext& ctx, const RingGroup& group, LinkCos
   return Status::Ok();
 }
 
+// The hosts a column's probe ring goes round: parts of at most kProbeHosts consecutive
+// hosts of the column (RingPartOf). alpha and beta are per step, so a ring round 16
+// hosts measures what one round 12,500 would, in a bounded number of steps; every part
+// runs at once, so each host's link carries what it would.
+constexpr int kProbeHosts = 16;
+RingGroup ProbeBlock(const std::vector<int>& column, int pos) {
+  const RingPart part = RingPartOf(static_cast<int>(column.size()), pos, kProbeHosts);
+  return RingGroup{std::vector<int>(column.begin() + part.first, column.begin() + part.end), pos - part.first};
+}
+
 }  // namespace
 
 // Measures alpha and beta of the intra-host rows and the inter-host columns of the host
-// grid (MeasureRing), then takes the maximum of every parameter over all ranks, so that
+// grid (MeasureRing; columns in blocks of at most kProbeHosts hosts), then takes the maximum of every parameter over all ranks, so that
 // every rank's model, and so every choice of algorithm, is the same. All rows (or all
 // columns) are measured at once, so the figures include what the real schedules meet:
 // links shared by a host's ranks, and processes waiting for a core when ranks outnumber
@@ -253,7 +264,7 @@ Status Communicator::ProbeAndAgree() {
   }
   if (measure_columns) {
     const Grid& g = *host_grid_;
-    TESSERA_RETURN_IF_ERROR(MeasureRing(ctx, RingGroup{g.cols[g.x[rank_]], g.y[rank_]}, &model_.inter));
+    TESSERA_RETURN_IF_ERROR(MeasureRing(ctx, ProbeBlock(g.cols[g.x[rank_]], g.y[rank_]), &model_.inter));
     // The X columns ran at once, so X flows shared each host's link: the link itself
     // moves X times what one flow measured. The model charges sharing per schedule.
     model_.inter.beta /= g.X;

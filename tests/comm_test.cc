@@ -201,6 +201,20 @@ TEST(Creation, TheTableTravelsDownATree) {
   }
 }
 
+// The cost-model probe goes round parts of at most 16 hosts of a column: 18 hosts of
+// one rank make parts of 16 and 2, and the model the ranks agree on gives exact results.
+TEST(Creation, TheProbeGoesRoundPartsOfLongColumns) {
+  const int nranks = 18;
+  RankOptions opts = CommOptions();
+  opts.ranks_per_host = 1;
+  auto results = RunRanks(nranks, [](int rank, tesseraComm_t comm) {
+    FailureLog log;
+    log.Add(RunAndCheck(Collective::kAllReduce, tesseraFloat32, rank, nranks, comm, 0, 100003));
+    return log.str();
+  }, opts);
+  EXPECT_EQ("", Failures(results));
+}
+
 // A NULL config means the defaults; an initializer with no field set too.
 TEST(Config, NullAndUntouchedInitializerAreDefaults) {
   const int nranks = 2;
