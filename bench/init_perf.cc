@@ -147,9 +147,10 @@ int main(int argc, char** argv) {
     double shm = 0;
     const Sample s = OneRound(rank, nranks, &shm);
     const double root_cpu = s.create_cpu_ms;  // read on rank 0 only
-    const auto create = Gather(s.create_ms, nranks), cpu = Gather(s.create_cpu_ms, nranks), first = Gather(s.first_ms, nranks),
-               destroy = Gather(s.destroy_ms, nranks), rss = Gather(s.rss_kib, nranks), fds = Gather(s.fds, nranks),
-               vm = Gather(s.vm_mib, nranks), threads = Gather(s.threads, nranks);
+    const auto create = Gather(s.create_ms, nranks), cpu = Gather(s.create_cpu_ms, nranks);
+    const auto first = Gather(s.first_ms, nranks), destroy = Gather(s.destroy_ms, nranks);
+    const auto rss = Gather(s.rss_kib, nranks), vm = Gather(s.vm_mib, nranks), fds = Gather(s.fds, nranks),
+               threads = Gather(s.threads, nranks);
     if (rank != 0) continue;
     auto med = [nranks](const std::vector<double>& v) { return v[nranks / 2]; };
     std::printf("%6d %8.1f / %7.1f %8.1f / %7.1f %9.1f %8.1f / %7.1f %8.1f / %7.1f %7.0f / %7.0f %7.0f / %7.0f "

@@ -13,8 +13,10 @@ void Put(std::string* out, T v) {
   out->append(reinterpret_cast<const char*>(&v), sizeof(v));
 }
 
+}  // namespace
+
 // Reads from bytes that come from the network: every Take checks that they hold it.
-class Reader {
+class RankTable::Reader {
  public:
   explicit Reader(const std::string& bytes) : bytes_(bytes) {}
   template <typename T>
@@ -30,12 +32,15 @@ class Reader {
     return true;
   }
   size_t at() const { return at_; }
+  size_t left() const { return bytes_.size() - at_; }
   bool done() const { return at_ == bytes_.size(); }
 
  private:
   const std::string& bytes_;
   size_t at_ = 0;
 };
+
+namespace {
 
 // The agreed settings as lines.
 std::vector<std::string> AgreedLines(const RankInfo& info) {
@@ -145,37 +150,51 @@ Status RankTable::Decode(std::string bytes, int nranks, RankTable* out) {
   const std::string& b = *t.bytes_;
   Reader in(b);
   uint32_t n = 0, nhosts = 0;
-  if (!in.Take(&n) || !in.Take(&nhosts)) return InvalidArgument("a rank table of " + std::to_string(b.size()) + " bytes");
+  if (!in.Take(&n) || !in.Take(&nhosts)) {
+    return InvalidArgument("a rank table of " + std::to_string(b.size()) + " bytes");
+  }
   if (nranks < 0 || n != static_cast<uint32_t>(nranks)) {
     return InvalidArgument("a rank table of " + std::to_string(n) + " ranks, expected " + std::to_string(nranks));
   }
-  if (nhosts < (n > 0 ? 1u : 0u) || nhosts > n) return InvalidArgument("a rank table of " + std::to_string(nhosts) + " hosts");
+  if (nhosts < (n > 0 ? 1u : 0u) || nhosts > n) {
+    return InvalidArgument("a rank table of " + std::to_string(nhosts) + " hosts");
+  }
   for (uint32_t h = 0; h < nhosts; ++h) {
     uint8_t len = 0;
     const size_t at = in.at() + 1;
-    if (!in.Take(&len) || !in.Skip(len)) return InvalidArgument("the rank table's host " + std::to_string(h) + " overruns");
+    if (!in.Take(&len) || !in.Skip(len)) {
+      return InvalidArgument("the rank table's host " + std::to_string(h) + " overruns");
+    }
     t.hosts_.emplace_back(b.data() + at, len);
   }
-  constexpr size_t kEntryBytes = 4 + 4 + 2;  // an entry without cards
-  if ((b.size() - in.at()) / kEntryBytes < n) {
-    return InvalidArgument("a rank table of " + std::to_string(b.size()) + " bytes cannot hold " + std::to_string(n) +
-                           " ranks");
+  TESSERA_RETURN_IF_ERROR(t.ReadEntries(&in, n));
+  if (!in.done()) {
+    return InvalidArgument("the rank table has " + std::to_string(b.size() - in.at()) + " bytes too many");
   }
-  t.pid_.resize(n);
-  t.host_of_.resize(n);
-  t.cards_at_.resize(n);
-  t.cards_len_.resize(n);
+  *out = std::move(t);
+  return Status::Ok();
+}
+
+// The entries, after the hosts: sized only once the bytes can hold n of them.
+Status RankTable::ReadEntries(Reader* in, uint32_t n) {
+  constexpr size_t kEntryBytes = 4 + 4 + 2;  // an entry without cards
+  if (in->left() / kEntryBytes < n) {
+    return InvalidArgument("a rank table whose " + std::to_string(in->left()) + " bytes of entries cannot hold " +
+                           std::to_string(n) + " ranks");
+  }
+  pid_.resize(n);
+  host_of_.resize(n);
+  cards_at_.resize(n);
+  cards_len_.resize(n);
   for (uint32_t r = 0; r < n; ++r) {
-    if (!in.Take(&t.pid_[r]) || !in.Take(&t.host_of_[r]) || !in.Take(&t.cards_len_[r])) {
+    if (!in->Take(&pid_[r]) || !in->Take(&host_of_[r]) || !in->Take(&cards_len_[r])) {
       return InvalidArgument("the rank table's entry of rank " + std::to_string(r) + " overruns");
     }
-    t.cards_at_[r] = static_cast<uint32_t>(in.at());
-    if (t.host_of_[r] >= nhosts || !in.Skip(t.cards_len_[r])) {
+    cards_at_[r] = static_cast<uint32_t>(in->at());
+    if (host_of_[r] >= hosts_.size() || !in->Skip(cards_len_[r])) {
       return InvalidArgument("the rank table's entry of rank " + std::to_string(r) + " is malformed");
     }
   }
-  if (!in.done()) return InvalidArgument("the rank table has " + std::to_string(b.size() - in.at()) + " bytes too many");
-  *out = std::move(t);
   return Status::Ok();
 }
 

@@ -72,6 +72,9 @@ class RankTable {
   const std::shared_ptr<const std::string>& bytes() const { return bytes_; }
 
  private:
+  class Reader;
+  Status ReadEntries(Reader* in, uint32_t n);
+
   std::shared_ptr<const std::string> bytes_;
   std::vector<std::string> hosts_;  // distinct host identities
   std::vector<int32_t> pid_;

@@ -186,10 +186,9 @@ class RendezvousService {
         timeout_ms_(timeout_ms), fanout_(std::max(fanout, 1)),
         arrivals_(&listener_, &deadline_, [secret](const std::string& bytes) {
           size_t total = kJoinHeaderBytes;
-          if (bytes.size() >= kJoinHeaderBytes && !JoinRequestBytes(bytes.substr(0, kJoinHeaderBytes), secret, &total).ok()) {
-            return kJoinHeaderBytes;  // refused as it is
-          }
-          return total;
+          if (bytes.size() < kJoinHeaderBytes) return total;
+          // A header that is not one of ours is refused as it is.
+          return JoinRequestBytes(bytes.substr(0, kJoinHeaderBytes), secret, &total).ok() ? total : kJoinHeaderBytes;
         }) {}
 
   void Run() {
@@ -271,7 +270,8 @@ class RendezvousService {
     infos_.clear();
     for (int r = 0; r < nranks_; ++r) {
       const int parent = TableParent(r, fanout_);
-      const std::string reply = EncodeJoinReply(Status::Ok(), nranks_, fanout_, parent < 0 ? SocketAddress{} : forward_[parent]);
+      const SocketAddress from = parent < 0 ? SocketAddress{} : forward_[parent];
+      const std::string reply = EncodeJoinReply(Status::Ok(), nranks_, fanout_, from);
       const Deadline d = SendDeadline(deadline_);
       if (SendAll(joined_[r], reply.data(), reply.size(), d).ok() && parent < 0) {
         SendAll(joined_[r], table.data(), table.size(), d);
@@ -434,7 +434,9 @@ Status FetchTable(const UniqueIdData& id, int rank, int nranks, const JoinReply&
   JoinReply answer;
   if (st.ok()) st = RecvReply(s, nranks, deadline, &answer);
   if (st.ok() && answer.status.ok()) st = RecvTable(s, nranks, deadline, table);
-  if (st.code() == Code::kRemoteError || st.code() == Code::kTimeout) return Status(st.code(), where + ": " + st.message() + ": " + blamed);
+  if (st.code() == Code::kRemoteError || st.code() == Code::kTimeout) {
+    return Status(st.code(), where + ": " + st.message() + ": " + blamed);
+  }
   TESSERA_RETURN_IF_ERROR(st.Annotate(where));
   return answer.status.Annotate(where);  // the parent's own failure to get it names the culprit
 }
@@ -470,7 +472,9 @@ static Status JoinRendezvousOnce(const UniqueIdData& id, int rank, int nranks, c
   std::string bytes;
   Status got = JoinService(id, request, deadline, &reply, &bytes);
   if (got.ok() && TableParent(rank, reply.fanout) >= 0) got = FetchTable(id, rank, nranks, reply, deadline, &bytes);
-  if (got.ok()) got = RankTable::Decode(std::move(bytes), nranks, table).Annotate("rendezvous (rank " + std::to_string(rank) + ")");
+  if (got.ok()) {
+    got = RankTable::Decode(std::move(bytes), nranks, table).Annotate("rendezvous (rank " + std::to_string(rank) + ")");
+  }
   // The ranks below pass on the table, or why it did not come (naming the culprit).
   std::vector<int> children = TableChildren(rank, nranks, reply.fanout);
   if (!children.empty()) {
