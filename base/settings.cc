@@ -81,6 +81,7 @@ Status Validate(const Settings& s) {
   if (s.shm_slots < 2 || s.shm_slots > 1024) {
     return InvalidArgument("TESSERA_SHM_SLOTS must be in [2, 1024]");
   }
+  TESSERA_RETURN_IF_ERROR(InRange("TESSERA_SHM_SEGMENT_BYTES", s.shm_segment_bytes, 1 << 20, int64_t{1} << 40));
   if (s.tcp_streams < 1 || s.tcp_streams > 64) {
     return InvalidArgument("TESSERA_TCP_STREAMS must be in [1, 64]");
   }
@@ -94,6 +95,7 @@ Status Validate(const Settings& s) {
   }
   TESSERA_RETURN_IF_ERROR(ValidateTransportTunables(s));
   if (s.spin_us < -1) return InvalidArgument("TESSERA_SPIN_US must be >= -1");
+  TESSERA_RETURN_IF_ERROR(InRange("TESSERA_BOOTSTRAP_FANOUT", s.bootstrap_fanout, 1, 1 << 20));
   if (s.probe < 0 || s.probe > 2) return InvalidArgument("TESSERA_PROBE must be 0, 1 or 2");
   if (s.check_calls < 0 || s.check_calls > 1) return InvalidArgument("TESSERA_CHECK_CALLS must be 0 or 1");
   if (s.deterministic < 0 || s.deterministic > 1) return InvalidArgument("TESSERA_DETERMINISTIC must be 0 or 1");

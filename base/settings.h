@@ -35,6 +35,10 @@ namespace tessera {
   X(std::string, bootstrap_addr, "TESSERA_BOOTSTRAP_ADDR", "",                           \
     "host:port of the rendezvous used by tesseraCommInitFromEnv; overrides MASTER_ADDR " \
     "/ MASTER_PORT and the launcher's PMIx server.")                                     \
+  X(int64_t, bootstrap_fanout, "TESSERA_BOOTSTRAP_FANOUT", 8,                            \
+    "Ranks the rendezvous sends the table of all ranks to, and ranks each of them "      \
+    "forwards it to in turn (a tree: docs/scale.md#creation-at-scale). Read where the "  \
+    "unique id is made (tesseraGetUniqueId, rank 0 of a launch, a split or shrink).")   \
   X(std::string, host_id, "TESSERA_HOST_ID", "",                                         \
     "Overrides this process's host identity (default: hostname, network namespace and " \
     "boot id). Ranks with different ids never use shared memory with each other.")       \
@@ -46,6 +50,12 @@ namespace tessera {
     "Size of one slot of a shared-memory channel: the pipelining unit on one host.")     \
   X(int64_t, shm_slots, "TESSERA_SHM_SLOTS", 8,                                          \
     "Slots per shared-memory channel (one channel per ordered pair of local ranks).")    \
+  X(int64_t, shm_segment_bytes, "TESSERA_SHM_SEGMENT_BYTES", 67108864,                   \
+    "Most bytes of channels in one rank's shared-memory segment (one channel per local " \
+    "rank). Where TESSERA_SHM_SLOTS slots of TESSERA_SHM_SLOT_BYTES do not fit, "        \
+    "channels get fewer slots (down to 2), then smaller ones (down to 4 KiB), so a "     \
+    "host of n ranks maps at most n times this, not n^2 channels of full size "         \
+    "(docs/scale.md#creation-at-scale).")                                              \
   X(int64_t, cuda_ipc_slot_bytes, "TESSERA_CUDA_IPC_SLOT_BYTES", 1048576,                \
     "Size of one of the TESSERA_CUDA_IPC_SLOTS device-memory slots a rank keeps per "   \
     "local peer for cuda_ipc (the pipelining unit of device-resident calls); all ranks " \
@@ -124,7 +134,8 @@ namespace tessera {
     "hosts (X = ranks per host, Y = hosts).")                                            \
   X(int64_t, probe, "TESSERA_PROBE", 1,                                                 \
     "Cost-model probe at communicator creation (ring allreduces of one element per " \
-    "rank and of 1 MiB): 1 measures, when there are several hosts, the links across " \
+    "rank and of 1 MiB, across at most 16 hosts at a time): 1 measures, when there "  \
+    "are several hosts, the links across "                                            \
     "and inside hosts, all at once; 2 also the inside of a single host; 0 none " \
     "(built-in defaults or TESSERA_TUNING_FILE). Every rank ends with the same " \
     "parameters (the maximum over ranks).")                                             \

@@ -7,11 +7,13 @@
 // at a barrier, and each times its own tesseraCommInitRank, then its first allreduce of
 // 8 bytes (what was left lazy: TCP links, first touches) and its tesseraCommDestroy. Per
 // rank it reads what creation added: resident memory (VmRSS), file descriptors, threads,
-// and on rank 0 what /dev/shm holds while the communicator lives. One row per round:
-// the slowest rank's times (the job waits for it), the median rank's, and the per-rank
+// address space (VmSize: what it maps, shared memory included, touched or not), and on
+// rank 0 what /dev/shm holds while the communicator lives. One row per round: the
+// slowest rank's times (the job waits for it), the median rank's, and the per-rank
 // medians and maxima of what it holds. "create CPU" is the CPU time the rank's process
-// spent creating (all its threads; rank 0's includes the rendezvous service): with more
-// ranks than cores the wall time grows with the total, this column with one rank's.
+// spent creating (all its threads): with more ranks than cores the wall time grows with
+// the total, this column with one rank's. "root CPU" is rank 0's, which includes the
+// rendezvous service it hosts.
 #include <dirent.h>
 #include <mpi.h>
 #include <sys/resource.h>
@@ -69,7 +71,7 @@ double ShmUsedMiB() {
 
 struct Sample {
   double create_ms, create_cpu_ms, first_ms, destroy_ms;
-  double rss_kib, fds, threads;
+  double rss_kib, vm_mib, fds, threads;
 };
 
 // Per-rank values gathered at rank 0, each column sorted.
@@ -94,7 +96,8 @@ Sample OneRound(int rank, int nranks, double* shm_mib) {
   }
   MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
   const double shm_before = ShmUsedMiB();
-  const long rss0 = StatusField("VmRSS"), fds0 = OpenFds(), threads0 = StatusField("Threads");
+  const long rss0 = StatusField("VmRSS"), vm0 = StatusField("VmSize"), fds0 = OpenFds(),
+             threads0 = StatusField("Threads");
   MPI_Barrier(MPI_COMM_WORLD);
   Sample s{};
   tesseraComm_t comm = nullptr;
@@ -105,6 +108,7 @@ Sample OneRound(int rank, int nranks, double* shm_mib) {
   s.create_cpu_ms = CpuMs() - cpu;
   if (r != tesseraSuccess) Fail("tesseraCommInitRank", r, comm);
   s.rss_kib = static_cast<double>(StatusField("VmRSS") - rss0);
+  s.vm_mib = static_cast<double>(StatusField("VmSize") - vm0) / 1024;
   s.fds = static_cast<double>(OpenFds() - fds0);
   s.threads = static_cast<double>(StatusField("Threads") - threads0);
   float x = 1.0f;
@@ -136,21 +140,24 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     std::printf("# %d ranks; times in ms (slowest rank / median rank), per-rank median and max of what\n", nranks);
     std::printf("# creation added; /dev/shm in MiB while the communicator lives\n");
-    std::printf("%6s %18s %18s %18s %18s %16s %12s %10s %8s\n", "ranks", "create", "create CPU", "first 8B", "destroy",
-                "RSS KiB",
-                "fds", "threads", "shm MiB");
+    std::printf("%6s %18s %18s %9s %18s %18s %16s %16s %12s %10s %8s\n", "ranks", "create", "create CPU", "root CPU",
+                "first 8B", "destroy", "RSS KiB", "VM MiB", "fds", "threads", "shm MiB");
   }
   for (int round = 0; round < rounds; ++round) {
     double shm = 0;
     const Sample s = OneRound(rank, nranks, &shm);
-    const auto create = Gather(s.create_ms, nranks), cpu = Gather(s.create_cpu_ms, nranks), first = Gather(s.first_ms, nranks),
-               destroy = Gather(s.destroy_ms, nranks), rss = Gather(s.rss_kib, nranks), fds = Gather(s.fds, nranks),
+    const double root_cpu = s.create_cpu_ms;  // read on rank 0 only
+    const auto create = Gather(s.create_ms, nranks), cpu = Gather(s.create_cpu_ms, nranks);
+    const auto first = Gather(s.first_ms, nranks), destroy = Gather(s.destroy_ms, nranks);
+    const auto rss = Gather(s.rss_kib, nranks), vm = Gather(s.vm_mib, nranks), fds = Gather(s.fds, nranks),
                threads = Gather(s.threads, nranks);
     if (rank != 0) continue;
     auto med = [nranks](const std::vector<double>& v) { return v[nranks / 2]; };
-    std::printf("%6d %8.1f / %7.1f %8.1f / %7.1f %8.1f / %7.1f %8.1f / %7.1f %7.0f / %7.0f %5.0f / %5.0f %4.0f / %3.0f "
-                "%8.1f\n", nranks, create.back(), med(create), cpu.back(), med(cpu), first.back(), med(first), destroy.back(), med(destroy), med(rss),
-                rss.back(), med(fds), fds.back(), med(threads), threads.back(), shm);
+    std::printf("%6d %8.1f / %7.1f %8.1f / %7.1f %9.1f %8.1f / %7.1f %8.1f / %7.1f %7.0f / %7.0f %7.0f / %7.0f "
+                "%5.0f / %5.0f %4.0f / %3.0f %8.1f\n",
+                nranks, create.back(), med(create), cpu.back(), med(cpu), root_cpu, first.back(), med(first),
+                destroy.back(), med(destroy), med(rss), rss.back(), med(vm), vm.back(), med(fds), fds.back(),
+                med(threads), threads.back(), shm);
     std::fflush(stdout);
   }
   MPI_Finalize();

@@ -1,12 +1,14 @@
 #include "bootstrap/rendezvous.h"
 
 #include <poll.h>
+#include <pthread.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/random.h>
 
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,24 +17,10 @@
 namespace tessera {
 namespace {
 
-constexpr char kIdMagic[8] = {'T', 'E', 'S', 'S', 'E', 'R', 'A', '1'};
-constexpr uint64_t kHelloMagic = 0x7465737365726131ull;  // "tessera1"
-
-struct Hello {
-  uint64_t magic;
-  uint64_t secret;
-  int32_t rank;
-  int32_t nranks;
-  RankInfo info;
-};
-static_assert(sizeof(Hello) == kJoinRequestBytes, "the request's size is part of the wire");
-
-struct Reply {
-  int32_t code;  // Code
-  int32_t nranks;
-  char message[512];
-};
-static_assert(sizeof(Reply) == kJoinReplyBytes, "the answer's size is part of the wire");
+template <typename T>
+std::string AsBytes(const T& v) {
+  return std::string(reinterpret_cast<const char*>(&v), sizeof(v));
+}
 
 std::string MissingRanks(const std::vector<Socket>& joined) {
   std::string out;
@@ -45,31 +33,131 @@ std::string MissingRanks(const std::vector<Socket>& joined) {
   return out;
 }
 
-// The agreed settings as lines, at most the bytes the struct holds.
-std::vector<std::string> AgreedLines(const RankInfo& info) {
-  const std::string text(info.agreed, std::min<size_t>(info.agreed_len, sizeof(info.agreed)));
-  std::vector<std::string> lines;
-  for (size_t start = 0; start < text.size();) {
-    const size_t end = std::min(text.find('\n', start), text.size());
-    lines.push_back(text.substr(start, end - start));
-    start = end + 1;
+// Connections whose request is still arriving. Requests are read as their bytes come,
+// from every connection at once, so a client that sends half a request, or nothing,
+// delays no one (unless kMaxArriving of them hold every place); it is dropped after
+// kArrivalMs.
+class Arrivals {
+ public:
+  struct Done {
+    Socket socket;
+    std::string bytes;
+    size_t wanted;
+  };
+  // wanted(bytes so far): how many bytes the whole request has, as far as they tell.
+  using Length = std::function<size_t(const std::string&)>;
+
+  Arrivals(const Socket* listener, const Deadline* overall, Length wanted)
+      : listener_(listener), overall_(overall), wanted_(std::move(wanted)) {}
+
+  // Sleeps until a connection or bytes arrive (not on the listener while the list of
+  // arrivals is full: those connections wait in the kernel's queue).
+  void Wait() {
+    std::vector<pollfd> fds;
+    if (arriving_.size() < kMaxArriving) fds.push_back(pollfd{listener_->fd(), POLLIN, 0});
+    for (const Arriving& a : arriving_) fds.push_back(pollfd{a.socket.fd(), POLLIN, 0});
+    ::poll(fds.data(), fds.size(), std::min(overall_->RemainingMs(), 100));
   }
-  return lines;
+
+  // Accepts while there is room. A burst of joins (thousands of ranks at once) waits in
+  // the listener's queue for its turn; none is refused.
+  void Accept() {
+    while (arriving_.size() < kMaxArriving) {
+      const int fd = ::accept4(listener_->fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) return;
+      arriving_.push_back(Arriving{Socket(fd), std::string(),
+                                   Deadline::AfterMs(std::min<int64_t>(kArrivalMs, overall_->RemainingMs()))});
+    }
+  }
+
+  // Reads what has come; returns the connections done with: whole (bytes.size() ==
+  // wanted) or not (closed, or late).
+  std::vector<Done> Read() {
+    std::vector<Done> done;
+    for (size_t i = 0; i < arriving_.size();) {
+      Arriving& a = arriving_[i];
+      bool alive = true;
+      size_t wanted = wanted_(a.bytes);
+      while (alive && a.bytes.size() < wanted) {
+        std::string chunk(wanted - a.bytes.size(), '\0');
+        size_t moved = 0;
+        alive = RecvSome(a.socket.fd(), &chunk[0], chunk.size(), &moved).ok();
+        a.bytes.append(chunk, 0, moved);
+        if (moved == 0) break;
+        wanted = wanted_(a.bytes);
+      }
+      if (alive && a.bytes.size() < wanted && !a.deadline.Expired()) {
+        ++i;
+        continue;
+      }
+      done.push_back(Done{std::move(a.socket), std::move(a.bytes), wanted});
+      arriving_.erase(arriving_.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    return done;
+  }
+
+ private:
+  struct Arriving {
+    Socket socket;
+    std::string bytes;
+    Deadline deadline;
+  };
+  static constexpr int64_t kArrivalMs = 5000;
+  static constexpr size_t kMaxArriving = 256;
+
+  const Socket* listener_;
+  const Deadline* overall_;
+  Length wanted_;
+  std::vector<Arriving> arriving_;
+};
+
+// How long one peer may take to take its answer and table (the answer is small and fits
+// the socket's buffer; a table may not).
+Deadline SendDeadline(const Deadline& overall) {
+  return Deadline::AfterMs(std::min<int64_t>(5000, std::max(overall.RemainingMs(), 1000)));
 }
 
-}  // namespace
-
-std::string SettingMismatch(const RankInfo& a, const RankInfo& b) {
-  const std::vector<std::string> x = AgreedLines(a), y = AgreedLines(b);
-  for (size_t i = 0; i < std::max(x.size(), y.size()); ++i) {
-    if (i < x.size() && i < y.size() && x[i] == y[i]) continue;
-    const std::string& line = i < x.size() ? x[i] : y[i];
-    return line.substr(0, line.find('='));
-  }
-  return "";
+// The table as it travels: its length (8 bytes), then its bytes.
+std::string TableMessage(const std::string& table) {
+  return AsBytes(static_cast<uint64_t>(table.size())) + table;
 }
 
-namespace {
+Status RecvTable(const Socket& s, int nranks, const Deadline& deadline, std::string* table) {
+  uint64_t len = 0;
+  TESSERA_RETURN_IF_ERROR(RecvAll(s, &len, sizeof(len), deadline));
+  if (len > RankTable::MaxBytes(nranks)) return InvalidArgument("a rank table of " + std::to_string(len) + " bytes");
+  table->assign(len, '\0');
+  return RecvAll(s, &(*table)[0], len, deadline);
+}
+
+// Reads one reply (header, then message) from `s`.
+Status RecvReply(const Socket& s, int nranks, const Deadline& deadline, JoinReply* reply) {
+  std::string bytes(kJoinReplyHeaderBytes, '\0');
+  TESSERA_RETURN_IF_ERROR(RecvAll(s, &bytes[0], bytes.size(), deadline));
+  bytes.resize(JoinReplyBytes(bytes));
+  if (bytes.size() > kJoinReplyHeaderBytes) {
+    TESSERA_RETURN_IF_ERROR(RecvAll(s, &bytes[kJoinReplyHeaderBytes], bytes.size() - kJoinReplyHeaderBytes, deadline));
+  }
+  DecodeJoinReply(bytes, nranks, reply);
+  return Status::Ok();
+}
+
+// The service keeps a connection per rank until it answers them all (so a rank sees at
+// once when the service is gone): a process that may open fewer files than that (ulimit
+// -n; often 1024) raises its soft limit as far as the hard one allows, or fails the
+// rendezvous saying so, instead of leaving ranks unaccepted until they time out.
+Status EnsureDescriptors(int nranks) {
+  constexpr rlim_t kOthers = 256;  // what the process has open besides
+  const rlim_t need = static_cast<rlim_t>(nranks) + kOthers;
+  rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= need) return Status::Ok();
+  rlimit raised = limit;
+  raised.rlim_cur = std::min(need, limit.rlim_max);
+  if (setrlimit(RLIMIT_NOFILE, &raised) == 0 && raised.rlim_cur >= need) return Status::Ok();
+  return InvalidUsage("the rendezvous keeps a connection per rank: " + std::to_string(nranks) + " ranks need about " +
+                      std::to_string(need) + " file descriptors in the process serving it, which may open " +
+                      std::to_string(limit.rlim_max) + " at most (ulimit -Hn); raise that limit");
+}
 
 // Services running in this process, by secret. A rank whose process hosts the service
 // must not return (and perhaps exit) before the service has answered every rank.
@@ -93,15 +181,23 @@ void WaitForLocalService(uint64_t secret, const Deadline& deadline) {
 // The service's state for one communicator being formed.
 class RendezvousService {
  public:
-  RendezvousService(Socket listener, uint64_t secret, int64_t timeout_ms)
+  RendezvousService(Socket listener, uint64_t secret, int64_t timeout_ms, int fanout)
       : listener_(std::move(listener)), secret_(secret), deadline_(Deadline::AfterMs(timeout_ms)),
-        timeout_ms_(timeout_ms) {}
+        timeout_ms_(timeout_ms), fanout_(std::max(fanout, 1)),
+        arrivals_(&listener_, &deadline_, [secret](const std::string& bytes) {
+          size_t total = kJoinHeaderBytes;
+          if (bytes.size() < kJoinHeaderBytes) return total;
+          // A header that is not one of ours is refused as it is.
+          return JoinRequestBytes(bytes.substr(0, kJoinHeaderBytes), secret, &total).ok() ? total : kJoinHeaderBytes;
+        }) {}
 
   void Run() {
     while (!deadline_.Expired()) {
-      WaitForInput();
-      AcceptNew();
-      ReadArriving();
+      arrivals_.Wait();
+      arrivals_.Accept();
+      for (Arrivals::Done& d : arrivals_.Read()) {
+        if (d.bytes.size() == d.wanted) Handle(std::move(d.socket), d.bytes);  // else: not a rank
+      }
       if (failure_.ok() && nranks_ > 0 && joined_count_ == nranks_) {
         SendTable();
         return;
@@ -118,70 +214,27 @@ class RendezvousService {
   }
 
  private:
-  // A connection whose join request is still arriving. Requests are read as their bytes
-  // come, from every connection at once, so a client that sends half a request, or
-  // nothing, delays no one; it is dropped after kArrivalMs.
-  struct Arriving {
-    Socket socket;
-    std::string bytes;
-    Deadline deadline;
-  };
-  static constexpr int64_t kArrivalMs = 5000;
-  static constexpr size_t kMaxArriving = 256;
-
-  void WaitForInput() {
-    std::vector<pollfd> fds{pollfd{listener_.fd(), POLLIN, 0}};
-    for (const Arriving& a : arriving_) fds.push_back(pollfd{a.socket.fd(), POLLIN, 0});
-    ::poll(fds.data(), fds.size(), std::min(deadline_.RemainingMs(), 100));
-  }
-
-  void AcceptNew() {
-    for (;;) {
-      const int fd = ::accept4(listener_.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) return;
-      Socket client(fd);
-      if (arriving_.size() >= kMaxArriving) continue;  // closed: too many half-open
-      arriving_.push_back(
-          Arriving{std::move(client), std::string(), Deadline::AfterMs(std::min<int64_t>(kArrivalMs, deadline_.RemainingMs()))});
-    }
-  }
-
-  void ReadArriving() {
-    for (size_t i = 0; i < arriving_.size();) {
-      Arriving& a = arriving_[i];
-      std::string chunk(kJoinRequestBytes - a.bytes.size(), '\0');
-      size_t moved = 0;
-      const bool alive = RecvSome(a.socket.fd(), &chunk[0], chunk.size(), &moved).ok();
-      a.bytes.append(chunk, 0, moved);
-      if (alive && a.bytes.size() < kJoinRequestBytes && !a.deadline.Expired()) {
-        ++i;
-        continue;
-      }
-      Arriving done = std::move(a);
-      arriving_.erase(arriving_.begin() + static_cast<std::ptrdiff_t>(i));
-      if (done.bytes.size() == kJoinRequestBytes) Handle(std::move(done.socket), done.bytes);  // else: not a rank
-    }
-  }
-
   void Handle(Socket client, const std::string& bytes) {
     Deadline hello_deadline = Deadline::AfterMs(1000);  // the reply is small: it fits the socket's buffer
     JoinRequest hello;
     const Status decoded = DecodeJoinRequest(bytes, secret_, &hello);
     if (decoded.code() == Code::kInvalidArgument || !failure_.ok()) {
       // Not of this communicator (refused alone), or it has already failed.
-      const std::string r = EncodeJoinReply(decoded.code() == Code::kInvalidArgument ? decoded : failure_, 0);
+      const std::string r = EncodeJoinReply(decoded.code() == Code::kInvalidArgument ? decoded : failure_, 0, 0, {});
       SendAll(client, r.data(), r.size(), hello_deadline);
       return;
     }
     failure_ = decoded.ok() ? Admit(hello) : decoded;
     if (!failure_.ok()) {
-      const std::string r = EncodeJoinReply(failure_, 0);
+      const std::string r = EncodeJoinReply(failure_, 0, 0, {});
       SendAll(client, r.data(), r.size(), hello_deadline);
       FailAll();
       return;
     }
     joined_[hello.rank] = std::move(client);
-    infos_[hello.rank] = hello.info;
+    forward_[hello.rank] = hello.forward;
+    hello.info.agreed.clear();  // compared; it does not travel back
+    infos_[hello.rank] = std::move(hello.info);
     ++joined_count_;
   }
 
@@ -189,11 +242,13 @@ class RendezvousService {
   Status Admit(const JoinRequest& hello) {
     const int rank = hello.rank;
     if (nranks_ == 0) {
+      TESSERA_RETURN_IF_ERROR(EnsureDescriptors(hello.nranks));
       nranks_ = hello.nranks;
       first_rank_ = rank;
       first_info_ = hello.info;
       joined_.resize(nranks_);
       infos_.resize(nranks_);
+      forward_.resize(nranks_);
     }
     if (hello.nranks != nranks_) {
       return InvalidUsage("nranks differs between ranks: rank " + std::to_string(rank) + " says " +
@@ -208,19 +263,25 @@ class RendezvousService {
     return Status::Ok();
   }
 
+  // Every rank gets its answer; ranks 0..fanout-1 (first) the table too, the others
+  // the address of the rank that forwards it to them.
   void SendTable() {
-    const std::string r = EncodeJoinReply(Status::Ok(), nranks_);
-    for (Socket& s : joined_) {
-      Deadline d = Deadline::AfterMs(std::min<int64_t>(5000, std::max(deadline_.RemainingMs(), 1000)));
-      if (SendAll(s, r.data(), r.size(), d).ok()) {
-        SendAll(s, infos_.data(), infos_.size() * sizeof(RankInfo), d);
+    const std::string table = TableMessage(RankTable::Encode(infos_));
+    infos_.clear();
+    for (int r = 0; r < nranks_; ++r) {
+      const int parent = TableParent(r, fanout_);
+      const SocketAddress from = parent < 0 ? SocketAddress{} : forward_[parent];
+      const std::string reply = EncodeJoinReply(Status::Ok(), nranks_, fanout_, from);
+      const Deadline d = SendDeadline(deadline_);
+      if (SendAll(joined_[r], reply.data(), reply.size(), d).ok() && parent < 0) {
+        SendAll(joined_[r], table.data(), table.size(), d);
       }
-      s.Close();
+      joined_[r].Close();
     }
   }
 
   void FailAll() {
-    const std::string r = EncodeJoinReply(failure_, 0);
+    const std::string r = EncodeJoinReply(failure_, 0, 0, {});
     for (Socket& s : joined_) {
       if (!s.valid()) continue;
       SendAll(s, r.data(), r.size(), Deadline::AfterMs(1000));
@@ -232,157 +293,85 @@ class RendezvousService {
   const uint64_t secret_;
   const Deadline deadline_;
   const int64_t timeout_ms_;
+  const int fanout_;
+  Arrivals arrivals_;
   int nranks_ = 0;
   int first_rank_ = 0;
   RankInfo first_info_;
   int joined_count_ = 0;
   std::vector<Socket> joined_;
   std::vector<RankInfo> infos_;
-  std::vector<Arriving> arriving_;
+  std::vector<SocketAddress> forward_;
   Status failure_;
+};
+
+// A rank's forwarding of the table (or of the failure to get it) to the ranks below it
+// in the tree: a thread that answers each child's table request once, and ends when
+// every child has its answer or at the deadline. It owns what it needs (the listener,
+// the table's bytes), so it outlives the communicator safely.
+class TableForwarder {
+ public:
+  TableForwarder(Socket listener, uint64_t secret, int nranks, int fanout, std::vector<int> children, Status status,
+                 std::shared_ptr<const std::string> table, const Deadline& deadline)
+      : listener_(std::move(listener)), secret_(secret), nranks_(nranks), fanout_(fanout),
+        children_(std::move(children)), status_(std::move(status)), table_(std::move(table)), deadline_(deadline),
+        arrivals_(&listener_, &deadline_, [](const std::string&) { return kTableRequestBytes; }) {}
+
+  static void Start(std::unique_ptr<TableForwarder> f) {
+    std::thread([f = std::move(f)] {
+      pthread_setname_np(pthread_self(), "tessera-fwd");
+      f->Run();
+    }).detach();
+  }
+
+ private:
+  void Run() {
+    while (!children_.empty() && !deadline_.Expired()) {
+      arrivals_.Wait();
+      arrivals_.Accept();
+      for (Arrivals::Done& d : arrivals_.Read()) {
+        int child = -1;
+        if (d.bytes.size() != d.wanted || !DecodeTableRequest(d.bytes, secret_, &child).ok()) continue;
+        auto it = std::find(children_.begin(), children_.end(), child);
+        if (it == children_.end()) continue;  // not ours, or answered already
+        children_.erase(it);
+        Answer(d.socket);
+      }
+    }
+  }
+
+  void Answer(const Socket& child) {
+    const Deadline d = SendDeadline(deadline_);
+    const std::string reply = EncodeJoinReply(status_, status_.ok() ? nranks_ : 0, status_.ok() ? fanout_ : 0, {});
+    if (!SendAll(child, reply.data(), reply.size(), d).ok() || !status_.ok()) return;
+    const std::string length = AsBytes(static_cast<uint64_t>(table_->size()));
+    if (SendAll(child, length.data(), length.size(), d).ok()) SendAll(child, table_->data(), table_->size(), d);
+  }
+
+  Socket listener_;
+  const uint64_t secret_;
+  const int nranks_;
+  const int fanout_;
+  std::vector<int> children_;  // those not answered yet
+  const Status status_;
+  const std::shared_ptr<const std::string> table_;
+  const Deadline deadline_;
+  Arrivals arrivals_;
 };
 
 }  // namespace
 
-void EncodeUniqueId(const UniqueIdData& id, char out[kUniqueIdBytes]) {
-  std::memset(out, 0, kUniqueIdBytes);
-  std::memcpy(out, kIdMagic, sizeof(kIdMagic));
-  std::memcpy(out + 8, &id.root.ip_be, sizeof(id.root.ip_be));
-  std::memcpy(out + 12, &id.root.port_be, sizeof(id.root.port_be));
-  std::memcpy(out + 16, &id.secret, sizeof(id.secret));
-  std::memcpy(out + 24, &id.root_pid, sizeof(id.root_pid));
-  std::memcpy(out + 28, &id.root_rank, sizeof(id.root_rank));
-  std::memcpy(out + 32, id.root_host.data(), std::min<size_t>(id.root_host.size(), kUniqueIdBytes - 33));
-}
-
-Status AddAgreed(const std::string& lines, RankInfo* info) {
-  if (info->agreed_len + lines.size() > sizeof(info->agreed)) {
-    return InvalidArgument("agreed settings exceed " + std::to_string(sizeof(info->agreed)) + " bytes");
-  }
-  std::memcpy(info->agreed + info->agreed_len, lines.data(), lines.size());
-  info->agreed_len += static_cast<uint32_t>(lines.size());
-  return Status::Ok();
-}
-
-Status AddCard(const std::string& name, const std::string& bytes, RankInfo* info) {
-  const size_t record = 1 + name.size() + 2 + bytes.size();
-  if (name.size() > 255 || bytes.size() > 65535 || info->cards_len + record > sizeof(info->cards)) {
-    return InvalidArgument("the " + name + " transport's card of " + std::to_string(bytes.size()) +
-                           " bytes does not fit the rendezvous' " + std::to_string(sizeof(info->cards)) +
-                           " bytes beside the others' " + std::to_string(info->cards_len));
-  }
-  char* p = info->cards + info->cards_len;
-  *p++ = static_cast<char>(name.size());
-  std::memcpy(p, name.data(), name.size());
-  p += name.size();
-  *p++ = static_cast<char>(bytes.size() & 0xff);
-  *p++ = static_cast<char>(bytes.size() >> 8);
-  std::memcpy(p, bytes.data(), bytes.size());
-  info->cards_len += static_cast<uint32_t>(record);
-  return Status::Ok();
-}
-
-Status FindCard(const RankInfo& info, const std::string& name, std::string* bytes) {
-  bytes->clear();
-  const size_t end = std::min<size_t>(info.cards_len, sizeof(info.cards));
-  const unsigned char* c = reinterpret_cast<const unsigned char*>(info.cards);
-  for (size_t at = 0; at < end;) {
-    const size_t name_len = c[at];
-    if (at + 1 + name_len + 2 > end) return InvalidArgument("malformed transport cards (a name overruns)");
-    const std::string card_name(info.cards + at + 1, name_len);
-    const size_t len_at = at + 1 + name_len;
-    const size_t len = c[len_at] | (static_cast<size_t>(c[len_at + 1]) << 8);
-    if (len_at + 2 + len > end) return InvalidArgument("malformed transport cards (the " + card_name + " card overruns)");
-    if (card_name == name) {
-      bytes->assign(info.cards + len_at + 2, len);
-      return Status::Ok();
-    }
-    at = len_at + 2 + len;
-  }
-  return Status::Ok();
-}
-
-std::string EncodeJoinRequest(uint64_t secret, const JoinRequest& request) {
-  Hello hello{};
-  hello.magic = kHelloMagic;
-  hello.secret = secret;
-  hello.rank = request.rank;
-  hello.nranks = request.nranks;
-  hello.info = request.info;
-  return std::string(reinterpret_cast<const char*>(&hello), sizeof(hello));
-}
-
-Status DecodeJoinRequest(const std::string& bytes, uint64_t secret, JoinRequest* out) {
-  Hello hello;
-  if (bytes.size() != sizeof(hello)) return InvalidArgument("a join request of " + std::to_string(bytes.size()) + " bytes");
-  std::memcpy(&hello, bytes.data(), sizeof(hello));
-  if (hello.magic != kHelloMagic || hello.secret != secret) {
-    return InvalidArgument("the unique id's secret does not match this communicator's (stale or foreign id)");
-  }
-  if (hello.nranks < 1 || hello.nranks > kMaxRendezvousRanks) {
-    return InvalidUsage("rank " + std::to_string(hello.rank) + " says nranks is " + std::to_string(hello.nranks) +
-                        ", outside [1, " + std::to_string(kMaxRendezvousRanks) + "]");
-  }
-  if (hello.rank < 0 || hello.rank >= hello.nranks) {
-    return InvalidUsage("rank " + std::to_string(hello.rank) + " out of range for nranks " +
-                        std::to_string(hello.nranks));
-  }
-  out->rank = hello.rank;
-  out->nranks = hello.nranks;
-  out->info = hello.info;
-  return Status::Ok();
-}
-
-std::string EncodeJoinReply(const Status& status, int nranks) {
-  Reply r;
-  std::memset(&r, 0, sizeof(r));
-  r.code = static_cast<int32_t>(status.code());
-  r.nranks = nranks;
-  std::strncpy(r.message, status.message().c_str(), sizeof(r.message) - 1);
-  return std::string(reinterpret_cast<const char*>(&r), sizeof(r));
-}
-
-Status DecodeJoinReply(const std::string& bytes, int nranks) {
-  Reply r;
-  if (bytes.size() != sizeof(r)) return InternalError("an answer of " + std::to_string(bytes.size()) + " bytes");
-  std::memcpy(&r, bytes.data(), sizeof(r));
-  if (r.code != 0) return FailureFromWire(r.code, r.message, sizeof(r.message));
-  if (r.nranks != nranks) return InternalError("table of the wrong size");
-  return Status::Ok();
-}
-
-Status DecodeUniqueId(const char in[kUniqueIdBytes], UniqueIdData* out) {
-  if (std::memcmp(in, kIdMagic, sizeof(kIdMagic)) != 0) {
-    return InvalidArgument("commId is not a tessera unique id (bad magic); create it with tesseraGetUniqueId");
-  }
-  std::memcpy(&out->root.ip_be, in + 8, sizeof(out->root.ip_be));
-  std::memcpy(&out->root.port_be, in + 12, sizeof(out->root.port_be));
-  std::memcpy(&out->secret, in + 16, sizeof(out->secret));
-  std::memcpy(&out->root_pid, in + 24, sizeof(out->root_pid));
-  std::memcpy(&out->root_rank, in + 28, sizeof(out->root_rank));
-  out->root_host.assign(in + 32, strnlen(in + 32, kUniqueIdBytes - 33));
-  if (out->root.port() == 0) return InvalidArgument("commId has no rendezvous port");
-  return Status::Ok();
-}
-
-uint64_t RandomSecret() {
-  uint64_t v = 0;
-  while (v == 0) {
-    if (getrandom(&v, sizeof(v), 0) != sizeof(v)) v = static_cast<uint64_t>(NowMicros()) * 0x9E3779B97F4A7C15ull;
-  }
-  return v;
-}
-
-Status StartRendezvous(const std::string& listen_ip, int port, uint64_t secret, int64_t timeout_ms,
+Status StartRendezvous(const std::string& listen_ip, int port, uint64_t secret, int64_t timeout_ms, int fanout,
                        SocketAddress* bound) {
   Socket listener;
   TESSERA_RETURN_IF_ERROR(Listen(listen_ip, port, &listener, bound).Annotate("rendezvous service"));
-  auto service = std::make_shared<RendezvousService>(std::move(listener), secret, timeout_ms);
+  auto service = std::make_shared<RendezvousService>(std::move(listener), secret, timeout_ms, fanout);
   {
     std::lock_guard<std::mutex> lock(Services().mu);
     ++Services().running[secret];
   }
   std::thread([service, secret] {
+    pthread_setname_np(pthread_self(), "tessera-rdv");
     service->Run();
     RunningServices& s = Services();
     std::lock_guard<std::mutex> lock(s.mu);
@@ -392,25 +381,11 @@ Status StartRendezvous(const std::string& listen_ip, int port, uint64_t secret, 
   return Status::Ok();
 }
 
-static Status JoinRendezvousOnce(const UniqueIdData& id, int rank, int nranks, const RankInfo& mine,
-                                 int64_t timeout_ms, std::vector<RankInfo>* all);
-
-Status JoinRendezvous(const UniqueIdData& id, int rank, int nranks, const RankInfo& mine, int64_t timeout_ms,
-                      std::vector<RankInfo>* all) {
-  // Whatever the outcome, a process hosting this rendezvous waits (a little past the
-  // deadline, so a service telling everyone of a timeout can finish) until the service
-  // has answered every rank: returning might end the process and cut the others off.
-  struct WaitOnReturn {
-    uint64_t secret;
-    int64_t timeout_ms;
-    ~WaitOnReturn() { WaitForLocalService(secret, Deadline::AfterMs(std::min<int64_t>(timeout_ms, 5000))); }
-  } wait_on_return{id.secret, timeout_ms};
-  return JoinRendezvousOnce(id, rank, nranks, mine, timeout_ms, all);
-}
+namespace {
 
 // The rendezvous service is gone or stopped: it lives in the process that created the
 // id, so that process is the culprit, by rank where the id knows it.
-static std::string RendezvousHostBlamed(const UniqueIdData& id) {
+std::string RendezvousHostBlamed(const UniqueIdData& id) {
   std::string who = "the process serving the rendezvous";
   if (id.root_pid != 0) who += " (pid " + std::to_string(id.root_pid) + " on host " + id.root_host + ")";
   if (id.root_rank >= 0) who = "rank " + std::to_string(id.root_rank) + ", " + who + ",";
@@ -420,30 +395,94 @@ static std::string RendezvousHostBlamed(const UniqueIdData& id) {
   return who + " is gone or stopped (it created the unique id) " + tag;
 }
 
-static Status JoinRendezvousOnce(const UniqueIdData& id, int rank, int nranks, const RankInfo& mine,
-                                 int64_t timeout_ms, std::vector<RankInfo>* all) {
-  const Deadline deadline = Deadline::AfterMs(timeout_ms);
-  const std::string where = "rendezvous at " + id.root.ToString() + " (rank " + std::to_string(rank) + ")";
+// Joins at the service: its answer, and the table when the service sends it.
+Status JoinService(const UniqueIdData& id, const JoinRequest& request, const Deadline& deadline, JoinReply* reply,
+                   std::string* table) {
+  const std::string where = "rendezvous at " + id.root.ToString() + " (rank " + std::to_string(request.rank) + ")";
   Socket s;
   Status connected = Connect(id.root, deadline, &s);
   if (!connected.ok()) return connected.Annotate(where + ": " + RendezvousHostBlamed(id));
-  JoinRequest request;
-  request.rank = rank;
-  request.nranks = nranks;
-  request.info = mine;
   const std::string hello = EncodeJoinRequest(id.secret, request);
   TESSERA_RETURN_IF_ERROR(SendAll(s, hello.data(), hello.size(), deadline).Annotate(where));
-  std::string reply(kJoinReplyBytes, '\0');
-  Status st = RecvAll(s, &reply[0], reply.size(), deadline);
+  Status st = RecvReply(s, request.nranks, deadline, reply);
+  if (st.ok() && reply->status.ok() && TableParent(request.rank, reply->fanout) < 0) {
+    st = RecvTable(s, request.nranks, deadline, table);
+  }
   if (st.code() == Code::kRemoteError) {
     return RemoteError(where + ": the service closed the connection: " + RendezvousHostBlamed(id));
   }
   // The service answers by its deadline, which came before ours: it has stopped.
   if (st.code() == Code::kTimeout) return st.Annotate(where + ": no table and no answer: " + RendezvousHostBlamed(id));
   TESSERA_RETURN_IF_ERROR(st.Annotate(where + ": waiting for all ranks to join"));
-  TESSERA_RETURN_IF_ERROR(DecodeJoinReply(reply, nranks).Annotate(where));
-  all->resize(nranks);
-  return RecvAll(s, all->data(), nranks * sizeof(RankInfo), deadline).Annotate(where);
+  return reply->status.Annotate(where);
+}
+
+// Fetches the table from the rank that forwards it to this one.
+Status FetchTable(const UniqueIdData& id, int rank, int nranks, const JoinReply& reply, const Deadline& deadline,
+                  std::string* table) {
+  const int parent = TableParent(rank, reply.fanout);
+  const std::string where = "rendezvous (rank " + std::to_string(rank) + "): the table from rank " +
+                            std::to_string(parent) + " at " + reply.parent.ToString();
+  const std::string blamed = "rank " + std::to_string(parent) + ", which forwards the table to this rank, is gone or "
+                             "stopped [culprit: rank " + std::to_string(parent) + "]";
+  Socket s;
+  Status st = Connect(reply.parent, deadline, &s, /*retry_refused=*/false);
+  if (st.ok()) {
+    const std::string request = EncodeTableRequest(id.secret, rank);
+    st = SendAll(s, request.data(), request.size(), deadline);
+  }
+  JoinReply answer;
+  if (st.ok()) st = RecvReply(s, nranks, deadline, &answer);
+  if (st.ok() && answer.status.ok()) st = RecvTable(s, nranks, deadline, table);
+  if (st.code() == Code::kRemoteError || st.code() == Code::kTimeout) {
+    return Status(st.code(), where + ": " + st.message() + ": " + blamed);
+  }
+  TESSERA_RETURN_IF_ERROR(st.Annotate(where));
+  return answer.status.Annotate(where);  // the parent's own failure to get it names the culprit
+}
+
+}  // namespace
+
+static Status JoinRendezvousOnce(const UniqueIdData& id, int rank, int nranks, const RankInfo& mine,
+                                 const std::string& listen_ip, int64_t timeout_ms, RankTable* table);
+
+Status JoinRendezvous(const UniqueIdData& id, int rank, int nranks, const RankInfo& mine, const std::string& listen_ip,
+                      int64_t timeout_ms, RankTable* table) {
+  // Whatever the outcome, a process hosting this rendezvous waits (a little past the
+  // deadline, so a service telling everyone of a timeout can finish) until the service
+  // has answered every rank: returning might end the process and cut the others off.
+  struct WaitOnReturn {
+    uint64_t secret;
+    int64_t timeout_ms;
+    ~WaitOnReturn() { WaitForLocalService(secret, Deadline::AfterMs(std::min<int64_t>(timeout_ms, 5000))); }
+  } wait_on_return{id.secret, timeout_ms};
+  return JoinRendezvousOnce(id, rank, nranks, mine, listen_ip, timeout_ms, table);
+}
+
+static Status JoinRendezvousOnce(const UniqueIdData& id, int rank, int nranks, const RankInfo& mine,
+                                 const std::string& listen_ip, int64_t timeout_ms, RankTable* table) {
+  const Deadline deadline = Deadline::AfterMs(timeout_ms);
+  JoinRequest request;
+  request.rank = rank;
+  request.nranks = nranks;
+  request.info = mine;
+  Socket listener;  // where the ranks below this one in the table's tree ask for it
+  TESSERA_RETURN_IF_ERROR(Listen(listen_ip, 0, &listener, &request.forward).Annotate("rendezvous: table listener"));
+  JoinReply reply;  // its fanout stays 0 unless the service answered OK
+  std::string bytes;
+  Status got = JoinService(id, request, deadline, &reply, &bytes);
+  if (got.ok() && TableParent(rank, reply.fanout) >= 0) got = FetchTable(id, rank, nranks, reply, deadline, &bytes);
+  if (got.ok()) {
+    got = RankTable::Decode(std::move(bytes), nranks, table).Annotate("rendezvous (rank " + std::to_string(rank) + ")");
+  }
+  // The ranks below pass on the table, or why it did not come (naming the culprit).
+  std::vector<int> children = TableChildren(rank, nranks, reply.fanout);
+  if (!children.empty()) {
+    TableForwarder::Start(std::make_unique<TableForwarder>(std::move(listener), id.secret, nranks, reply.fanout,
+                                                           std::move(children), got,
+                                                           got.ok() ? table->bytes() : nullptr, deadline));
+  }
+  return got;
 }
 
 }  // namespace tessera

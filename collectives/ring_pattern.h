@@ -36,6 +36,22 @@ inline int RingOwnedBlock(int rank, int nranks) { return (rank + 1) % nranks; }
 inline int RingAllGatherSendBlock(int rank, int nranks, int step) { return ((rank + 1 - step) % nranks + nranks) % nranks; }
 inline int RingAllGatherRecvBlock(int rank, int nranks, int step) { return ((rank - step) % nranks + nranks) % nranks; }
 
+// Rings over parts of a long list (the cost-model probe's columns): the list cut into
+// consecutive parts of `most` members (most >= 2), a last part of one joined to the one
+// before, so every part has at least two members and at most most + 1. The part of the
+// member at `pos` of `n`, as [first, end).
+struct RingPart {
+  int first;
+  int end;
+};
+inline RingPart RingPartOf(int n, int pos, int most) {
+  int first = pos / most * most;
+  int end = first + most < n ? first + most : n;
+  if (n - end == 1) end = n;
+  if (end - first == 1 && first > 0) first -= most;
+  return RingPart{first, end};
+}
+
 }  // namespace tessera
 
 #endif  // TESSERA_COLLECTIVES_RING_PATTERN_H_

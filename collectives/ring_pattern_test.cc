@@ -79,5 +79,27 @@ TEST(RingPattern, ScheduleReducesEveryBlockAndGathersIt) {
   }
 }
 
+// Every member is in exactly one part, the members of a part agree on it, and parts have
+// 2 .. most + 1 members (one alone when the whole list is one).
+TEST(RingPattern, PartsOfALongRing) {
+  for (int most : {2, 3, 16}) {
+    for (int n = 2; n < 70; ++n) {
+      for (int pos = 0; pos < n; ++pos) {
+        const RingPart part = RingPartOf(n, pos, most);
+        ASSERT_LE(part.first, pos) << n << " " << pos;
+        ASSERT_LT(pos, part.end) << n << " " << pos;
+        ASSERT_GE(part.end - part.first, 2) << n << " " << pos;
+        ASSERT_LE(part.end - part.first, most + 1) << n << " " << pos;
+        for (int other = part.first; other < part.end; ++other) {
+          const RingPart theirs = RingPartOf(n, other, most);
+          ASSERT_EQ(theirs.first, part.first) << n << " " << pos << " " << other;
+          ASSERT_EQ(theirs.end, part.end) << n << " " << pos << " " << other;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(RingPartOf(12500, 12499, 16).end - RingPartOf(12500, 12499, 16).first, 4);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -430,7 +430,7 @@ tesseraResult_t tesseraGetUniqueId(tesseraUniqueId* uniqueId) {
   if (s.ok()) s = tessera::ChooseLocalAddress(settings.socket_ifname, &ip);
   if (s.ok()) {
     id.secret = tessera::RandomSecret();
-    s = tessera::StartRendezvous(ip, 0, id.secret, settings.timeout_ms, &id.root);
+    s = tessera::StartRendezvous(ip, 0, id.secret, settings.timeout_ms, settings.bootstrap_fanout, &id.root);
     id.root_pid = getpid();  // its rank is not known yet (-1)
     id.root_host = tessera::HostIdentity(settings.host_id);
   }

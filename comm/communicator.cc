@@ -9,6 +9,7 @@
 #include "collectives/algorithms.h"
 #include "collectives/reduce_kernels.h"
 #include "collectives/ring_allreduce.h"
+#include "collectives/ring_pattern.h"
 #include "topology/host_identity.h"
 #include "topology/layout.h"
 
@@ -46,7 +47,8 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   if (!settings.topo_file.empty()) {
     TESSERA_RETURN_IF_ERROR(HostIdFromLayoutFile(settings.topo_file, rank, nranks, &host).Annotate("TESSERA_TOPO_FILE"));
   }
-  std::strncpy(mine.host, host.c_str(), sizeof(mine.host) - 1);
+  host = host.substr(0, kMaxHostBytes);
+  mine.host = host;
   flight_.SetCapacity(static_cast<size_t>(settings.flight_recorder));
   flight_identity_ = FlightIdentity{id.secret, rank, nranks, static_cast<int>(mine.pid), host};
   if (settings.diagnosis_ms > 0 && nranks > 1) TESSERA_RETURN_IF_ERROR(StartWatch(settings, id.secret, &mine));
@@ -63,8 +65,11 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   CallStamp creation;
   creation.flags = kStampCreation;
   activity_.BeginCall(creation);
-  std::vector<RankInfo> all;
-  TESSERA_RETURN_IF_ERROR(JoinRendezvous(id, rank, nranks, mine, settings.timeout_ms, &all));
+  std::string ip;
+  TESSERA_RETURN_IF_ERROR(ChooseLocalAddress(settings.socket_ifname, &ip).Annotate("rendezvous"));
+  RankTable all;
+  const Status joined = JoinRendezvous(id, rank, nranks, mine, ip, settings.timeout_ms, &all);
+  if (!joined.ok()) return FailRendezvous(joined);
   const Status s = SetUpWith(all, deadline);
   if (!s.ok()) return FailCreation(s);
   activity_.EndCall(true);
@@ -72,19 +77,19 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
 }
 
 // After the rendezvous: the links, the shape and the cost model, with every rank's info.
-Status Communicator::SetUpWith(const std::vector<RankInfo>& all, const Deadline& deadline) {
+Status Communicator::SetUpWith(const RankTable& all, const Deadline& deadline) {
   std::vector<std::string> hosts;
   std::vector<int> pids;
-  for (const RankInfo& info : all) {
-    hosts.emplace_back(info.host, strnlen(info.host, sizeof(info.host)));
-    pids.push_back(info.pid);
+  for (int r = 0; r < all.size(); ++r) {
+    hosts.push_back(all.host(r));
+    pids.push_back(all.pid(r));
   }
   InitMembership(all, hosts, pids);
   const std::vector<LocalRank> local = LocalRanks(hosts, pids, rank_);
-  auto card_of = [&all](int r, const std::string& name, std::string* bytes) { return FindCard(all[r], name, bytes); };
+  auto card_of = [&all](int r, const std::string& name, std::string* bytes) { return all.FindCard(r, name, bytes); };
   TESSERA_RETURN_IF_ERROR(transports_.Finish(card_of, local, deadline, &links_));
   const int local_ranks = static_cast<int>(local.size());
-  TESSERA_RETURN_IF_ERROR(InitShape(all));
+  TESSERA_RETURN_IF_ERROR(InitShape(hosts));
   if (!settings_.trace_dir.empty()) tracer_ = std::make_unique<Tracer>();
 
   const int64_t cores = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
@@ -117,13 +122,13 @@ Status Communicator::StartWatch(const Settings& settings, uint64_t secret, RankI
 
 // Diagnosis needs every rank's watch service; without one (TESSERA_DIAGNOSIS_MS=0
 // somewhere) there is none.
-void Communicator::InitMembership(const std::vector<RankInfo>& all, const std::vector<std::string>& hosts,
+void Communicator::InitMembership(const RankTable& all, const std::vector<std::string>& hosts,
                                   const std::vector<int>& pids) {
   if (!watch_) return;
   std::vector<SocketAddress> addresses(all.size());
-  for (size_t r = 0; r < all.size(); ++r) {
+  for (int r = 0; r < all.size(); ++r) {
     std::string card;
-    if (!FindCard(all[r], "watch", &card).ok() || card.size() != 6) return;
+    if (!all.FindCard(r, "watch", &card).ok() || card.size() != 6) return;
     std::memcpy(&addresses[r].ip_be, &card[0], 4);
     std::memcpy(&addresses[r].port_be, &card[4], 2);
   }
@@ -146,12 +151,23 @@ Status Communicator::FailCreation(const Status& cause) {
   return s;
 }
 
+// A rank whose table did not come knows no peer to ask, but may know the culprit (a
+// rank that forwards the table and is gone): it stays answerable with that verdict, as
+// FailCreation does, so that the ranks that did get the table and diagnose later adopt
+// it instead of blaming this rank for being gone.
+Status Communicator::FailRendezvous(const Status& cause) {
+  const std::vector<int32_t> culprits = CulpritsOfTag(cause.message());
+  if (!watch_ || culprits.empty() || cause.code() == Code::kTimeout) return cause;
+  activity_.Break();
+  activity_.SetVerdict(cause.message(), culprits);
+  std::this_thread::sleep_for(std::chrono::milliseconds(settings_.diagnosis_ms));
+  return cause;
+}
+
 // Hosts numbered by first appearance; grids and the cost model's shape from them.
-Status Communicator::InitShape(const std::vector<RankInfo>& all) {
-  std::vector<std::string> ids;
-  for (const RankInfo& info : all) ids.emplace_back(info.host, strnlen(info.host, sizeof(info.host)));
+Status Communicator::InitShape(const std::vector<std::string>& hosts) {
   Layout layout;
-  TESSERA_RETURN_IF_ERROR(Layout::FromHostIds(ids, &layout));
+  TESSERA_RETURN_IF_ERROR(Layout::FromHostIds(hosts, &layout));
   shape_.p = nranks_;
   shape_.hosts = layout.num_hosts();
   Grid grid;
@@ -216,14 +232,26 @@ Status MeasureRing(const CollectiveContext& ctx, const RingGroup& group, LinkCos
   return Status::Ok();
 }
 
+// The hosts a column's probe ring goes round: parts of at most kProbeHosts consecutive
+// hosts of the column (RingPartOf). alpha and beta are per step, so a ring round 16
+// hosts measures what one round 12,500 would, in a bounded number of steps; every part
+// runs at once, so each host's link carries what it would.
+constexpr int kProbeHosts = 16;
+RingGroup ProbeBlock(const std::vector<int>& column, int pos) {
+  const RingPart part = RingPartOf(static_cast<int>(column.size()), pos, kProbeHosts);
+  return RingGroup{std::vector<int>(column.begin() + part.first, column.begin() + part.end), pos - part.first};
+}
+
 }  // namespace
 
 // Measures alpha and beta of the intra-host rows and the inter-host columns of the host
-// grid (MeasureRing), then takes the maximum of every parameter over all ranks, so that
+// grid (MeasureRing; columns in blocks of at most kProbeHosts hosts), then takes the maximum of every parameter over all ranks, so that
 // every rank's model, and so every choice of algorithm, is the same. All rows (or all
 // columns) are measured at once, so the figures include what the real schedules meet:
 // links shared by a host's ranks, and processes waiting for a core when ranks outnumber
-// cores.
+// cores. The maximum is taken over the whole ring (2(p-1) steps; recursive doubling
+// would take lg p, docs/scale.md#creation-at-scale says why not yet), and not at all
+// when nothing was measured or read: every rank then holds the built-in defaults.
 Status Communicator::ProbeAndAgree() {
   const CollectiveContext ctx = Context();
   // On one host the defaults hold well and a probe mostly measures scheduling noise, so
@@ -231,17 +259,20 @@ Status Communicator::ProbeAndAgree() {
   // measured too: with every rank busy, a step inside a host costs what scheduling the
   // host's processes costs, not the 2 us of an idle shared-memory hop.
   const bool multi_host = host_grid_ && host_grid_->Y > 1;
-  if (settings_.probe >= (multi_host ? 1 : 2) && settings_.tuning_file.empty() && host_grid_) {
+  const bool measure_rows = settings_.probe >= (multi_host ? 1 : 2) && settings_.tuning_file.empty() && host_grid_;
+  const bool measure_columns = settings_.probe >= 1 && settings_.tuning_file.empty() && multi_host;
+  if (measure_rows) {
     const Grid& g = *host_grid_;
     TESSERA_RETURN_IF_ERROR(MeasureRing(ctx, RingGroup{g.rows[g.y[rank_]], g.x[rank_]}, &model_.intra));
   }
-  if (settings_.probe >= 1 && settings_.tuning_file.empty() && multi_host) {
+  if (measure_columns) {
     const Grid& g = *host_grid_;
-    TESSERA_RETURN_IF_ERROR(MeasureRing(ctx, RingGroup{g.cols[g.x[rank_]], g.y[rank_]}, &model_.inter));
+    TESSERA_RETURN_IF_ERROR(MeasureRing(ctx, ProbeBlock(g.cols[g.x[rank_]], g.y[rank_]), &model_.inter));
     // The X columns ran at once, so X flows shared each host's link: the link itself
     // moves X times what one flow measured. The model charges sharing per schedule.
     model_.inter.beta /= g.X;
   }
+  if (!measure_rows && !measure_columns && settings_.tuning_file.empty()) return Status::Ok();
   Reducer max;
   TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat64, RedOp::kMax, &max));
   double params[5] = {model_.intra.alpha, model_.intra.beta, model_.inter.alpha, model_.inter.beta, model_.gamma};
@@ -382,7 +413,7 @@ Status Communicator::Split(int color, int key, const Settings& settings, std::un
     std::string ip;
     TESSERA_RETURN_IF_ERROR(ChooseLocalAddress(settings.socket_ifname, &ip));
     id.secret = RandomSecret();
-    TESSERA_RETURN_IF_ERROR(StartRendezvous(ip, 0, id.secret, settings.timeout_ms, &id.root).Annotate("split"));
+    TESSERA_RETURN_IF_ERROR(StartRendezvous(ip, 0, id.secret, settings.timeout_ms, settings.bootstrap_fanout, &id.root).Annotate("split"));
     id.root_pid = getpid();
     id.root_rank = 0;
     id.root_host = flight_identity_.host;

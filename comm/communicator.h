@@ -123,9 +123,10 @@ class Communicator {
   Status Init(const Settings& settings, const UniqueIdData& id, int nranks, int rank);
   CollectiveContext Context() const;
   ExecutionSite Site();
-  Status SetUpWith(const std::vector<RankInfo>& all, const Deadline& deadline);
+  Status SetUpWith(const RankTable& all, const Deadline& deadline);
   Status FailCreation(const Status& cause);
-  Status InitShape(const std::vector<RankInfo>& all);
+  Status FailRendezvous(const Status& cause);
+  Status InitShape(const std::vector<std::string>& hosts);
   Status ProbeAndAgree();
   // Records `cause` as the sticky error (the first one wins) and returns it. The first
   // is diagnosed (Diagnosed) and writes the flight record (TESSERA_FLIGHT_RECORDER_DIR),
@@ -140,8 +141,7 @@ class Communicator {
   // The watch service, started before the rendezvous (its address is this rank's
   // "watch" card), and after it everyone's addresses, pids and hosts.
   Status StartWatch(const Settings& settings, uint64_t secret, RankInfo* mine);
-  void InitMembership(const std::vector<RankInfo>& all, const std::vector<std::string>& hosts,
-                      const std::vector<int>& pids);
+  void InitMembership(const RankTable& all, const std::vector<std::string>& hosts, const std::vector<int>& pids);
   // Shrink's agreement: the lowest survivor offers the id and its list; the others fetch.
   Status OfferShrink(const std::vector<int>& exclude, const Settings& settings, UniqueIdData* id);
   Status FetchShrink(int leader, bool adopt, std::vector<int>* exclude, UniqueIdData* id);

@@ -35,7 +35,7 @@ Status CreateFromLauncher(const Settings& settings, std::unique_ptr<Communicator
     id.root_host = li.root_host;
     if (li.rank == 0) {
       SocketAddress bound;
-      TESSERA_RETURN_IF_ERROR(StartRendezvous("0.0.0.0", li.root_port, id.secret, settings.timeout_ms, &bound)
+      TESSERA_RETURN_IF_ERROR(StartRendezvous("0.0.0.0", li.root_port, id.secret, settings.timeout_ms, settings.bootstrap_fanout, &bound)
                                   .Annotate(who + ": serving the rendezvous on port " + std::to_string(li.root_port)));
     }
   } else if (li.use_pmix || li.size == 1) {
@@ -45,7 +45,7 @@ Status CreateFromLauncher(const Settings& settings, std::unique_ptr<Communicator
       std::string ip;
       TESSERA_RETURN_IF_ERROR(ChooseLocalAddress(settings.socket_ifname, &ip));
       id.secret = RandomSecret();
-      TESSERA_RETURN_IF_ERROR(StartRendezvous(ip, 0, id.secret, settings.timeout_ms, &id.root).Annotate(who));
+      TESSERA_RETURN_IF_ERROR(StartRendezvous(ip, 0, id.secret, settings.timeout_ms, settings.bootstrap_fanout, &id.root).Annotate(who));
       id.root_pid = getpid();
       id.root_rank = 0;
       id.root_host = ip;

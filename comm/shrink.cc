@@ -35,7 +35,7 @@ Status Communicator::OfferShrink(const std::vector<int>& exclude, const Settings
   std::string ip;
   TESSERA_RETURN_IF_ERROR(ChooseLocalAddress(settings.socket_ifname, &ip));
   id->secret = RandomSecret();
-  TESSERA_RETURN_IF_ERROR(StartRendezvous(ip, 0, id->secret, settings.timeout_ms, &id->root));
+  TESSERA_RETURN_IF_ERROR(StartRendezvous(ip, 0, id->secret, settings.timeout_ms, settings.bootstrap_fanout, &id->root));
   id->root_pid = getpid();
   id->root_rank = 0;
   id->root_host = flight_identity_.host;

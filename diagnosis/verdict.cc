@@ -141,6 +141,25 @@ std::string CulpritTag(const std::vector<int32_t>& culprits) {
   return culprits.empty() ? "" : "[culprit: " + RankList(culprits) + "]";
 }
 
+std::vector<int32_t> CulpritsOfTag(const std::string& text) {
+  std::vector<int32_t> culprits;
+  const size_t tag = text.rfind("[culprit: rank");
+  if (tag == std::string::npos) return culprits;
+  const size_t end = text.find(']', tag);
+  size_t at = text.find(' ', tag + 10);  // after "rank" or "ranks"
+  while (at != std::string::npos && at < end) {
+    size_t digits = at + 1;
+    int64_t rank = 0;
+    while (digits < end && rank <= INT32_MAX && text[digits] >= '0' && text[digits] <= '9') {
+      rank = rank * 10 + (text[digits++] - '0');
+    }
+    if (digits == at + 1 || rank > INT32_MAX) return {};
+    culprits.push_back(static_cast<int32_t>(rank));
+    at = text.compare(digits, 2, ", ") == 0 ? digits + 1 : std::string::npos;
+  }
+  return culprits;
+}
+
 Verdict Judge(int my_rank, const std::vector<RankFacts>& ranks) {
   Verdict v;
   if (Adopt(ranks, &v)) return v;

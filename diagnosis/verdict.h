@@ -44,6 +44,8 @@ Verdict Judge(int my_rank, const std::vector<RankFacts>& ranks);
 
 // "[culprit: rank 1]", "[culprit: ranks 2, 3]".
 std::string CulpritTag(const std::vector<int32_t>& culprits);
+// The ranks of the last such tag in `text` (none when it has none, or names no rank).
+std::vector<int32_t> CulpritsOfTag(const std::string& text);
 
 }  // namespace tessera
 

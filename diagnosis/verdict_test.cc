@@ -131,5 +131,17 @@ TEST(VerdictTest, EveryoneWaitingNamesNoCulprit) {
   EXPECT_EQ(v.text.find("[culprit"), std::string::npos);
 }
 
+// A rank that cannot judge (it has no table) passes on the culprits a message names.
+TEST(VerdictTest, CulpritsAreReadBackFromTheirTag) {
+  EXPECT_EQ(CulpritsOfTag("x " + CulpritTag({2})), std::vector<int32_t>({2}));
+  EXPECT_EQ(CulpritsOfTag("x " + CulpritTag({2, 30, 7})), std::vector<int32_t>({2, 30, 7}));
+  EXPECT_EQ(CulpritsOfTag("[culprit: rank 1] then [culprit: rank 4]"), std::vector<int32_t>({4}));
+  EXPECT_TRUE(CulpritsOfTag("no tag").empty());
+  EXPECT_TRUE(CulpritsOfTag("[culprit: rendezvous host pid 42]").empty());
+  EXPECT_TRUE(CulpritsOfTag("[culprit: rank ]").empty());
+  EXPECT_TRUE(CulpritsOfTag("[culprit: rank 99999999999]").empty());
+  EXPECT_TRUE(CulpritsOfTag("[culprit: rank").empty());
+}
+
 }  // namespace
 }  // namespace tessera

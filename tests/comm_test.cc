@@ -172,6 +172,49 @@ TEST(TransportChoice, UnknownTcpCongestionControlFallsBackToTheDefault) {
   }
 }
 
+// TESSERA_BOOTSTRAP_FANOUT: the rendezvous' table travels down a tree of ranks (a
+// chain with 1; every rank straight from the service when the fanout passes nranks);
+// every shape gives a communicator whose collectives are exact, on hosts of two ranks
+// (shared memory inside, TCP between) and in a split, whose rendezvous is a rank's.
+TEST(Creation, TheTableTravelsDownATree) {
+  for (const char* fanout : {"1", "2", "64"}) {
+    const int nranks = 7;
+    RankOptions opts = CommOptions();
+    opts.ranks_per_host = 2;
+    opts.env["TESSERA_BOOTSTRAP_FANOUT"] = fanout;
+    auto results = RunRanks(nranks, [](int rank, tesseraComm_t comm) {
+      FailureLog log;
+      log.Add(RunAndCheck(Collective::kAllReduce, tesseraFloat32, rank, nranks, comm, 0, 100003));
+      log.Add(RunAndCheck(Collective::kAllGather, tesseraInt64, rank, nranks, comm, 1));
+      tesseraComm_t half = nullptr;
+      tesseraResult_t r = tesseraCommSplit(comm, rank % 2, -rank, &half, nullptr);
+      log.Expect(r == tesseraSuccess, "split: " + Code(r));
+      if (r != tesseraSuccess) return log.str();
+      int n = 0, me = -1;
+      tesseraCommCount(half, &n);
+      tesseraCommUserRank(half, &me);
+      log.Add(RunAndCheck(Collective::kAllReduce, tesseraFloat32, me, n, half, 2, 4099));
+      tesseraCommDestroy(half);
+      return log.str();
+    }, opts);
+    EXPECT_EQ("", Failures(results)) << "TESSERA_BOOTSTRAP_FANOUT=" << fanout;
+  }
+}
+
+// The cost-model probe goes round parts of at most 16 hosts of a column: 18 hosts of
+// one rank make parts of 16 and 2, and the model the ranks agree on gives exact results.
+TEST(Creation, TheProbeGoesRoundPartsOfLongColumns) {
+  const int nranks = 18;
+  RankOptions opts = CommOptions();
+  opts.ranks_per_host = 1;
+  auto results = RunRanks(nranks, [](int rank, tesseraComm_t comm) {
+    FailureLog log;
+    log.Add(RunAndCheck(Collective::kAllReduce, tesseraFloat32, rank, nranks, comm, 0, 100003));
+    return log.str();
+  }, opts);
+  EXPECT_EQ("", Failures(results));
+}
+
 // A NULL config means the defaults; an initializer with no field set too.
 TEST(Config, NullAndUntouchedInitializerAreDefaults) {
   const int nranks = 2;

@@ -338,6 +338,49 @@ TEST_P(PeerFailure, PeerDiesDuringInit) {
   EXPECT_EQ(3, results[2].exit_code) << results[2].Describe();
 }
 
+// (f'') The same with the rendezvous' table forwarded down a chain (fanout 1: the
+// service sends it to rank 0, rank 0 to rank 1, ...): rank 2 dies before forwarding
+// it, so rank 3 fails at once naming rank 2, and rank 4 gets rank 3's failure, which
+// names rank 2 too. Ranks 0 and 1 get the table and fail later, naming rank 2 or 3.
+TEST_P(PeerFailure, PeerDiesBeforeForwardingTheTable) {
+  RankOptions opts = FailureOptions(GetParam());
+  opts.env["TESSERA_BOOTSTRAP_FANOUT"] = "1";
+  auto results = RunRanksRaw(5, [](const RankContext& ctx) {
+    if (ctx.rank == 2) {
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        _exit(3);
+      }).detach();
+    }
+    if (ctx.rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    auto start = std::chrono::steady_clock::now();
+    tesseraComm_t comm = nullptr;
+    CallOutcome o;
+    o.code = tesseraCommInitRank(&comm, ctx.nranks, ctx.ids[0], ctx.rank);
+    o.seconds = SecondsSince(start);
+    o.message = o.code == tesseraSuccess ? "" : LastError(nullptr);
+    if (ctx.rank == 2) pause();  // init returned before the exit: wait for it
+    RankChecks c;
+    printf("[ info ] rank %d: init %s\n", ctx.rank, Describe(o).c_str());
+    if (ctx.rank >= 3) {
+      ExpectPeerFailure(&c, o, kPeerGone, {"[culprit: rank 2]", "forwards the table"}, "init below rank 2");
+      c.Expect(o.seconds < 3.0, "init below rank 2 failed only after " + std::to_string(o.seconds) + " s");
+    } else if (o.code == tesseraSuccess) {
+      CallOutcome a = TimedAllReduce(comm, kCount);
+      printf("[ info ] rank %d: allreduce %s\n", ctx.rank, Describe(a).c_str());
+      ExpectPeerFailure(&c, a, kPeerGone, {"rank"}, "allreduce after rank 2 died in init");
+    } else {
+      ExpectPeerFailure(&c, o, kPeerGone, {"rank"}, "init with rank 2 dead");
+    }
+    if (ctx.rank >= 3) WaitForRanksDone({0, 1}, Milliseconds(25000));  // alive while 0 and 1 diagnose
+    if (comm != nullptr) tesseraCommDestroy(comm);
+    return c.str();
+  }, opts);
+  ASSERT_EQ(5u, results.size());
+  for (int r : {0, 1, 3, 4}) EXPECT_TRUE(results[r].ok()) << "rank " << r << ": " << results[r].Describe();
+  EXPECT_EQ(3, results[2].exit_code) << results[2].Describe();
+}
+
 // (f') The process that holds the rendezvous (rank 0, which created the id) dies
 // before anyone joins: the others fail in time.
 TEST_P(PeerFailure, RendezvousHostDies) {

@@ -76,18 +76,33 @@ void RendezvousSeeds() {
   JoinRequest request;
   request.rank = 1;
   request.nranks = 4;
+  request.forward.ip_be = 0x0100007f;
+  request.forward.port_be = 0x3b30;
   request.info.pid = 4343;
-  std::snprintf(request.info.host, sizeof(request.info.host), "node-a");
+  request.info.host = "node-a";
   AddAgreed("TESSERA_TRANSPORT=auto\nTESSERA_TCP_STREAMS=2\nTESSERA_HALF_WIRE=float32\n", &request.info);
   AddCard("tcp", std::string("\x7f\x00\x00\x01\x30\x39", 6), &request.info);
   AddCard("shm", "/tessera-4343-1", &request.info);
   AddCard("watch", std::string("\x7f\x00\x00\x01\x30\x3a", 6), &request.info);
+  std::vector<RankInfo> infos(4, request.info);
+  infos[2].host = infos[3].host = "node-b";
+  const std::string table = RankTable::Encode(infos);
   const std::string id_part(id_bytes, kUniqueIdBytes);
+  auto reply = [](const Status& status, int nranks, int fanout) {
+    const std::string r = EncodeJoinReply(status, nranks, fanout, SocketAddress{0x0100007f, 0x3c30});
+    return Bytes(static_cast<uint16_t>(r.size())) + r;
+  };
+  const std::string rest = EncodeTableRequest(id.secret, 1) + EncodeJoinRequest(id.secret, request);
   Write("rendezvous_fuzz", "ok_table",
-        id_part + Bytes(int32_t{4}) + EncodeJoinReply(Status::Ok(), 4) + EncodeJoinRequest(id.secret, request));
+        id_part + Bytes(int32_t{4}) + reply(Status::Ok(), 4, 8) + Bytes(static_cast<uint32_t>(table.size())) + table +
+            rest);
   Write("rendezvous_fuzz", "refused",
-        id_part + Bytes(int32_t{4}) + EncodeJoinReply(InvalidUsage("two processes joined as rank 1"), 0) +
-            EncodeJoinRequest(id.secret, request));
+        id_part + Bytes(int32_t{4}) + reply(InvalidUsage("two processes joined as rank 1"), 0, 0) +
+            Bytes(uint32_t{0}) + rest);
+  Write("rendezvous_fuzz", "forwarded",
+        id_part + Bytes(int32_t{4}) + reply(RemoteError("rank 0, which forwards the table to this rank, is gone "
+                                                        "or stopped [culprit: rank 0]"), 0, 0) +
+            Bytes(static_cast<uint32_t>(table.size())) + table + rest);
 }
 
 void TcpWireSeeds() {

@@ -7,7 +7,8 @@ namespace {
 class OpenShm : public OpenTransport {
  public:
   explicit OpenShm(const Settings& settings)
-      : options_{settings.shm_slot_bytes, settings.shm_slots}, segment_(ShmTransport::NewSegmentName()) {}
+      : options_{settings.shm_slot_bytes, settings.shm_slots, settings.shm_segment_bytes},
+        segment_(ShmTransport::NewSegmentName()) {}
 
   std::string card() const override { return segment_; }
 
@@ -46,7 +47,8 @@ Status OpenShmTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* 
 
 std::string ShmAgreedSettings(const Settings& settings) {
   return "TESSERA_SHM_SLOT_BYTES=" + std::to_string(settings.shm_slot_bytes) + "\nTESSERA_SHM_SLOTS=" +
-         std::to_string(settings.shm_slots) + "\n";
+         std::to_string(settings.shm_slots) + "\nTESSERA_SHM_SEGMENT_BYTES=" +
+         std::to_string(settings.shm_segment_bytes) + "\n";
 }
 
 }  // namespace tessera

@@ -31,12 +31,15 @@ struct SegmentHeader {
   int32_t failure_code;
   int64_t failed_us;  // NowMicros() (monotonic: comparable between the host's ranks)
   char failure[512];
+  // Then, one flag per local rank: that rank has mapped this segment. They sit in the
+  // header's pages, so set-up touches a host's segments n times, not each channel's
+  // page n^2 times.
 };
+using AttachedFlag = std::atomic<uint32_t>;
 
 struct ChannelHeader {
   alignas(kLine) std::atomic<uint64_t> head;  // slots published by the sender
   alignas(kLine) std::atomic<uint64_t> tail;  // slots released by the receiver
-  std::atomic<uint32_t> attached;             // the sender has mapped this segment
 };
 
 // The first line of a slot. `call` is written and read in a message's first slot only.
@@ -48,7 +51,9 @@ struct SlotHeader {
 static_assert(sizeof(SlotHeader) <= kLine, "a slot's header fits its first line");
 
 size_t RoundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
-size_t HeaderBytes() { return RoundUp(sizeof(SegmentHeader), 4096); }
+size_t HeaderBytes(size_t channels) {
+  return RoundUp(sizeof(SegmentHeader) + channels * sizeof(AttachedFlag), 4096);
+}
 size_t SlotStride(size_t slot_bytes) { return kLine + slot_bytes; }
 size_t ChannelStride(size_t slot_bytes, size_t slots) { return sizeof(ChannelHeader) + slots * SlotStride(slot_bytes); }
 
@@ -72,9 +77,13 @@ struct ShmTransport::Mapping {
     if (base != nullptr) munmap(base, bytes);
   }
   SegmentHeader* header() const { return static_cast<SegmentHeader*>(base); }
+  // Whether local rank `index` has mapped this segment.
+  AttachedFlag* attached(size_t index) const {
+    return reinterpret_cast<AttachedFlag*>(static_cast<char*>(base) + sizeof(SegmentHeader)) + index;
+  }
   ChannelHeader* channel(size_t index) const {
     const SegmentHeader* h = header();
-    return reinterpret_cast<ChannelHeader*>(static_cast<char*>(base) + HeaderBytes() +
+    return reinterpret_cast<ChannelHeader*>(static_cast<char*>(base) + HeaderBytes(h->channels) +
                                             index * ChannelStride(h->slot_bytes, h->slots));
   }
 };
@@ -226,6 +235,18 @@ std::string ShmTransport::NewSegmentName() {
          std::to_string(NowMicros() % 1000000);
 }
 
+ShmTransport::RingShape ShmTransport::ShapeFor(const Options& options, size_t local_ranks) {
+  constexpr size_t kMinSlotBytes = 4096;
+  const size_t want = static_cast<size_t>(options.slot_bytes), slots = static_cast<size_t>(options.slots);
+  const size_t budget = static_cast<size_t>(options.segment_bytes) - HeaderBytes(local_ranks);
+  const size_t share = budget / std::max<size_t>(local_ranks, 1);
+  const size_t per_channel = share > sizeof(ChannelHeader) ? share - sizeof(ChannelHeader) : 0;
+  const size_t fit = per_channel / SlotStride(want);
+  if (fit >= 2) return RingShape{want, std::min(slots, fit)};
+  const size_t smaller = per_channel / 2 > kLine ? (per_channel / 2 - kLine) / kLine * kLine : 0;
+  return RingShape{std::min(want, std::max(kMinSlotBytes, smaller)), 2};
+}
+
 Status ShmTransport::Create(const Options& options, int my_rank, const std::vector<Member>& local,
                             const Deadline& deadline, std::unique_ptr<ShmTransport>* out) {
   std::unique_ptr<ShmTransport> t(new ShmTransport());
@@ -242,7 +263,8 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
   my_index_ = LocalIndex(my_rank);
   if (my_index_ < 0) return InternalError("this rank is not in its own host's rank list");
   const size_t n = local.size();
-  const size_t bytes = HeaderBytes() + n * ChannelStride(options.slot_bytes, options.slots);
+  const RingShape shape = ShapeFor(options, n);
+  const size_t bytes = HeaderBytes(n) + n * ChannelStride(shape.slot_bytes, shape.slots);
   maps_.resize(n);
   pidfds_.assign(n, -1);
 
@@ -261,8 +283,8 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
   close(fd);
   TESSERA_RETURN_IF_ERROR(s);
   SegmentHeader* own = maps_[my_index_]->header();
-  own->slot_bytes = options.slot_bytes;
-  own->slots = options.slots;
+  own->slot_bytes = shape.slot_bytes;
+  own->slots = shape.slots;
   own->channels = n;
   own->magic.store(kSegmentMagic, std::memory_order_release);
 
@@ -277,7 +299,7 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
     std::string dead;
     for (size_t i = 0; i < n; ++i) {
       if (static_cast<int>(i) == my_index_) continue;
-      const bool needed = !maps_[i] || maps_[my_index_]->channel(i)->attached.load(std::memory_order_acquire) == 0;
+      const bool needed = !maps_[i] || maps_[my_index_]->attached(i)->load(std::memory_order_acquire) == 0;
       if (!needed || !PeerExited(pidfds_[i])) continue;
       shm_unlink(local[i].segment.c_str());
       dead += (dead.empty() ? "rank " : ", rank ") + std::to_string(local[i].rank) + " (pid " +
@@ -317,11 +339,10 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     SegmentHeader* h = maps_[i]->header();
-    if (h->slot_bytes != static_cast<uint64_t>(options.slot_bytes) || h->slots != static_cast<uint64_t>(options.slots) ||
-        h->channels != n) {
+    if (h->slot_bytes != shape.slot_bytes || h->slots != shape.slots || h->channels != n) {
       return InvalidUsage("rank " + std::to_string(peer.rank) + " laid out its shared memory differently");
     }
-    maps_[i]->channel(my_index_)->attached.store(1, std::memory_order_release);
+    maps_[i]->attached(my_index_)->store(1, std::memory_order_release);
   }
 
   // 3. Once every peer has mapped our segment, remove its name: the memory lives on
@@ -329,7 +350,7 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
   //    and has exited since is fine; one that died before mapping it fails set-up.
   for (size_t i = 0; i < n; ++i) {
     if (static_cast<int>(i) == my_index_) continue;
-    while (maps_[my_index_]->channel(i)->attached.load(std::memory_order_acquire) == 0) {
+    while (maps_[my_index_]->attached(i)->load(std::memory_order_acquire) == 0) {
       if (PeerExited(pidfds_[i])) {
         return RemoteError(dead_peers() + " exited during shared-memory set-up (before mapping this rank's segment)");
       }

@@ -1,7 +1,9 @@
 // Shared-memory transport between ranks on one host.
 //
 // Each rank owns one segment holding its doorbell and one inbound channel per local
-// peer. A channel is a ring of fixed-size slots: the sender copies a piece of its
+// peer, at most TESSERA_SHM_SEGMENT_BYTES of them (ShapeFor: with many local ranks the
+// rings shrink, so a host's segments grow with its ranks, not with their square; only
+// the pages of channels in use are ever touched). A channel is a ring of fixed-size slots: the sender copies a piece of its
 // message into the next free slot and advances `head`; the receiver copies or reduces
 // straight out of the slot into its destination and advances `tail`. Slots are reused,
 // so they stay in the shared cache and a message costs one copy in and one pass out.
@@ -29,11 +31,21 @@ namespace tessera {
 
 class ShmTransport : public Transport {
  public:
-  // Defaults: the settings table's (TESSERA_SHM_SLOT_BYTES, TESSERA_SHM_SLOTS).
+  // Defaults: the settings table's (TESSERA_SHM_SLOT_BYTES, TESSERA_SHM_SLOTS,
+  // TESSERA_SHM_SEGMENT_BYTES).
   struct Options {
     int64_t slot_bytes = SettingDefaults::shm_slot_bytes;
     int64_t slots = SettingDefaults::shm_slots;
+    int64_t segment_bytes = SettingDefaults::shm_segment_bytes;
   };
+  // The rings of a host of `local_ranks` ranks: options' slots and slot size where the
+  // channels of one segment fit in segment_bytes, else fewer slots (at least 2), else
+  // smaller ones (multiples of 64, at least 4 KiB). The same on every rank of a host.
+  struct RingShape {
+    size_t slot_bytes;
+    size_t slots;
+  };
+  static RingShape ShapeFor(const Options& options, size_t local_ranks);
   // A rank on this host (the caller included) and its segment.
   struct Member {
     int rank;
