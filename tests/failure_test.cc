@@ -108,9 +108,9 @@ TEST_P(PeerFailure, PeerExitsAfterInit) {
   EXPECT_TRUE(results[2].died()) << results[2].Describe();
 }
 
-// A 16M-element allreduce during which rank 2 raises `signo` on itself 20 ms in (the
-// links are all set up before, so it lands in the data transfer). Rank 2 never returns
-// from here: when its allreduce ended before the signal, it waits for the signal's end.
+// 16M-element allreduces, repeated until one fails, during which rank 2 raises `signo`
+// on itself 20 ms in (the links are all set up before, so it lands in a data transfer).
+// Rank 2 never returns from here.
 CallOutcome BigAllReduceWhileRank2Raises(int rank, int signo, tesseraComm_t comm) {
   const size_t big = size_t{16} << 20;
   std::vector<float> buf(big, 1.0f);
@@ -120,10 +120,14 @@ CallOutcome BigAllReduceWhileRank2Raises(int rank, int signo, tesseraComm_t comm
       raise(signo);
     }).detach();
   }
-  auto start = std::chrono::steady_clock::now();
+  // One 64 MiB allreduce can finish in less than the 20 ms on a quiet host, so the
+  // ranks repeat it until one fails: the signal lands in one of them.
   CallOutcome o;
-  o.code = tesseraAllReduce(buf.data(), buf.data(), big, tesseraFloat32, tesseraSum, comm, nullptr);
-  o.seconds = SecondsSince(start);
+  for (int call = 0; call < 200 && o.code == tesseraSuccess; ++call) {
+    auto start = std::chrono::steady_clock::now();
+    o.code = tesseraAllReduce(buf.data(), buf.data(), big, tesseraFloat32, tesseraSum, comm, nullptr);
+    o.seconds = SecondsSince(start);
+  }
   if (o.code != tesseraSuccess) o.message = LastError(comm);
   if (rank == 2) pause();
   printf("[ info ] rank %d: %s\n", rank, Describe(o).c_str());
@@ -310,7 +314,9 @@ TEST_P(PeerFailure, PeerDiesDuringInit) {
         _exit(3);
       }).detach();
     }
-    if (ctx.rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    // Rank 1 joins only once rank 2 is gone, so the table is never forwarded; a fixed
+    // sleep here failed under TSan, whose ranks start hundreds of ms apart.
+    if (ctx.rank == 1) WaitForRanksDone({2}, Milliseconds(10000));
     auto start = std::chrono::steady_clock::now();
     tesseraComm_t comm = nullptr;
     CallOutcome o;
@@ -352,7 +358,9 @@ TEST_P(PeerFailure, PeerDiesBeforeForwardingTheTable) {
         _exit(3);
       }).detach();
     }
-    if (ctx.rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    // Rank 1 joins only once rank 2 is gone, so the table is never forwarded; a fixed
+    // sleep here failed under TSan, whose ranks start hundreds of ms apart.
+    if (ctx.rank == 1) WaitForRanksDone({2}, Milliseconds(10000));
     auto start = std::chrono::steady_clock::now();
     tesseraComm_t comm = nullptr;
     CallOutcome o;
