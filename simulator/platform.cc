@@ -159,11 +159,14 @@ CostModel Platform::Model() const {
 
 std::string Platform::Describe() const {
   char buf[512];
+  const std::string fabric = spines > 0 ? "a fat tree of " + std::to_string(nodes_per_leaf) + " nodes per leaf, " +
+                                              std::to_string(spines) + " spines"
+                                        : std::string("one switch");
   std::snprintf(buf, sizeof(buf),
-                "%s: intra %.1f GB/s (%s, %zu B chunks), %d NIC(s) of %.3f GB/s (%s, %zu B chunks), "
-                "fat tree of %d node(s) per leaf, %d spine(s), reduce %.1f GB/s%s",
+                "%s: intra %.1f GB/s (%s, %zu B chunks), %d NIC(s) of %.3f GB/s (%s, %zu B chunks), %s, "
+                "reduce %.1f GB/s%s",
                 name.c_str(), intra_Bps / 1e9, intra.transport.c_str(), intra.chunk_bytes, nics, nic_Bps / 1e9,
-                inter.transport.c_str(), inter.chunk_bytes, nodes_per_leaf, spines, reduce_Bps / 1e9,
+                inter.transport.c_str(), inter.chunk_bytes, fabric.c_str(), reduce_Bps / 1e9,
                 shared_cores > 0 ? (", one CPU of " + std::to_string(shared_cores) + " cores").c_str() : "");
   return buf;
 }

@@ -1,11 +1,13 @@
 #include "simulator/replay.h"
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -219,12 +221,18 @@ class RankActor {
 
 // The child's side: the whole simulation, its result written to `fd`.
 Status Simulate(const Platform& platform, const Layout& layout, const ScheduleSource& source, ReplayResult* result) {
+  const auto t_record = std::chrono::steady_clock::now();
   std::vector<RankSchedule> schedules;
   TESSERA_RETURN_IF_ERROR(source(&schedules));
+  for (const RankSchedule& s : schedules) {
+    result->messages += s.messages.size();
+    result->schedule_bytes += s.MemoryBytes();
+  }
   if (static_cast<int>(schedules.size()) != layout.nranks()) {
     return InvalidArgument(std::to_string(schedules.size()) + " schedules for " + std::to_string(layout.nranks()) + " ranks");
   }
   const auto t0 = std::chrono::steady_clock::now();
+  result->record_wall_s = std::chrono::duration<double>(t0 - t_record).count();
   int argc = 1;
   char name[] = "tessera-simulator";
   char* argv[] = {name, nullptr};
@@ -234,6 +242,7 @@ Status Simulate(const Platform& platform, const Layout& layout, const ScheduleSo
   engine.set_config("network/crosstraffic:0");
   engine.set_config("network/TCP-gamma:0");
   engine.set_config("contexts/stack-size:128");  // KiB: an actor's stack, many thousands of them
+  engine.set_config("contexts/guard-size:0");    // no guard page: 2 mappings per actor would pass vm.max_map_count
   World world;
   world.platform = &platform;
   world.layout = &layout;
@@ -247,7 +256,9 @@ Status Simulate(const Platform& platform, const Layout& layout, const ScheduleSo
   result->finish_s = world.finish_s;
   result->seconds = *std::max_element(world.finish_s.begin(), world.finish_s.end());
   result->simgrid_hosts = engine.get_host_count();
-  result->wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result->replay_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) == 0) result->max_rss_bytes = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
   return Status::Ok();
 }
 
@@ -281,10 +292,10 @@ void Report(int fd, const Status& s, const ReplayResult& r) {
   WriteAll(fd, &len, sizeof(len));
   WriteAll(fd, s.message().data(), len);
   if (!s.ok()) return;
-  WriteAll(fd, &r.seconds, sizeof(r.seconds));
-  WriteAll(fd, &r.wall_s, sizeof(r.wall_s));
-  WriteAll(fd, &r.simgrid_hosts, sizeof(r.simgrid_hosts));
-  WriteAll(fd, &n, sizeof(n));
+  const double doubles[3] = {r.seconds, r.record_wall_s, r.replay_wall_s};
+  const uint64_t counts[5] = {r.messages, r.schedule_bytes, r.max_rss_bytes, r.simgrid_hosts, n};
+  WriteAll(fd, doubles, sizeof(doubles));
+  WriteAll(fd, counts, sizeof(counts));
   WriteAll(fd, r.finish_s.data(), n * sizeof(double));
 }
 
@@ -297,10 +308,19 @@ Status Receive(int fd, ReplayResult* r) {
   std::string text(len, '\0');
   if (!ReadAll(fd, text.data(), len)) return InternalError("the simulation's result was cut short");
   if (code != 0) return Status(static_cast<Code>(code), text);
-  if (!ReadAll(fd, &r->seconds, sizeof(r->seconds)) || !ReadAll(fd, &r->wall_s, sizeof(r->wall_s)) ||
-      !ReadAll(fd, &r->simgrid_hosts, sizeof(r->simgrid_hosts)) || !ReadAll(fd, &n, sizeof(n))) {
+  double doubles[3];
+  uint64_t counts[5];
+  if (!ReadAll(fd, doubles, sizeof(doubles)) || !ReadAll(fd, counts, sizeof(counts))) {
     return InternalError("the simulation's result was cut short");
   }
+  r->seconds = doubles[0];
+  r->record_wall_s = doubles[1];
+  r->replay_wall_s = doubles[2];
+  r->messages = counts[0];
+  r->schedule_bytes = counts[1];
+  r->max_rss_bytes = counts[2];
+  r->simgrid_hosts = counts[3];
+  n = counts[4];
   r->finish_s.resize(n);
   if (!ReadAll(fd, r->finish_s.data(), n * sizeof(double))) return InternalError("the simulation's result was cut short");
   return Status::Ok();
@@ -309,6 +329,8 @@ Status Receive(int fd, ReplayResult* r) {
 }  // namespace
 
 Status Replay(const Platform& platform, const Layout& layout, const ScheduleSource& schedules, ReplayResult* out) {
+  std::fflush(stdout);  // else the child would print what the parent has buffered
+  std::fflush(stderr);
   int fds[2];
   if (pipe(fds) != 0) return ErrnoError("pipe for the simulation", errno);
   const pid_t pid = fork();

@@ -33,8 +33,13 @@ namespace tessera {
 struct ReplayResult {
   double seconds = 0;            // the last rank's finish
   std::vector<double> finish_s;  // by rank
-  double wall_s = 0;             // how long the simulation took to run
-  size_t simgrid_hosts = 0;
+  // What it cost to get there, in the simulation's process.
+  double record_wall_s = 0;      // producing the schedules
+  double replay_wall_s = 0;      // building the platform and running the simulation
+  uint64_t messages = 0;         // in all schedules
+  uint64_t schedule_bytes = 0;   // what the schedules held
+  uint64_t max_rss_bytes = 0;    // the process's peak resident memory
+  uint64_t simgrid_hosts = 0;
 };
 
 // Produces the schedules of the call, inside the simulation's process (so that their

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Sony's setting simulated (docs/scale.md, "At Sony's size").
+
+ResNet-50's gradient (25,557,032 parameters in fp16, reduced in fp16 as NCCL and
+Mikami et al. do: TESSERA_HALF_WIRE=half) on the ABCI platform
+(simulator/platforms/abci.platform), 4 GPUs per node, for each GPU count: every
+algorithm asked for, simulated from tessera's own schedules, and the algorithm the cost
+model picks (tessera's default torus grid, the hosts', as with TESSERA_TORUS unset).
+"torus" runs on --torus-width x (p / width) (TESSERA_TORUS); on the node grid,
+4 x (p / 4), the torus is the hierarchical schedule itself.
+
+  bazel build //simulator:simulate
+  python3 simulator/sony_scale.py --out simulator/data/abci_resnet50.json \\
+      --gpus 64,128,256,512,1024,1088,2048,2176,4096,4352
+  python3 simulator/sony_scale.py --report simulator/data/abci_resnet50.json \\
+      --plot docs/img/scale_abci_resnet50.png
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+GRADIENT_BYTES = 25557032 * 2
+ALGOS = ["ring", "torus", "hierarchical", "rabenseifner"]
+
+
+def simulate(a, gpus, algos, torus):
+    cmd = [os.path.join(ROOT, "bazel-bin/simulator/simulate"), "--platform", a.platform, "--layout",
+           "%dx4" % (gpus // 4), "-d", "half", "--half-wire", "half", "-b", str(GRADIENT_BYTES), "-e",
+           str(GRADIENT_BYTES), "--algo", ",".join(algos), "--json", a.out]
+    if torus:
+        cmd += ["--torus", torus]
+    print("#", " ".join(cmd[1:]), file=sys.stderr, flush=True)
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=4 * 3600)
+    return out.stdout
+
+
+def run(a):
+    for gpus in [int(g) for g in a.gpus.split(",")]:
+        width = a.torus_width if gpus % a.torus_width == 0 and gpus > a.torus_width else 0
+        others = [x for x in a.algos.split(",") if x != "torus"]
+        # The cost model's choice on tessera's default grid is printed with these rows.
+        print(simulate(a, gpus, others, ""), flush=True)
+        if "torus" in a.algos.split(",") and width:
+            print(simulate(a, gpus, ["torus"], "%dx%d" % (width, gpus // width)), flush=True)
+
+
+def load(path):
+    rows = {}
+    for line in open(path):
+        d = json.loads(line)
+        name = d["algorithm"] if d["algorithm"] != "torus" else "torus %s" % d["torus"]
+        rows.setdefault(d["ranks"], {})[name] = d
+    return rows
+
+
+def report(a):
+    rows = load(a.report)
+    names = []
+    for by_algo in rows.values():
+        for n in by_algo:
+            if n not in names:
+                names.append(n)
+    print("| GPUs | " + " | ".join("%s (ms)" % n for n in names) + " | auto chose | auto (ms) | best |")
+    print("|---:|" + "---:|" * len(names) + "---|---:|---|")
+    for gpus in sorted(rows):
+        by = rows[gpus]
+        cells = ["%.2f" % (by[n]["seconds"] * 1e3) if n in by else "" for n in names]
+        choice = next(iter(by.values()))["auto_choice"]
+        auto = by.get(choice)
+        best = min(by, key=lambda n: by[n]["seconds"])
+        print("| %d | %s | %s | %s | %s |" % (gpus, " | ".join(cells), choice,
+                                            "%.2f" % (auto["seconds"] * 1e3) if auto else "(not simulated)", best))
+    if a.plot:
+        plot(rows, names, a.plot)
+
+
+def plot(rows, names, path):
+    data = path + ".dat"
+    with open(data, "w") as f:
+        f.write("# gpus " + " ".join(n.replace(" ", "_") for n in names) + "\n")
+        for gpus in sorted(rows):
+            f.write("%d %s\n" % (gpus, " ".join("%.4f" % (rows[gpus][n]["seconds"] * 1e3) if n in rows[gpus] else "?"
+                                                for n in names)))
+    script = """set terminal pngcairo size 900,560 font ',11'
+set output '%s'
+set title "ResNet-50 gradient (51 MB, fp16) allreduce on simulated ABCI: tessera's schedules"
+set xlabel 'GPUs (4 per node)'
+set ylabel 'time (ms)'
+set logscale xy 2
+set key top left
+set grid
+set datafile missing '?'
+plot %s
+""" % (path, ", ".join("'%s' using 1:%d with linespoints title '%s'" % (data, i + 2, n) for i, n in enumerate(names)))
+    subprocess.run(["gnuplot"], input=script, text=True, check=True)
+    os.remove(data)
+    print("\nwrote %s" % path)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--platform", default=os.path.join(ROOT, "simulator/platforms/abci.platform"))
+    ap.add_argument("--gpus", default="64,128,256,512,1024,1088,2048,2176,4096,4352")
+    ap.add_argument("--algos", default=",".join(ALGOS))
+    ap.add_argument("--torus-width", type=int, default=32)
+    ap.add_argument("--out")
+    ap.add_argument("--report")
+    ap.add_argument("--plot")
+    a = ap.parse_args()
+    if a.report:
+        report(a)
+    elif a.out:
+        run(a)
+    else:
+        ap.error("--out (simulate) or --report (tables and plot)")
+
+
+if __name__ == "__main__":
+    main()
