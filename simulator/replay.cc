@@ -220,7 +220,8 @@ class RankActor {
 };
 
 // The child's side: the whole simulation, its result written to `fd`.
-Status Simulate(const Platform& platform, const Layout& layout, const ScheduleSource& source, ReplayResult* result) {
+Status Simulate(const Platform& platform, const Layout& layout, const ScheduleSource& source, bool record_only,
+                ReplayResult* result) {
   const auto t_record = std::chrono::steady_clock::now();
   std::vector<RankSchedule> schedules;
   TESSERA_RETURN_IF_ERROR(source(&schedules));
@@ -233,6 +234,11 @@ Status Simulate(const Platform& platform, const Layout& layout, const ScheduleSo
   }
   const auto t0 = std::chrono::steady_clock::now();
   result->record_wall_s = std::chrono::duration<double>(t0 - t_record).count();
+  rusage usage;
+  if (record_only) {
+    if (getrusage(RUSAGE_SELF, &usage) == 0) result->max_rss_bytes = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
+    return Status::Ok();
+  }
   int argc = 1;
   char name[] = "tessera-simulator";
   char* argv[] = {name, nullptr};
@@ -257,7 +263,6 @@ Status Simulate(const Platform& platform, const Layout& layout, const ScheduleSo
   result->seconds = *std::max_element(world.finish_s.begin(), world.finish_s.end());
   result->simgrid_hosts = engine.get_host_count();
   result->replay_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  rusage usage;
   if (getrusage(RUSAGE_SELF, &usage) == 0) result->max_rss_bytes = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
   return Status::Ok();
 }
@@ -328,7 +333,8 @@ Status Receive(int fd, ReplayResult* r) {
 
 }  // namespace
 
-Status Replay(const Platform& platform, const Layout& layout, const ScheduleSource& schedules, ReplayResult* out) {
+Status Replay(const Platform& platform, const Layout& layout, const ScheduleSource& schedules, ReplayResult* out,
+              bool record_only) {
   std::fflush(stdout);  // else the child would print what the parent has buffered
   std::fflush(stderr);
   int fds[2];
@@ -342,7 +348,7 @@ Status Replay(const Platform& platform, const Layout& layout, const ScheduleSour
   if (pid == 0) {
     close(fds[0]);
     ReplayResult r;
-    const Status s = Simulate(platform, layout, schedules, &r);
+    const Status s = Simulate(platform, layout, schedules, record_only, &r);
     Report(fds[1], s, r);
     _exit(0);
   }

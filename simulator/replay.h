@@ -49,7 +49,9 @@ using ScheduleSource = std::function<Status(std::vector<RankSchedule>* out)>;
 // Runs one simulation of the call in a child process (SimGrid's engine can run once
 // per process) and returns its result. InvalidArgument when the layout does not fit
 // the platform (too many ranks on a node) or the schedules do not fit the layout.
-Status Replay(const Platform& platform, const Layout& layout, const ScheduleSource& schedules, ReplayResult* out);
+// record_only: stops after the schedules (what recording alone costs; seconds stays 0).
+Status Replay(const Platform& platform, const Layout& layout, const ScheduleSource& schedules, ReplayResult* out,
+              bool record_only = false);
 
 }  // namespace tessera
 

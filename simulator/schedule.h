@@ -23,7 +23,7 @@
 
 namespace tessera {
 
-// One message of an exchange, 16 bytes (a 4,096-rank ring holds 33.5 million of them).
+// One message of an exchange, 16 bytes (a ring allreduce over 4,096 ranks holds 67 million).
 struct Message {
   int32_t peer = 0;
   // For a send: the index, within its exchange, of the receive it is gated on; -1 when

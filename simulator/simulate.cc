@@ -35,13 +35,14 @@ struct Options {
   std::string half_wire = SettingDefaults::half_wire;
   std::string collective = "allreduce";
   std::vector<std::string> algos;  // empty: every row that applies
+  bool record_only = false;
   tessera_bench::PerfOptions perf;
 };
 
 const char kUsage[] =
     "usage: simulate --platform FILE --layout HxR|LAYOUT_FILE [--torus XxY] [--algo a,b,...]\n"
     "                [--collective allreduce|allgather|reduce-scatter|broadcast|reduce]\n"
-    "                [--half-wire float32|half] [--tuning FILE] [--json FILE]\n"
+    "                [--half-wire float32|half] [--tuning FILE] [--json FILE] [--record-only]\n"
     "                [-b MIN] [-e MAX] [-f FACTOR] [-d TYPE]  (nccl-tests' flags)\n";
 
 std::vector<std::string> Split(const std::string& s) {
@@ -74,6 +75,7 @@ Status ParseOptions(int argc, char** argv, Options* o) {
     else if (a == "--json") TESSERA_RETURN_IF_ERROR(value(&o->json));
     else if (a == "--half-wire") TESSERA_RETURN_IF_ERROR(value(&o->half_wire));
     else if (a == "--collective") TESSERA_RETURN_IF_ERROR(value(&o->collective));
+    else if (a == "--record-only") o->record_only = true;
     else if (a == "--algo") {
       TESSERA_RETURN_IF_ERROR(value(&algos));
       o->algos = Split(algos);
@@ -123,6 +125,12 @@ void PrintRow(size_t bytes, size_t count, const char* type, const Row& row, doub
               row.algo.c_str(), row.seconds * 1e6, algbw, algbw * factor, row.predicted_s * 1e6);
 }
 
+void PrintRecording(size_t bytes, const Row& row) {
+  std::printf("# recorded %s of %zu B: %llu messages, %.1f MB of schedules, %.2f s, peak resident %.1f MB\n",
+              row.algo.c_str(), bytes, static_cast<unsigned long long>(row.replay.messages),
+              row.replay.schedule_bytes / 1e6, row.replay.record_wall_s, row.replay.max_rss_bytes / 1e6);
+}
+
 void WriteJson(FILE* f, const Options& o, const Shape& s, size_t bytes, const Row& row, const std::string& chosen) {
   if (f == nullptr) return;
   std::fprintf(f,
@@ -139,10 +147,10 @@ void WriteJson(FILE* f, const Options& o, const Shape& s, size_t bytes, const Ro
 }
 
 Status SimulateOne(const Platform& platform, const Layout& layout, CallRecorder* recorder, const CallSpec& spec,
-                   Row* row) {
+                   bool record_only, Row* row) {
   TESSERA_RETURN_IF_ERROR(Replay(platform, layout, [&](std::vector<RankSchedule>* out) {
     return recorder->RecordAll(spec, out);
-  }, &row->replay));
+  }, &row->replay, record_only));
   row->seconds = row->replay.seconds;
   return Status::Ok();
 }
@@ -193,7 +201,11 @@ Status Run(const Options& o) {
       Row row;
       row.algo = a->name;
       row.predicted_s = a->predict(model, shape, predicted_bytes);
-      TESSERA_RETURN_IF_ERROR(SimulateOne(platform, layout, recorder.get(), spec, &row).Annotate(a->name));
+      TESSERA_RETURN_IF_ERROR(SimulateOne(platform, layout, recorder.get(), spec, o.record_only, &row).Annotate(a->name));
+      if (o.record_only) {
+        PrintRecording(bytes, row);
+        continue;
+      }
       PrintRow(bytes, count, tessera_bench::DataTypeName(type), row, BusFactor(c, shape.p));
       std::fflush(stdout);
       WriteJson(json, o, shape, bytes, row, choice.algo->name);
