@@ -1,10 +1,12 @@
 #include "simulator/replay.h"
 
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -27,6 +29,7 @@ struct World {
   const Platform* platform = nullptr;
   const Layout* layout = nullptr;
   const std::vector<RankSchedule>* schedules = nullptr;
+  uint32_t max_chunks = 0;
   SimGridPlatform hosts;
   std::vector<double> finish_s;
 };
@@ -96,6 +99,7 @@ class RankActor {
       Transfer& t = transfers_[i];
       t.m = &s.messages[step.first + i];
       t.chunk = std::max<uint64_t>(1, ClassOf(t.m->peer).chunk_bytes);
+      if (w_->max_chunks > 0) t.chunk = std::max<uint64_t>(t.chunk, (t.m->bytes + w_->max_chunks - 1) / w_->max_chunks);
       t.chunks = static_cast<uint32_t>(std::max<uint64_t>(1, (t.m->bytes + t.chunk - 1) / t.chunk));
       size_t q = 0;
       while (q < queues_.size() && !(queues_[q].peer == t.m->peer && queues_[q].is_send == (t.m->is_send != 0))) ++q;
@@ -220,8 +224,8 @@ class RankActor {
 };
 
 // The child's side: the whole simulation, its result written to `fd`.
-Status Simulate(const Platform& platform, const Layout& layout, const ScheduleSource& source, bool record_only,
-                ReplayResult* result) {
+Status Simulate(const Platform& platform, const Layout& layout, const ScheduleSource& source,
+                const ReplayOptions& options, ReplayResult* result) {
   const auto t_record = std::chrono::steady_clock::now();
   std::vector<RankSchedule> schedules;
   TESSERA_RETURN_IF_ERROR(source(&schedules));
@@ -235,7 +239,7 @@ Status Simulate(const Platform& platform, const Layout& layout, const ScheduleSo
   const auto t0 = std::chrono::steady_clock::now();
   result->record_wall_s = std::chrono::duration<double>(t0 - t_record).count();
   rusage usage;
-  if (record_only) {
+  if (options.record_only) {
     if (getrusage(RUSAGE_SELF, &usage) == 0) result->max_rss_bytes = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
     return Status::Ok();
   }
@@ -253,6 +257,7 @@ Status Simulate(const Platform& platform, const Layout& layout, const ScheduleSo
   world.platform = &platform;
   world.layout = &layout;
   world.schedules = &schedules;
+  world.max_chunks = options.max_chunks;
   world.finish_s.assign(layout.nranks(), 0);
   TESSERA_RETURN_IF_ERROR(BuildSimGridPlatform(platform, layout, &world.hosts));
   for (int r = 0; r < layout.nranks(); ++r) {
@@ -334,7 +339,7 @@ Status Receive(int fd, ReplayResult* r) {
 }  // namespace
 
 Status Replay(const Platform& platform, const Layout& layout, const ScheduleSource& schedules, ReplayResult* out,
-              bool record_only) {
+              const ReplayOptions& options) {
   std::fflush(stdout);  // else the child would print what the parent has buffered
   std::fflush(stderr);
   int fds[2];
@@ -346,9 +351,10 @@ Status Replay(const Platform& platform, const Layout& layout, const ScheduleSour
     return ErrnoError("fork for the simulation", errno);
   }
   if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // a simulation outlives no parent
     close(fds[0]);
     ReplayResult r;
-    const Status s = Simulate(platform, layout, schedules, record_only, &r);
+    const Status s = Simulate(platform, layout, schedules, options, &r);
     Report(fds[1], s, r);
     _exit(0);
   }

@@ -10,7 +10,8 @@
 // What an actor does with its schedule (replay.cc), following the Exchange engine:
 //   - steps one after the other; a copy computes copy_bytes at copy.GBps;
 //   - in an exchange, the messages of each (peer, direction) in order, all of those
-//     queues at once. A message moves in chunks of its class's chunk_bytes, one chunk
+//     queues at once. A message moves in chunks of its class's chunk_bytes (see
+//     ReplayOptions::max_chunks), one chunk
 //     in flight per queue; a send starts after its class's overhead, and its chunk k
 //     waits until its gate receive has made final min(bytes, (k+1) chunk) bytes. A
 //     received chunk is final at once for a copy; for a reduction, after the rank has
@@ -46,12 +47,21 @@ struct ReplayResult {
 // memory goes with it).
 using ScheduleSource = std::function<Status(std::vector<RankSchedule>* out)>;
 
+struct ReplayOptions {
+  // Stop after producing the schedules (what recording alone costs; seconds stays 0).
+  bool record_only = false;
+  // At most this many chunks per message (0: no bound): for schedules that do not
+  // stream (algorithms.h: not `pipelined`), whose sends are never gated, chunks only
+  // overlap a receive's reduction with its arrival, and a few keep that overlap while
+  // sparing SimGrid millions of activities at tens of thousands of ranks.
+  uint32_t max_chunks = 0;
+};
+
 // Runs one simulation of the call in a child process (SimGrid's engine can run once
 // per process) and returns its result. InvalidArgument when the layout does not fit
 // the platform (too many ranks on a node) or the schedules do not fit the layout.
-// record_only: stops after the schedules (what recording alone costs; seconds stays 0).
 Status Replay(const Platform& platform, const Layout& layout, const ScheduleSource& schedules, ReplayResult* out,
-              bool record_only = false);
+              const ReplayOptions& options = ReplayOptions());
 
 }  // namespace tessera
 

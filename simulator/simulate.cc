@@ -146,11 +146,17 @@ void WriteJson(FILE* f, const Options& o, const Shape& s, size_t bytes, const Ro
   std::fflush(f);
 }
 
+// Schedules that do not stream move each message in at most this many chunks (replay.h).
+constexpr uint32_t kChunksOfRounds = 4;
+
 Status SimulateOne(const Platform& platform, const Layout& layout, CallRecorder* recorder, const CallSpec& spec,
-                   bool record_only, Row* row) {
+                   const AlgorithmInfo& row_info, bool record_only, Row* row) {
+  ReplayOptions options;
+  options.record_only = record_only;
+  options.max_chunks = row_info.pipelined ? 0 : kChunksOfRounds;
   TESSERA_RETURN_IF_ERROR(Replay(platform, layout, [&](std::vector<RankSchedule>* out) {
     return recorder->RecordAll(spec, out);
-  }, &row->replay, record_only));
+  }, &row->replay, options));
   row->seconds = row->replay.seconds;
   return Status::Ok();
 }
@@ -201,7 +207,7 @@ Status Run(const Options& o) {
       Row row;
       row.algo = a->name;
       row.predicted_s = a->predict(model, shape, predicted_bytes);
-      TESSERA_RETURN_IF_ERROR(SimulateOne(platform, layout, recorder.get(), spec, o.record_only, &row).Annotate(a->name));
+      TESSERA_RETURN_IF_ERROR(SimulateOne(platform, layout, recorder.get(), spec, *a, o.record_only, &row).Annotate(a->name));
       if (o.record_only) {
         PrintRecording(bytes, row);
         continue;
