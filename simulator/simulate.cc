@@ -12,6 +12,8 @@
 // cost model (collectives/algorithms.cc, with the platform's parameters or --tuning)
 // would choose, and a comment line with the simulated best. --json FILE also writes
 // every simulation as one JSON object per line, with what it cost to run.
+// --record-only records the schedules and says what that cost; --choice-only prints the
+// cost model's predictions and choice alone.
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -36,13 +38,14 @@ struct Options {
   std::string collective = "allreduce";
   std::vector<std::string> algos;  // empty: every row that applies
   bool record_only = false;
+  bool choice_only = false;
   tessera_bench::PerfOptions perf;
 };
 
 const char kUsage[] =
     "usage: simulate --platform FILE --layout HxR|LAYOUT_FILE [--torus XxY] [--algo a,b,...]\n"
     "                [--collective allreduce|allgather|reduce-scatter|broadcast|reduce]\n"
-    "                [--half-wire float32|half] [--tuning FILE] [--json FILE] [--record-only]\n"
+    "                [--half-wire float32|half] [--tuning FILE] [--json FILE] [--record-only | --choice-only]\n"
     "                [-b MIN] [-e MAX] [-f FACTOR] [-d TYPE]  (nccl-tests' flags)\n";
 
 std::vector<std::string> Split(const std::string& s) {
@@ -76,6 +79,7 @@ Status ParseOptions(int argc, char** argv, Options* o) {
     else if (a == "--half-wire") TESSERA_RETURN_IF_ERROR(value(&o->half_wire));
     else if (a == "--collective") TESSERA_RETURN_IF_ERROR(value(&o->collective));
     else if (a == "--record-only") o->record_only = true;
+    else if (a == "--choice-only") o->choice_only = true;
     else if (a == "--algo") {
       TESSERA_RETURN_IF_ERROR(value(&algos));
       o->algos = Split(algos);
@@ -196,7 +200,12 @@ Status Run(const Options& o) {
   for (size_t bytes : tessera_bench::SizeSeries(o.perf)) {
     const size_t count = bytes / type_size;
     const size_t predicted_bytes = PredictedBytes(c, shape.p, count, wire);
-    const Selection choice = SelectAlgorithm(c, "auto", model, shape, predicted_bytes);
+    std::string why;
+    const Selection choice = SelectAlgorithm(c, "auto", model, shape, predicted_bytes, &why);
+    if (o.choice_only) {  // the cost model alone: no recording, no simulation
+      std::printf("# %zu B: the cost model chooses %s (%s)\n", bytes, choice.algo->Label(), why.c_str());
+      continue;
+    }
     std::vector<Row> done;
     for (const AlgorithmInfo* a : rows) {
       CallSpec spec;
