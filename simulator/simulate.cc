@@ -153,98 +153,131 @@ void WriteJson(FILE* f, const Options& o, const Shape& s, size_t bytes, const Ro
 // Schedules that do not stream move each message in at most this many chunks (replay.h).
 constexpr uint32_t kChunksOfRounds = 4;
 
-Status SimulateOne(const Platform& platform, const Layout& layout, CallRecorder* recorder, const CallSpec& spec,
-                   const AlgorithmInfo& row_info, bool record_only, Row* row) {
-  ReplayOptions options;
-  options.record_only = record_only;
-  options.max_chunks = row_info.pipelined ? 0 : kChunksOfRounds;
-  TESSERA_RETURN_IF_ERROR(Replay(platform, layout, [&](std::vector<RankSchedule>* out) {
-    return recorder->RecordAll(spec, out);
-  }, &row->replay, options));
-  row->seconds = row->replay.seconds;
-  return Status::Ok();
-}
-
-Status Run(const Options& o) {
+// Everything one run of the command simulates on.
+struct Setup {
+  const Options* o = nullptr;
   Platform platform;
   Layout layout;
   Collective c = Collective::kAllReduce;
   std::unique_ptr<CallRecorder> recorder;
-  TESSERA_RETURN_IF_ERROR(ReadPlatformFile(o.platform, &platform));
-  TESSERA_RETURN_IF_ERROR(LoadLayout(o.layout, &layout));
-  TESSERA_RETURN_IF_ERROR(CollectiveByName(o.collective, &c));
-  TESSERA_RETURN_IF_ERROR(CallRecorder::Create(layout, o.torus, &recorder));
-  CostModel model = platform.Model();
-  if (!o.tuning.empty()) TESSERA_RETURN_IF_ERROR(CostModel::FromTuningFile(o.tuning, &model));
-  const Shape& shape = recorder->shape();
-  const tessera_bench::DataType type = o.perf.types[0];
-  const size_t type_size = tessera_bench::ElementSize(type);
-  const bool half = type == tessera_bench::DataType::kFloat16 || type == tessera_bench::DataType::kBfloat16;
-  const size_t wire = half && o.half_wire == "float32" ? 4 : type_size;
-  std::vector<const AlgorithmInfo*> rows;
-  for (const AlgorithmInfo& a : AlgorithmsOf(c)) {
+  CostModel model;
+  tessera_bench::DataType type = tessera_bench::DataType::kFloat32;
+  size_t type_size = 4, wire = 4;           // bytes per element: the user's, and on the wire
+  std::vector<const AlgorithmInfo*> rows;   // what --algo asks for, where it applies
+  FILE* json = nullptr;
+
+  const Shape& shape() const { return recorder->shape(); }
+  double factor() const { return BusFactor(c, shape().p); }
+};
+
+Status Prepare(const Options& o, Setup* s) {
+  s->o = &o;
+  TESSERA_RETURN_IF_ERROR(ReadPlatformFile(o.platform, &s->platform));
+  TESSERA_RETURN_IF_ERROR(LoadLayout(o.layout, &s->layout));
+  TESSERA_RETURN_IF_ERROR(CollectiveByName(o.collective, &s->c));
+  TESSERA_RETURN_IF_ERROR(CallRecorder::Create(s->layout, o.torus, &s->recorder));
+  s->model = s->platform.Model();
+  if (!o.tuning.empty()) TESSERA_RETURN_IF_ERROR(CostModel::FromTuningFile(o.tuning, &s->model));
+  s->type = o.perf.types[0];
+  s->type_size = tessera_bench::ElementSize(s->type);
+  const bool half = s->type == tessera_bench::DataType::kFloat16 || s->type == tessera_bench::DataType::kBfloat16;
+  s->wire = half && o.half_wire == "float32" ? 4 : s->type_size;
+  for (const AlgorithmInfo& a : AlgorithmsOf(s->c)) {
     bool wanted = o.algos.empty();
     for (const std::string& name : o.algos) wanted |= name == a.name;
-    if (wanted && a.applies(shape)) rows.push_back(&a);
+    if (wanted && a.applies(s->shape())) s->rows.push_back(&a);
   }
-  FILE* json = o.json.empty() ? nullptr : std::fopen(o.json.c_str(), "a");
-  if (!o.json.empty() && json == nullptr) return InvalidArgument("--json " + o.json + ": cannot open");
+  if (o.json.empty()) return Status::Ok();
+  s->json = std::fopen(o.json.c_str(), "a");
+  return s->json != nullptr ? Status::Ok() : InvalidArgument("--json " + o.json + ": cannot open");
+}
+
+void PrintHeader(const Setup& s) {
+  const Shape& shape = s.shape();
   std::printf("# tessera simulator (SimGrid 3.32), %s\n# platform %s\n# layout %s (%d ranks), torus grid %dx%d, "
               "%zu-byte elements on the wire\n# cost model: %s\n#\n",
-              o.collective.c_str(), platform.Describe().c_str(), layout.Describe().c_str(), shape.p, shape.torus_x,
-              shape.torus_y, wire, model.ToString().c_str());
+              s.o->collective.c_str(), s.platform.Describe().c_str(), s.layout.Describe().c_str(), shape.p,
+              shape.torus_x, shape.torus_y, s.wire, s.model.ToString().c_str());
   std::printf("# %10s %12s %8s %5s %4s %-22s %12s %7s %7s %12s\n", "size", "count", "type", "redop", "root",
               "algorithm", "time", "algbw", "busbw", "predicted");
   std::printf("# %10s %12s %8s %5s %4s %-22s %12s %7s %7s %12s\n", "(B)", "(elements)", "", "", "", "", "(us)",
               "(GB/s)", "(GB/s)", "(us)");
-  for (size_t bytes : tessera_bench::SizeSeries(o.perf)) {
-    const size_t count = bytes / type_size;
-    const size_t predicted_bytes = PredictedBytes(c, shape.p, count, wire);
-    std::string why;
-    const Selection choice = SelectAlgorithm(c, "auto", model, shape, predicted_bytes, &why);
-    if (o.choice_only) {  // the cost model alone: no recording, no simulation
-      std::printf("# %zu B: the cost model chooses %s (%s)\n", bytes, choice.algo->Label(), why.c_str());
+}
+
+// One simulation (or recording, with --record-only) of `a` on `bytes`.
+Status SimulateOne(const Setup& s, const AlgorithmInfo& a, size_t bytes, Row* row) {
+  CallSpec spec;
+  spec.collective = s.c;
+  spec.algorithm = a.name;
+  spec.count = bytes / s.type_size;
+  spec.elem_size = s.wire;
+  row->algo = a.name;
+  row->predicted_s = a.predict(s.model, s.shape(), PredictedBytes(s.c, s.shape().p, spec.count, s.wire));
+  ReplayOptions options;
+  options.record_only = s.o->record_only;
+  options.max_chunks = a.pipelined ? 0 : kChunksOfRounds;
+  TESSERA_RETURN_IF_ERROR(Replay(s.platform, s.layout, [&](std::vector<RankSchedule>* out) {
+    return s.recorder->RecordAll(spec, out);
+  }, &row->replay, options).Annotate(a.name));
+  row->seconds = row->replay.seconds;
+  return Status::Ok();
+}
+
+// Every asked algorithm on `bytes`, then the cost model's choice (simulated too if it
+// was not asked for) beside the simulated best.
+Status SimulateSize(const Setup& s, size_t bytes) {
+  const size_t count = bytes / s.type_size;
+  std::string why;
+  const Selection choice =
+      SelectAlgorithm(s.c, "auto", s.model, s.shape(), PredictedBytes(s.c, s.shape().p, count, s.wire), &why);
+  if (s.o->choice_only) {  // the cost model alone: no recording, no simulation
+    std::printf("# %zu B: the cost model chooses %s (%s)\n", bytes, choice.algo->Label(), why.c_str());
+    return Status::Ok();
+  }
+  const char* type = tessera_bench::DataTypeName(s.type);
+  std::vector<Row> done;
+  for (const AlgorithmInfo* a : s.rows) {
+    Row row;
+    TESSERA_RETURN_IF_ERROR(SimulateOne(s, *a, bytes, &row));
+    if (s.o->record_only) {
+      PrintRecording(bytes, row);
       continue;
     }
-    std::vector<Row> done;
-    for (const AlgorithmInfo* a : rows) {
-      CallSpec spec;
-      spec.collective = c;
-      spec.algorithm = a->name;
-      spec.count = count;
-      spec.elem_size = wire;
-      Row row;
-      row.algo = a->name;
-      row.predicted_s = a->predict(model, shape, predicted_bytes);
-      TESSERA_RETURN_IF_ERROR(SimulateOne(platform, layout, recorder.get(), spec, *a, o.record_only, &row).Annotate(a->name));
-      if (o.record_only) {
-        PrintRecording(bytes, row);
-        continue;
-      }
-      PrintRow(bytes, count, tessera_bench::DataTypeName(type), row, BusFactor(c, shape.p));
-      std::fflush(stdout);
-      WriteJson(json, o, shape, bytes, row, choice.algo->name);
-      done.push_back(row);
-    }
-    const Row* best = nullptr;
-    const Row* chosen = nullptr;
-    for (const Row& r : done) {
-      if (best == nullptr || r.seconds < best->seconds) best = &r;
-      if (r.algo == choice.algo->name) chosen = &r;
-    }
-    if (chosen != nullptr) {
-      Row a = *chosen;
-      a.algo = std::string("auto: ") + chosen->algo;
-      PrintRow(bytes, count, tessera_bench::DataTypeName(type), a, BusFactor(c, shape.p));
-      std::printf("#   simulated best: %s; the cost model's choice, %s, takes %.3fx its time\n", best->algo.c_str(),
-                  chosen->algo.c_str(), chosen->seconds / best->seconds);
-    } else if (best != nullptr) {
-      std::printf("#   simulated best: %s; the cost model chose %s (not simulated: see --algo)\n", best->algo.c_str(),
-                  choice.algo->name);
-    }
+    PrintRow(bytes, count, type, row, s.factor());
+    std::fflush(stdout);
+    WriteJson(s.json, *s.o, s.shape(), bytes, row, choice.algo->name);
+    done.push_back(row);
   }
-  if (json != nullptr) std::fclose(json);
+  if (done.empty()) return Status::Ok();
+  size_t best = 0, chosen = done.size();
+  for (size_t i = 0; i < done.size(); ++i) {
+    if (done[i].seconds < done[best].seconds) best = i;
+    if (done[i].algo == choice.algo->name) chosen = i;
+  }
+  Row pick;
+  if (chosen < done.size()) {
+    pick = done[chosen];
+  } else {
+    TESSERA_RETURN_IF_ERROR(SimulateOne(s, *choice.algo, bytes, &pick));
+  }
+  const std::string name = pick.algo;
+  pick.algo = "auto: " + name;
+  PrintRow(bytes, count, type, pick, s.factor());
+  std::printf("#   simulated best: %s; the cost model's choice, %s, takes %.3fx its time\n", done[best].algo.c_str(),
+              name.c_str(), pick.seconds / done[best].seconds);
   return Status::Ok();
+}
+
+Status Run(const Options& o) {
+  Setup s;
+  Status st = Prepare(o, &s);
+  if (st.ok() && !o.choice_only && !o.record_only) PrintHeader(s);
+  for (size_t bytes : tessera_bench::SizeSeries(o.perf)) {
+    if (!st.ok()) break;
+    st = SimulateSize(s, bytes);
+  }
+  if (s.json != nullptr) std::fclose(s.json);
+  return st;
 }
 
 }  // namespace

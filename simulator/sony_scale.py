@@ -47,40 +47,57 @@ def run(a):
             print(simulate(a, gpus, ["torus"], "%dx%d" % (width, gpus // width)), flush=True)
 
 
-def load(path):
+ORDER = ["ring", "recursive_doubling", "rabenseifner", "hierarchical", "torus", "hierarchical_leader"]
+
+
+def load(paths):
+    """{gpus: {algorithm: row}}; later lines win (a rerun replaces a row)."""
     rows = {}
-    for line in open(path):
-        d = json.loads(line)
-        name = d["algorithm"] if d["algorithm"] != "torus" else "torus %s" % d["torus"]
-        rows.setdefault(d["ranks"], {})[name] = d
+    for path in paths:
+        for line in open(path):
+            d = json.loads(line)
+            rows.setdefault(d["ranks"], {})[d["algorithm"]] = d
     return rows
 
 
+def auto_ms(by):
+    """The time of the cost model's choice on the default grid (the hosts'): the torus
+    there is the hierarchical schedule itself."""
+    choice = by["hierarchical"]["auto_choice"] if "hierarchical" in by else next(iter(by.values()))["auto_choice"]
+    row = by.get("hierarchical" if choice == "torus" else choice)
+    return choice, (row["seconds"] * 1e3 if row else None)
+
+
 def report(a):
-    rows = load(a.report)
-    names = []
-    for by_algo in rows.values():
-        for n in by_algo:
-            if n not in names:
-                names.append(n)
-    print("| GPUs | " + " | ".join("%s (ms)" % n for n in names) + " | auto chose | auto (ms) | best |")
+    rows = load(a.report.split(","))
+    names = [n for n in ORDER if any(n in by for by in rows.values())]
+    title = {"torus": "torus (grid)", "hierarchical": "hierarchical = torus 4 x p/4"}
+    print("| GPUs | " + " | ".join("%s (ms)" % title.get(n, n) for n in names) + " | auto chose | auto (ms) | best |")
     print("|---:|" + "---:|" * len(names) + "---|---:|---|")
     for gpus in sorted(rows):
         by = rows[gpus]
-        cells = ["%.2f" % (by[n]["seconds"] * 1e3) if n in by else "" for n in names]
-        choice = next(iter(by.values()))["auto_choice"]
-        auto = by.get(choice)
+        cells = []
+        for n in names:
+            if n not in by:
+                cells.append("")
+            elif n == "torus":
+                cells.append("%.2f (%s)" % (by[n]["seconds"] * 1e3, by[n]["torus"]))
+            else:
+                cells.append("%.2f" % (by[n]["seconds"] * 1e3))
+        choice, ms = auto_ms(by)
         best = min(by, key=lambda n: by[n]["seconds"])
-        print("| %d | %s | %s | %s | %s |" % (gpus, " | ".join(cells), choice,
-                                            "%.2f" % (auto["seconds"] * 1e3) if auto else "(not simulated)", best))
-    if a.plot:
-        plot(rows, names, a.plot)
+        print("| %d | %s | %s | %s | %s |" % (gpus, " | ".join(cells), choice, "%.2f" % ms if ms else "", best))
+    if a.plot:  # the algorithms simulated at every GPU count
+        plot(rows, [n for n in names if all(n in by for by in rows.values())], a.plot)
+
+
+LABEL = {"torus": "torus 32 x p/32", "hierarchical": "hierarchical (= torus 4 x p/4)"}
 
 
 def plot(rows, names, path):
     data = path + ".dat"
     with open(data, "w") as f:
-        f.write("# gpus " + " ".join(n.replace(" ", "_") for n in names) + "\n")
+        f.write("# gpus " + " ".join(names) + "\n")
         for gpus in sorted(rows):
             f.write("%d %s\n" % (gpus, " ".join("%.4f" % (rows[gpus][n]["seconds"] * 1e3) if n in rows[gpus] else "?"
                                                 for n in names)))
@@ -94,7 +111,8 @@ set key top left
 set grid
 set datafile missing '?'
 plot %s
-""" % (path, ", ".join("'%s' using 1:%d with linespoints title '%s'" % (data, i + 2, n) for i, n in enumerate(names)))
+""" % (path, ", ".join("'%s' using 1:%d with linespoints title '%s'" % (data, i + 2, LABEL.get(n, n).replace("_", " "))
+                       for i, n in enumerate(names)))
     subprocess.run(["gnuplot"], input=script, text=True, check=True)
     os.remove(data)
     print("\nwrote %s" % path)
@@ -107,7 +125,7 @@ def main():
     ap.add_argument("--algos", default=",".join(ALGOS))
     ap.add_argument("--torus-width", type=int, default=32)
     ap.add_argument("--out")
-    ap.add_argument("--report")
+    ap.add_argument("--report", help="JSON files (comma-separated) written by --out")
     ap.add_argument("--plot")
     a = ap.parse_args()
     if a.report:
