@@ -202,6 +202,8 @@ void ScheduleRecorder::OnStall() {
 Status ScheduleRecorder::Finish(RankSchedule* out) {
   CloseExchange();
   TESSERA_RETURN_IF_ERROR(failure_);
+  schedule_.steps.shrink_to_fit();  // thousands of ranks' schedules are held at once
+  schedule_.messages.shrink_to_fit();
   *out = std::move(schedule_);
   schedule_ = RankSchedule();
   return Status::Ok();
