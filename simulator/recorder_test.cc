@@ -136,9 +136,10 @@ TEST(RecorderTest, EveryAllReduceScheduleFitsAndItsGatesFollowTheData) {
   }
 }
 
-TEST(RecorderTest, GridCollectivesAndTorusGridFitAndFollowTheData) {
+TEST(RecorderTest, EveryOtherCollectiveAndTheTorusGridFitAndFollowTheData) {
   auto recorder = MakeRecorder("4x3", "2x6");
-  for (Collective c : {Collective::kAllGather, Collective::kReduceScatter, Collective::kBroadcast, Collective::kReduce}) {
+  for (Collective c : {Collective::kAllGather, Collective::kReduceScatter, Collective::kBroadcast, Collective::kReduce,
+                       Collective::kAlltoAll, Collective::kGather, Collective::kScatter}) {
     for (const AlgorithmInfo& row : AlgorithmsOf(c)) {
       if (!row.applies(recorder->shape())) continue;
       CallSpec spec;
