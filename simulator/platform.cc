@@ -12,14 +12,20 @@
 namespace tessera {
 namespace {
 
-// The pipelining unit of a transport: its setting's default (base/settings.h).
-Status ChunkOf(const std::string& transport, size_t* out) {
-  if (transport == "shm") *out = SettingDefaults::shm_slot_bytes;
-  else if (transport == "tcp") *out = SettingDefaults::tcp_chunk_bytes;
-  else if (transport == "ucx") *out = SettingDefaults::ucx_chunk_bytes;
-  else if (transport == "ibverbs") *out = SettingDefaults::ib_slot_bytes;
-  else if (transport == "cuda_ipc") *out = SettingDefaults::cuda_ipc_slot_bytes;
+// A TCP segment's payload at MTU 1500: the first of a message wakes the receiver's poll.
+constexpr size_t kTcpSegmentBytes = 1448;
+
+// The pipelining unit of a transport (its setting's default, base/settings.h), and what
+// of a message wakes the receiver.
+Status ChunkOf(const std::string& transport, MessageClass* c) {
+  if (transport == "shm") c->chunk_bytes = SettingDefaults::shm_slot_bytes;
+  else if (transport == "tcp") c->chunk_bytes = SettingDefaults::tcp_chunk_bytes;
+  else if (transport == "ucx") c->chunk_bytes = SettingDefaults::ucx_chunk_bytes;
+  else if (transport == "ibverbs") c->chunk_bytes = SettingDefaults::ib_slot_bytes;
+  else if (transport == "cuda_ipc") c->chunk_bytes = SettingDefaults::cuda_ipc_slot_bytes;
   else return InvalidArgument("unknown transport '" + transport + "' (shm, tcp, ucx, ibverbs, cuda_ipc)");
+  c->transport = transport;
+  c->wake_bytes = transport == "tcp" ? kTcpSegmentBytes : c->chunk_bytes;
   return Status::Ok();
 }
 
@@ -64,12 +70,10 @@ Key Class(const char* name, MessageClass Platform::*cls, const std::string& what
   return {name, [cls, what](const std::string& v, Platform* p) {
             MessageClass& c = p->*cls;
             double d = 0;
-            if (what == "transport") {
-              c.transport = v;
-              return ChunkOf(v, &c.chunk_bytes);
-            }
+            if (what == "transport") return ChunkOf(v, &c);
             TESSERA_RETURN_IF_ERROR(Number(v, &d));
             if (what == "chunk") c.chunk_bytes = static_cast<size_t>(d);
+            if (what == "wake") c.wake_bytes = static_cast<size_t>(d);
             if (what == "overhead") c.overhead_s = d * 1e-6;
             return Status::Ok();
           }};
@@ -83,9 +87,11 @@ const std::vector<Key>& Keys() {
       Micros("intra.latency_us", &Platform::intra_latency_s),
       Class("intra.transport", &Platform::intra, "transport"),
       Class("intra.chunk_bytes", &Platform::intra, "chunk"),
+      Class("intra.wake_bytes", &Platform::intra, "wake"),
       Class("intra.overhead_us", &Platform::intra, "overhead"),
       Class("inter.transport", &Platform::inter, "transport"),
       Class("inter.chunk_bytes", &Platform::inter, "chunk"),
+      Class("inter.wake_bytes", &Platform::inter, "wake"),
       Class("inter.overhead_us", &Platform::inter, "overhead"),
       Count("nic.count", &Platform::nics),
       Rate("nic.GBps", &Platform::nic_Bps),
@@ -110,15 +116,16 @@ Status Validate(const Platform& p, const std::string& source) {
   TESSERA_RETURN_IF_ERROR(need(p.intra_Bps > 0 && p.nic_Bps > 0 && p.fabric_Bps > 0, "intra.GBps, nic.GBps and fabric.link_GBps must be > 0"));
   TESSERA_RETURN_IF_ERROR(need(p.reduce_Bps > 0 && p.copy_Bps > 0, "reduce.GBps and copy.GBps must be > 0"));
   TESSERA_RETURN_IF_ERROR(need(p.nics >= 1 && p.links_per_spine >= 1, "nic.count and fabric.links_per_spine must be >= 1"));
-  return need(p.intra.chunk_bytes > 0 && p.inter.chunk_bytes > 0, "chunk sizes must be > 0");
+  return need(p.intra.chunk_bytes > 0 && p.inter.chunk_bytes > 0 && p.intra.wake_bytes > 0 && p.inter.wake_bytes > 0,
+              "chunk and wake sizes must be > 0");
 }
 
 }  // namespace
 
 Status ParsePlatform(const std::string& text, const std::string& source, Platform* out) {
   Platform p;
-  TESSERA_RETURN_IF_ERROR(ChunkOf(p.intra.transport = "shm", &p.intra.chunk_bytes));
-  TESSERA_RETURN_IF_ERROR(ChunkOf(p.inter.transport = "tcp", &p.inter.chunk_bytes));
+  TESSERA_RETURN_IF_ERROR(ChunkOf("shm", &p.intra));
+  TESSERA_RETURN_IF_ERROR(ChunkOf("tcp", &p.inter));
   std::istringstream in(text);
   std::string line;
   for (int no = 1; std::getline(in, line); ++no) {

@@ -9,7 +9,9 @@
 //   intra.transport = cuda_ipc   # what carries them: its pipelining unit (the setting's
 //   inter.transport = ibverbs    #   default in base/settings.h) is a message's chunk
 //   intra.chunk_bytes = ...      # or this, to override it (the same for inter.)
-//   intra.overhead_us = 5        # software time per message before its first byte moves
+//   intra.wake_bytes = ...       # what of a message wakes its receiver (default: a chunk;
+//                                #   a 1448-byte segment for tcp)
+//   intra.overhead_us = 5        # the receiver's software time per message, from then
 //   inter.overhead_us = 5
 //   nic.count = 2                # NICs per node; local rank i uses NIC i * count / ranks
 //   nic.GBps = 12.5              # each, each direction
@@ -42,7 +44,13 @@ namespace tessera {
 struct MessageClass {
   std::string transport;
   size_t chunk_bytes = 0;  // the pipelining unit: what a receive makes final at once
-  double overhead_s = 0;   // per message, before its first byte moves
+  // How much of a message wakes its receiver: a TCP stream's first segment; a slot or
+  // chunk for the others (the receiver sees it when the first one lands).
+  size_t wake_bytes = 0;
+  // The receiver's software time per message (waking, system calls, a kernel launch),
+  // counted from when its first wake_bytes arrived: the message's data is final no
+  // sooner, and no sooner than it has all arrived.
+  double overhead_s = 0;
 };
 
 struct Platform {

@@ -24,6 +24,8 @@ namespace {
 
 namespace sg4 = simgrid::s4u;
 
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
 // What every rank's actor shares.
 struct World {
   const Platform* platform = nullptr;
@@ -34,18 +36,27 @@ struct World {
   std::vector<double> finish_s;
 };
 
-// A message of the exchange being replayed, as it moves.
+// A message of the exchange being replayed, as it moves. Its chunks: the first is the
+// part that wakes the receiver (its class's wake_bytes), the others chunk_bytes each.
 struct Transfer {
   const Message* m = nullptr;
-  uint64_t chunk = 1;
+  uint64_t first = 1, chunk = 1;
   uint32_t chunks = 1;
-  uint32_t started = 0;  // chunks put (send) or gets posted (receive)
-  uint32_t ready = 0;    // chunks sent (send), or final: received and reduced (receive)
-  double start_at = 0;   // a send's first chunk: not before (its overhead)
-  bool in_flight = false;
+  uint32_t started = 0;    // chunks put (send) or gets posted (receive)
+  uint32_t moved = 0;      // chunks whose comm completed
+  uint32_t reducing = 0;   // receive: chunks handed to the reduction
+  uint32_t final = 0;      // receive: chunks received and reduced
+  uint32_t in_flight = 0;
+  double noticed = kNever;  // receive: when its receiver has noticed it (first chunk + overhead)
   bool done = false;
 
-  uint64_t ReadyBytes() const { return done ? m->bytes : std::min<uint64_t>(m->bytes, ready * chunk); }
+  // Bytes in chunks 0 .. n-1.
+  uint64_t Covered(uint32_t n) const { return n == 0 ? 0 : std::min<uint64_t>(m->bytes, first + (n - 1) * chunk); }
+  uint64_t ChunkBytes(uint32_t k) const { return Covered(k + 1) - Covered(k); }
+  // What a gated send may read of this receive at `now`.
+  uint64_t ReadyBytes(double now) const { return done ? m->bytes : (now >= noticed ? Covered(final) : 0); }
+  // The first chunk is small and a second may fly beside it; otherwise one at a time.
+  bool MayStart() const { return started < chunks && (in_flight == 0 || (started == 1 && first < chunk)); }
 };
 
 struct Queue {
@@ -92,15 +103,23 @@ class RankActor {
     return e;
   }
 
+  // The chunks of a message: the same on both sides (from its size and class).
+  void Chunk(Transfer* t) const {
+    const MessageClass& c = ClassOf(t->m->peer);
+    t->chunk = std::max<uint64_t>(1, c.chunk_bytes);
+    if (w_->max_chunks > 0) t->chunk = std::max<uint64_t>(t->chunk, (t->m->bytes + w_->max_chunks - 1) / w_->max_chunks);
+    t->first = std::min<uint64_t>(t->chunk, std::max<uint64_t>(1, c.wake_bytes));
+    const uint64_t rest = t->m->bytes > t->first ? t->m->bytes - t->first : 0;
+    t->chunks = 1 + static_cast<uint32_t>((rest + t->chunk - 1) / t->chunk);
+  }
+
   void BuildQueues(const RankSchedule& s, const Step& step) {
     transfers_.assign(step.count, Transfer());
     queues_.clear();
     for (uint32_t i = 0; i < step.count; ++i) {
       Transfer& t = transfers_[i];
       t.m = &s.messages[step.first + i];
-      t.chunk = std::max<uint64_t>(1, ClassOf(t.m->peer).chunk_bytes);
-      if (w_->max_chunks > 0) t.chunk = std::max<uint64_t>(t.chunk, (t.m->bytes + w_->max_chunks - 1) / w_->max_chunks);
-      t.chunks = static_cast<uint32_t>(std::max<uint64_t>(1, (t.m->bytes + t.chunk - 1) / t.chunk));
+      Chunk(&t);
       size_t q = 0;
       while (q < queues_.size() && !(queues_[q].peer == t.m->peer && queues_[q].is_send == (t.m->is_send != 0))) ++q;
       if (q == queues_.size()) {
@@ -113,47 +132,30 @@ class RankActor {
       }
       queues_[q].items.push_back(static_cast<int>(i));
     }
+  }
+
+  bool GateAllows(const Transfer& t, double now) const {
+    return t.m->gate < 0 || transfers_[t.m->gate].ReadyBytes(now) >= t.Covered(t.started + 1);
+  }
+
+  // Starts every chunk that may start now.
+  void Launch() {
     const double now = sg4::Engine::get_clock();
-    for (Queue& q : queues_) {
-      if (q.is_send) transfers_[q.items[0]].start_at = now + ClassOf(q.peer).overhead_s;
-    }
-  }
-
-  bool GateAllows(const Transfer& t) const {
-    if (t.m->gate < 0) return true;
-    const uint64_t need = std::min<uint64_t>(t.m->bytes, (t.started + 1) * t.chunk);
-    return transfers_[t.m->gate].ReadyBytes() >= need;
-  }
-
-  uint64_t ChunkBytes(const Transfer& t, uint32_t k) const {
-    return std::min<uint64_t>(t.chunk, t.m->bytes - static_cast<uint64_t>(k) * t.chunk);
-  }
-
-  // Starts every chunk that may start now; returns the earliest time a send may start
-  // that has not (infinity if none waits on time alone).
-  double Launch() {
-    const double now = sg4::Engine::get_clock();
-    double next = std::numeric_limits<double>::infinity();
     for (size_t qi = 0; qi < queues_.size(); ++qi) {
       Queue& q = queues_[qi];
       if (q.head == q.items.size()) continue;
       const int ti = q.items[q.head];
       Transfer& t = transfers_[ti];
-      if (t.in_flight || t.started == t.chunks) continue;
-      if (q.is_send) {
-        if (t.start_at > now) {
-          next = std::min(next, t.start_at);
-          continue;
+      while (t.MayStart() && (!q.is_send || GateAllows(t, now))) {
+        if (q.is_send) {
+          Add(q.box->put_async(&q, t.ChunkBytes(t.started)), Tag{Tag::kChunk, static_cast<int>(qi), ti});
+        } else {
+          Add(q.box->get_async(&q.slot), Tag{Tag::kChunk, static_cast<int>(qi), ti});
         }
-        if (!GateAllows(t)) continue;
-        Add(q.box->put_async(&q, ChunkBytes(t, t.started)), Tag{Tag::kChunk, static_cast<int>(qi), ti});
-      } else {
-        Add(q.box->get_async(&q.slot), Tag{Tag::kChunk, static_cast<int>(qi), ti});
+        ++t.started;
+        ++t.in_flight;
       }
-      ++t.started;
-      t.in_flight = true;
     }
-    return next;
   }
 
   void Add(sg4::ActivityPtr a, Tag tag) {
@@ -161,54 +163,65 @@ class RankActor {
     tags_.push_back(tag);
   }
 
-  // A transfer at the head of its queue is complete: the next one of the queue begins.
-  void Finish(Queue& q, Transfer& t) {
-    t.done = true;
-    ++q.head;
-    --remaining_;
-    if (q.is_send && q.head < q.items.size()) {
-      transfers_[q.items[q.head]].start_at = sg4::Engine::get_clock() + ClassOf(q.peer).overhead_s;
+  // Completes the head of every queue that is done, and says when the earliest receive
+  // waiting to be noticed will be (infinity if none).
+  double Settle() {
+    const double now = sg4::Engine::get_clock();
+    double next = kNever;
+    for (Queue& q : queues_) {
+      while (q.head < q.items.size()) {
+        Transfer& t = transfers_[q.items[q.head]];
+        const bool complete = q.is_send ? t.moved == t.chunks : t.final == t.chunks && now >= t.noticed;
+        if (!q.is_send && t.final > 0 && now < t.noticed) next = std::min(next, t.noticed);
+        if (!complete) break;
+        t.done = true;
+        ++q.head;
+        --remaining_;
+      }
     }
+    return next;
   }
 
   void Handle(const Tag& tag) {
-    Queue& q = queues_[tag.queue];
     Transfer& t = transfers_[tag.transfer];
     if (tag.kind == Tag::kReduce) {
-      if (++t.ready == t.chunks) Finish(q, t);
+      ++t.final;
       return;
     }
-    t.in_flight = false;
-    if (q.is_send) {
-      if (++t.ready == t.chunks) Finish(q, t);
-    } else if (t.m->reduces) {
-      const uint32_t k = reducing_[tag.transfer]++;  // chunks arrive in order
-      Add(Compute(static_cast<double>(ChunkBytes(t, k))), Tag{Tag::kReduce, tag.queue, tag.transfer});
-    } else if (++t.ready == t.chunks) {
-      Finish(q, t);
+    --t.in_flight;
+    if (++t.moved == 1 && !queues_[tag.queue].is_send) {
+      t.noticed = sg4::Engine::get_clock() + ClassOf(t.m->peer).overhead_s;
+    }
+    if (queues_[tag.queue].is_send) return;
+    if (t.m->reduces) {
+      Add(Compute(static_cast<double>(t.ChunkBytes(t.reducing++))), Tag{Tag::kReduce, tag.queue, tag.transfer});
+    } else {
+      ++t.final;
     }
   }
 
   void RunExchange(const RankSchedule& s, const Step& step) {
     BuildQueues(s, step);
-    reducing_.assign(step.count, 0);
     remaining_ = step.count;
+    double next = Settle();
     while (remaining_ > 0) {
-      const double next = Launch();
+      Launch();
       const double wait = next - sg4::Engine::get_clock();
       if (pending_.empty()) {
         sg4::this_actor::sleep_for(std::max(0.0, wait));
-        continue;
+      } else {
+        const ssize_t i = std::isinf(next) ? sg4::Activity::wait_any(pending_)
+                                            : sg4::Activity::wait_any_for(pending_, std::max(0.0, wait));
+        if (i >= 0 && static_cast<size_t>(i) < pending_.size()) {  // else the timer
+          const Tag tag = tags_[i];
+          pending_[i] = std::move(pending_.back());
+          pending_.pop_back();
+          tags_[i] = tags_.back();
+          tags_.pop_back();
+          Handle(tag);
+        }
       }
-      const ssize_t i = std::isinf(next) ? sg4::Activity::wait_any(pending_)
-                                          : sg4::Activity::wait_any_for(pending_, std::max(0.0, wait));
-      if (i < 0 || static_cast<size_t>(i) >= pending_.size()) continue;  // the timer
-      const Tag tag = tags_[i];
-      pending_[i] = std::move(pending_.back());
-      pending_.pop_back();
-      tags_[i] = tags_.back();
-      tags_.pop_back();
-      Handle(tag);
+      next = Settle();
     }
   }
 
@@ -217,7 +230,6 @@ class RankActor {
   const int node_;
   std::vector<Transfer> transfers_;
   std::vector<Queue> queues_;
-  std::vector<uint32_t> reducing_;  // by transfer: chunks handed to the reduction so far
   std::vector<sg4::ActivityPtr> pending_;
   std::vector<Tag> tags_;
   uint32_t remaining_ = 0;

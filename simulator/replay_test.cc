@@ -14,8 +14,10 @@ namespace tessera {
 namespace {
 
 // Nodes of one rank behind 1 GB/s NICs (1 us each) on a fast switch (0.5 us per
-// link); reductions at `reduce_gbps`.
-Platform Trivial(const std::string& chunk_bytes, double reduce_gbps) {
+// link); reductions at `reduce_gbps`; a message wakes its receiver with its first
+// `wake_bytes` (default: a whole chunk) and costs it `overhead_us` from then.
+Platform Trivial(const std::string& chunk_bytes, double reduce_gbps, const std::string& wake_bytes = "",
+                 double overhead_us = 0) {
   const std::string text =
       "name = trivial\n"
       "intra.GBps = 10\n"
@@ -24,6 +26,8 @@ Platform Trivial(const std::string& chunk_bytes, double reduce_gbps) {
       "fabric.link_GBps = 1000\n"
       "fabric.latency_us = 0.5\n"
       "inter.chunk_bytes = " + chunk_bytes + "\n"
+      "inter.wake_bytes = " + (wake_bytes.empty() ? chunk_bytes : wake_bytes) + "\n"
+      "inter.overhead_us = " + std::to_string(overhead_us) + "\n"
       "reduce.GBps = " + std::to_string(reduce_gbps) + "\n"
       "copy.GBps = 1000000\n";
   Platform p;
@@ -73,6 +77,23 @@ TEST(ReplayTest, ChainBroadcastPipelinesItsChunks) {
   EXPECT_NEAR(r.seconds, expected, expected * 1e-6) << "simulated " << r.seconds << " s";
   // Store and forward (whole buffer per hop) would take (p - 1) n / rate: 24 ms.
   EXPECT_LT(r.seconds, 0.5 * (p - 1) * n / 1e9);
+}
+
+// One message of n bytes: its first w bytes (sharing the link with the rest while they
+// fly) wake the receiver, whose overhead o then runs beside the arrival of the rest.
+TEST(ReplayTest, TheReceiversOverheadRunsFromTheFirstBytes) {
+  const double n = 1e6, w = 1e4;
+  CallSpec spec;
+  spec.collective = Collective::kBroadcast;
+  spec.algorithm = "chain";
+  spec.count = static_cast<size_t>(n);
+  spec.elem_size = 1;
+  for (double o_us : {100.0, 2000.0}) {
+    const ReplayResult r = Simulated(Trivial("16777216", 100, "10000", o_us), "2x1", spec);
+    const double arrived = kHopS + n / 1e9, noticed = kHopS + 2 * w / 1e9 + o_us * 1e-6;
+    const double expected = std::max(arrived, noticed);
+    EXPECT_NEAR(r.seconds, expected, expected * 1e-6) << "overhead " << o_us << " us: simulated " << r.seconds;
+  }
 }
 
 TEST(ReplayTest, RefusesANodeOverItsRanks) {
