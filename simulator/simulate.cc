@@ -257,8 +257,10 @@ Status SimulateSize(const Setup& s, size_t bytes) {
   Row pick;
   if (chosen < done.size()) {
     pick = done[chosen];
-  } else {
+  } else {  // not asked for: simulated for this row, and a candidate for the best too
     TESSERA_RETURN_IF_ERROR(SimulateOne(s, *choice.algo, bytes, &pick));
+    done.push_back(pick);
+    if (pick.seconds < done[best].seconds) best = done.size() - 1;
   }
   const std::string name = pick.algo;
   pick.algo = "auto: " + name;

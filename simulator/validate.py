@@ -4,7 +4,7 @@
   calibrate  Writes one platform file per layout from what measure_cluster.py measured
              apart from the allreduces: the link rate (sendrecv_perf on 4x1 at its
              largest size), the time of one message step on the layout (sendrecv_perf's
-             smallest size there, less the wire's own latency: the software and
+             fastest size there, a small one, less the wire's own latency: the software and
              scheduling cost of a message, the same for shared memory and TCP on this
              machine, where it is a process waking on one of 2 cores), the idle round
              trip (cluster.sh measure), the shared-memory copy rate (sendrecv_perf on
@@ -16,7 +16,8 @@
   python3 simulator/validate.py calibrate --measured simulator/data/cluster_2gbit.json
   bazel build //simulator:simulate
   python3 simulator/validate.py compare --measured simulator/data/cluster_2gbit.json \\
-      --out simulator/data/validation_2gbit.json > /tmp/validation.md
+      --out simulator/data/validation_2gbit.json
+  (--reuse prints the table again from --out without simulating)
 """
 import argparse
 import json
@@ -72,7 +73,7 @@ name = emulated-%s-%s
 intra.transport = shm
 intra.GBps = %.3f            # sendrecv_perf 1x2, largest size: one pair's copy rate each way
 intra.latency_us = 1
-intra.overhead_us = %.1f     # sendrecv_perf %s, smallest size (%.1f us), less the wire's %.1f us
+intra.overhead_us = %.1f     # sendrecv_perf %s, its fastest size (%.1f us), less the wire's %.1f us
 inter.transport = tcp
 inter.overhead_us = %.1f
 nic.count = 1
@@ -98,35 +99,37 @@ def simulate(layout, sizes, out_json):
 
 def compare(a):
     m = json.load(open(a.measured))
-    if os.path.exists(a.out):
-        os.remove(a.out)
-    for layout in m["allreduce"]:
-        sizes = sorted(times(m["allreduce"][layout]["ring"][0]))
-        simulate(layout, sizes, a.out)
+    if not a.reuse:
+        if os.path.exists(a.out):
+            os.remove(a.out)
+        for layout in m["allreduce"]:
+            sizes = sorted(times(m["allreduce"][layout]["ring"][0]))
+            simulate(layout, sizes, a.out)
     simulated = {}
     for line in open(a.out):
         d = json.loads(line)
         simulated[(d["layout"], d["algorithm"], d["bytes"])] = d
-    print("| layout | algorithm | size | measured (us) | simulated (us) | simulated / measured |")
-    print("|---|---|---:|---:|---:|---:|")
     within = total = 0
     for layout, cells in m["allreduce"].items():
-        for algo in ALGOS:
-            runs = cells.get(algo, [])
-            if not runs:
-                continue
-            for size in sorted(times(runs[0])):
-                measured = statistics.median(times(r)[size] for r in runs)
+        algos = [x for x in ALGOS if cells.get(x)]
+        print("\n**%s** (measured / simulated, us; their ratio):\n" % layout)
+        print("| size | " + " | ".join(algos) + " |")
+        print("|---:|" + "---:|" * len(algos))
+        for size in sorted(times(cells["ring"][0])):
+            row = []
+            for algo in algos:
+                measured = statistics.median(times(r)[size] for r in cells[algo])
                 d = simulated.get((layout, algo, size))
                 if d is None:
+                    row.append("")
                     continue
                 ratio = d["seconds"] * 1e6 / measured
                 ok = abs(ratio - 1) <= TOLERANCE
                 within += ok
                 total += 1
-                print("| %s | %s | %s | %.1f | %.1f | %s%.2f%s |" % (layout, algo, human(size), measured,
-                                                                    d["seconds"] * 1e6, "" if ok else "**", ratio,
-                                                                    "" if ok else "**"))
+                mark = "" if ok else "**"
+                row.append("%.0f / %.0f (%s%.2f%s)" % (measured, d["seconds"] * 1e6, mark, ratio, mark))
+            print("| %s | %s |" % (human(size), " | ".join(row)))
     print("\n%d of %d cells within %.0f%%." % (within, total, TOLERANCE * 100))
 
 
@@ -141,7 +144,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("command", choices=["calibrate", "compare"])
     ap.add_argument("--measured", required=True)
-    ap.add_argument("--out", default="/tmp/validation.json")
+    ap.add_argument("--out", default="/tmp/validation.json", help="the simulations' JSON lines")
+    ap.add_argument("--reuse", action="store_true", help="compare: print the table from --out, simulating nothing")
     a = ap.parse_args()
     (calibrate if a.command == "calibrate" else compare)(a)
 
