@@ -13,7 +13,7 @@ model picks (tessera's default torus grid, the hosts', as with TESSERA_TORUS uns
   python3 simulator/sony_scale.py --out simulator/data/abci_resnet50.json \\
       --gpus 64,128,256,512,1024,1088,2048,2176,4096,4352
   python3 simulator/sony_scale.py --report simulator/data/abci_resnet50.json \\
-      --plot docs/img/scale_abci_resnet50.png
+      --rows 1088,2176 --plot docs/img/scale_abci_resnet50.png
 """
 import argparse
 import json
@@ -87,8 +87,27 @@ def report(a):
         choice, ms = auto_ms(by)
         best = min(by, key=lambda n: by[n]["seconds"])
         print("| %d | %s | %s | %s | %s |" % (gpus, " | ".join(cells), choice, "%.2f" % ms if ms else "", best))
+    for gpus in [int(g) for g in a.rows.split(",")] if a.rows else []:
+        detail(rows[gpus], gpus)
     if a.plot:  # the algorithms simulated at every GPU count
         plot(rows, [n for n in names if all(n in by for by in rows.values())], a.plot)
+
+
+def detail(by, gpus):
+    """Every algorithm at one GPU count: simulated, predicted, nccl-tests' bandwidths."""
+    best = min(d["seconds"] for d in by.values())
+    print("\n| GPUs | algorithm | simulated (ms) | predicted (ms) | algbw (GB/s) | busbw (GB/s) | simulated / best |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    for n in [x for x in ORDER if x in by]:
+        d = by[n]
+        algbw = d["bytes"] / d["seconds"] / 1e9
+        name = {"torus": "torus %s" % d["torus"], "hierarchical": "hierarchical (= torus %s)" % d["torus"]}.get(n, n)
+        print("| %d | %s | %.2f | %.2f | %.2f | %.2f | %.2f |" % (gpus, name, d["seconds"] * 1e3,
+                                                                 d["predicted_seconds"] * 1e3, algbw,
+                                                                 algbw * 2 * (gpus - 1) / gpus, d["seconds"] / best))
+    choice, ms = auto_ms(by)
+    print("| %d | **auto: %s** | %.2f | | | | %.2f |" % (gpus, choice + (" (node grid)" if choice == "torus" else ""), ms,
+                                                        ms / 1e3 / best))
 
 
 LABEL = {"torus": "torus 32 x p/32", "hierarchical": "hierarchical (= torus 4 x p/4)"}
@@ -127,6 +146,7 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--report", help="JSON files (comma-separated) written by --out")
     ap.add_argument("--plot")
+    ap.add_argument("--rows", help="GPU counts whose every algorithm --report details, e.g. 1088,2176")
     a = ap.parse_args()
     if a.report:
         report(a)
