@@ -1,5 +1,6 @@
 #include "collectives/grid.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace tessera {
@@ -62,6 +63,30 @@ Status ParseGrid(const std::string& spec, int nranks, Grid* out) {
     return InvalidArgument("TESSERA_TORUS='" + spec + "' is not XxY (e.g. 4x2)");
   }
   return MakeGrid(nranks, static_cast<int>(X), static_cast<int>(Y), out).Annotate("TESSERA_TORUS");
+}
+
+Status MakeLayoutGrids(const std::vector<int>& host_of_rank, const std::string& torus, LayoutGrids* out) {
+  LayoutGrids g;
+  const int p = static_cast<int>(host_of_rank.size());
+  g.shape.p = p;
+  for (int h : host_of_rank) g.shape.hosts = std::max(g.shape.hosts, h + 1);
+  Grid grid;
+  if (GridFromHosts(host_of_rank, &grid).ok()) {
+    g.host = std::make_unique<Grid>(grid);
+    g.shape.per_host = grid.X;
+  }
+  if (!torus.empty()) {
+    TESSERA_RETURN_IF_ERROR(ParseGrid(torus, p, &grid));
+    g.torus = std::make_unique<Grid>(grid);
+  } else if (g.host) {
+    g.torus = std::make_unique<Grid>(*g.host);
+  }
+  if (g.torus) {
+    g.shape.torus_x = g.torus->X;
+    g.shape.torus_y = g.torus->Y;
+  }
+  *out = std::move(g);
+  return Status::Ok();
 }
 
 }  // namespace tessera

@@ -7,10 +7,12 @@
 #ifndef TESSERA_COLLECTIVES_GRID_H_
 #define TESSERA_COLLECTIVES_GRID_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "collectives/cost_model.h"
 
 namespace tessera {
 
@@ -29,6 +31,16 @@ Status MakeGrid(int nranks, int X, int Y, Grid* out);
 Status GridFromHosts(const std::vector<int>& host_of_rank, Grid* out);
 // Parses "XxY" (e.g. "4x2") against nranks.
 Status ParseGrid(const std::string& spec, int nranks, Grid* out);
+
+// The grids of ranks placed on hosts by host_of_rank (hosts numbered 0..H-1), and the
+// shape the cost model sees, as a communicator builds them: the host grid when every
+// host has the same number of ranks (else none, per_host 0); the torus grid from
+// `torus` (TESSERA_TORUS, "XxY") when it is not empty, else the host grid.
+struct LayoutGrids {
+  std::unique_ptr<Grid> host, torus;
+  Shape shape;
+};
+Status MakeLayoutGrids(const std::vector<int>& host_of_rank, const std::string& torus, LayoutGrids* out);
 
 }  // namespace tessera
 

@@ -168,23 +168,11 @@ Status Communicator::FailRendezvous(const Status& cause) {
 Status Communicator::InitShape(const std::vector<std::string>& hosts) {
   Layout layout;
   TESSERA_RETURN_IF_ERROR(Layout::FromHostIds(hosts, &layout));
-  shape_.p = nranks_;
-  shape_.hosts = layout.num_hosts();
-  Grid grid;
-  if (GridFromHosts(layout.host_of_rank(), &grid).ok()) {
-    host_grid_ = std::make_unique<Grid>(grid);
-    shape_.per_host = grid.X;
-  }
-  if (!settings_.torus.empty()) {
-    TESSERA_RETURN_IF_ERROR(ParseGrid(settings_.torus, nranks_, &grid));
-    torus_grid_ = std::make_unique<Grid>(grid);
-  } else if (host_grid_) {
-    torus_grid_ = std::make_unique<Grid>(*host_grid_);
-  }
-  if (torus_grid_) {
-    shape_.torus_x = torus_grid_->X;
-    shape_.torus_y = torus_grid_->Y;
-  }
+  LayoutGrids grids;
+  TESSERA_RETURN_IF_ERROR(MakeLayoutGrids(layout.host_of_rank(), settings_.torus, &grids));
+  host_grid_ = std::move(grids.host);
+  torus_grid_ = std::move(grids.torus);
+  shape_ = grids.shape;
   if (!settings_.tuning_file.empty()) TESSERA_RETURN_IF_ERROR(CostModel::FromTuningFile(settings_.tuning_file, &model_));
   if (nranks_ > 1) {
     TESSERA_RETURN_IF_ERROR(ProbeAndAgree().Annotate("cost-model probe"));

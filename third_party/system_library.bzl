@@ -130,6 +130,16 @@ def tessera_system_libraries():
         required_files = ["/usr/lib/libgloo.so"],
     )
     system_library(
+        name = "system_simgrid",
+        debian_package = "libsimgrid-dev",
+        build_file = "//third_party/system:simgrid.BUILD",
+        links = {
+            "include/simgrid": "/usr/include/simgrid",
+            "include/xbt": "/usr/include/xbt",
+        },
+        required_files = [_MULTIARCH_LIB + "/libsimgrid.so"],
+    )
+    system_library(
         name = "system_torch",
         debian_package = "libtorch-dev",
         build_file = "//third_party/system:torch.BUILD",

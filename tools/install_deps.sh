@@ -25,7 +25,9 @@ PACKAGES=(
   python3-torchvision  # torchvision's resnet50, for that baseline and the architecture test
   python3-dev       # Python.h, for the PyTorch backend (//pytorch, //third_party:torch_python)
   pybind11-dev      # pybind11 headers, for the same extension
-  gnuplot-nox       # the trainer's PNG plot of loss and accuracy
+  gnuplot-nox       # the trainer's PNG plot of loss and accuracy; docs/scale.md's plots
+  libsimgrid-dev    # //third_party:simgrid: SimGrid 3.32's S4U API, the simulator (simulator/); also
+                    # its tools (smpirun, simgrid-graphicator: Debian ships no separate package)
   libibverbs-dev    # //third_party:ibverbs: rdma-core's verbs API (pulls libibverbs1, ibverbs-providers)
   iproute2          # ip netns, veth and tc, for tests that emulate several hosts
   iptables          # the fault suite's partitions and packet loss (//tests/faults)
