@@ -115,10 +115,18 @@ Status FlightRecorder::Dump(const std::string& dir, const FlightIdentity& who, c
   char name[80];
   std::snprintf(name, sizeof(name), "/tessera-flight-%016" PRIx64 "-rank%d.json", who.comm_id, who.rank);
   *path = dir + name;
-  std::ofstream out(*path, std::ios::trunc);
+  // The failing thread and the watch service (a peer's diagnosis asking) may dump at
+  // once: one at a time, each whole file renamed into place, so a reader never sees
+  // two writes interleaved and the last dump is the latest state.
+  std::lock_guard<std::mutex> lock(dump_mu_);
+  const std::string part = *path + ".part";
+  std::ofstream out(part, std::ios::trunc);
   out << ToJson(who, reason);
   out.close();
-  if (!out) return SystemError("cannot write the flight record " + *path);
+  if (!out || std::rename(part.c_str(), path->c_str()) != 0) {
+    std::remove(part.c_str());
+    return SystemError("cannot write the flight record " + *path);
+  }
   return Status::Ok();
 }
 

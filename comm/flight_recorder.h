@@ -67,6 +67,7 @@ class FlightRecorder {
   std::vector<FlightEntry> EntriesLocked() const;
 
   mutable std::mutex mu_;
+  mutable std::mutex dump_mu_;  // one Dump at a time
   std::vector<FlightEntry> ring_;
   uint64_t recorded_ = 0;  // entries ever begun
 };
