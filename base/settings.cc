@@ -94,7 +94,10 @@ Status Validate(const Settings& s) {
                            "system, not '" + s.tcp_congestion + "'");
   }
   TESSERA_RETURN_IF_ERROR(ValidateTransportTunables(s));
-  if (s.spin_us < -1) return InvalidArgument("TESSERA_SPIN_US must be >= -1");
+  TESSERA_RETURN_IF_ERROR(InRange("TESSERA_SPIN_US", s.spin_us, 0, 10000000));
+  if (s.poll != "auto" && s.poll != "yield" && s.poll != "pause") {
+    return InvalidArgument("TESSERA_POLL must be auto, yield or pause, not '" + s.poll + "'");
+  }
   TESSERA_RETURN_IF_ERROR(InRange("TESSERA_BOOTSTRAP_FANOUT", s.bootstrap_fanout, 1, 1 << 20));
   if (s.probe < 0 || s.probe > 2) return InvalidArgument("TESSERA_PROBE must be 0, 1 or 2");
   if (s.check_calls < 0 || s.check_calls > 1) return InvalidArgument("TESSERA_CHECK_CALLS must be 0 or 1");

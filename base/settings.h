@@ -145,10 +145,16 @@ namespace tessera {
   X(std::string, trace_dir, "TESSERA_TRACE_DIR", "",                                     \
     "Directory where each rank writes a Chrome trace of every message when its "         \
     "communicator is destroyed (tessera-trace-<pid>-rank<r>.json). Empty: no tracing.")  \
-  X(int64_t, spin_us, "TESSERA_SPIN_US", -1,                                             \
-    "Microseconds a waiting rank polls before it sleeps in the kernel (futex/poll). "   \
-    "-1: 50 (1000 when UCX carries some pair) when the host's ranks fit its cores, "  \
-    "else 0.")                                                                        \
+  X(int64_t, spin_us, "TESSERA_SPIN_US", 2000,                                           \
+    "Microseconds a waiting rank polls its links before it sleeps in the kernel "       \
+    "(futex/poll): long enough to keep ranks whose cores are shared with other work "   \
+    "in step, and a rank blocked for long burns only this much of its core per wait "   \
+    "(at least 1000 when UCX carries some pair; docs/performance.md#contention).")      \
+  X(std::string, poll, "TESSERA_POLL", "auto",                                           \
+    "How a waiting rank polls. auto: each poll yields the core when the host's ranks "  \
+    "outnumber its online cores, else pauses the CPU (yielding every 64 polls); where " \
+    "most recent yields came back a slice late, as when other work holds the core, "    \
+    "yielding stops for 100 ms. yield, pause: always that way.")                        \
   X(int64_t, check_calls, "TESSERA_CHECK_CALLS", 1,                                     \
     "1: messages carry the stamp of their collective (sequence number, collective, "    \
     "count, datatype, operator, root; whole over shm and tcp, an 8-bit digest over "    \

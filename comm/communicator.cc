@@ -33,6 +33,25 @@ Communicator::~Communicator() {
   }
 }
 
+namespace {
+
+// The host's online cores. Not this process's affinity mask: mpirun binds each of 2
+// ranks to a core of its own, and the ranks together still fit the host.
+int HostCores() { return static_cast<int>(std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN))); }
+
+// How this rank's waits poll (transport/progress_policy.h), from TESSERA_POLL and
+// TESSERA_SPIN_US; a backend may ask for a longer budget (UCX wakes slowly).
+ProgressSettings ChooseProgress(const Settings& settings, int local_ranks, int64_t spin_hint_us) {
+  ProgressSettings p;
+  const bool crowded = local_ranks > HostCores();
+  const bool yields = settings.poll == "yield" || (settings.poll == "auto" && crowded);
+  p.mode = yields ? PollMode::kYield : PollMode::kRelax;
+  p.spin_us = std::max(settings.spin_us, spin_hint_us);
+  return p;
+}
+
+}  // namespace
+
 Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int nranks, int rank) {
   TESSERA_RETURN_IF_ERROR(CheckAlgorithmName(settings.algo));
   settings_ = settings;
@@ -92,14 +111,13 @@ Status Communicator::SetUpWith(const RankTable& all, const Deadline& deadline) {
   TESSERA_RETURN_IF_ERROR(InitShape(hosts));
   if (!settings_.trace_dir.empty()) tracer_ = std::make_unique<Tracer>();
 
-  const int64_t cores = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
-  // A backend may ask for a longer spin (UCX: waking from its event fd is slow).
-  const int64_t spin_when_fits = std::max<int64_t>(50, transports_.spin_us_hint());
-  spin_us_ = settings_.spin_us >= 0 ? settings_.spin_us : (local_ranks <= cores ? spin_when_fits : 0);
+  const ProgressSettings progress = ChooseProgress(settings_, local_ranks, transports_.spin_us_hint());
+  progress_ = std::make_unique<ProgressPolicy>(progress);
   Log(log_level_, LogLevel::kInfo,
       "rank " + std::to_string(rank_) + " of " + std::to_string(nranks_) + " ready: host " + hosts[rank_] + ", " +
           std::to_string(local_ranks) + " rank(s) on this host, transports " + transports_.description() +
-          ", spin " + std::to_string(spin_us_) + " us");
+          ", waits poll " + (progress.mode == PollMode::kYield ? "yielding" : "pausing") + " for " +
+          std::to_string(progress.spin_us) + " us");
   return Status::Ok();
 }
 
@@ -298,7 +316,7 @@ CollectiveContext Communicator::Context() const {
   ctx.links = links_.get();
   ctx.exchange.deadline = Deadline::AfterMs(settings_.timeout_ms);
   ctx.exchange.timeout_ms = settings_.timeout_ms;
-  ctx.exchange.spin_us = spin_us_;
+  ctx.exchange.progress = progress_.get();
   ctx.exchange.abort = &abort_;
   ctx.exchange.notices = links_.get();
   ctx.exchange.tracer = tracer_.get();

@@ -160,7 +160,7 @@ class Communicator {
   std::unique_ptr<Executor> executor_;
   int rank_ = 0;
   int nranks_ = 1;
-  int64_t spin_us_ = 0;
+  std::unique_ptr<ProgressPolicy> progress_;  // how waits poll; used by the thread in a call
   std::atomic<bool> abort_{false};
   mutable std::mutex error_mu_;
   Status error_;

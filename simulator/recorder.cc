@@ -57,7 +57,7 @@ Status CallRecorder::RecordRank(const CallSpec& spec, int rank, RankSchedule* ou
   ctx.links = &links;
   ctx.exchange.deadline = Deadline::AfterMs(kRecordTimeoutMs);
   ctx.exchange.timeout_ms = kRecordTimeoutMs;
-  ctx.exchange.spin_us = 0;
+  ctx.exchange.progress = nullptr;  // sleep at once
   ctx.exchange.check_calls = false;
   ctx.host_grid = grids_.host.get();
   ctx.torus_grid = grids_.torus.get();

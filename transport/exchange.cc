@@ -54,6 +54,10 @@ class Engine {
   Status Run();
 
  private:
+  void Poll(int64_t now_us, uint32_t polls);
+  Status CheckAbortAndDeadline();
+  Status Sleep(WaitSet* waits, bool* moved);
+
   // Starts the head of q, skipping (completing) zero-length transfers.
   void Activate(Queue& q) {
     while (q.busy()) {
@@ -165,61 +169,80 @@ Status Engine::Run() {
   }
   int64_t last_progress_us = NowMicros();
   int64_t last_peer_check_us = last_progress_us;
-  uint32_t spins = 0;
+  const int64_t budget_us = opt_.progress != nullptr ? opt_.progress->budget_us() : 0;
+  uint32_t polls = 0;
   WaitSet waits;
   while (remaining_ > 0) {
     bool moved = false;
     Status st = Progress(&moved);
     if (!st.ok()) return Explain(st);
-    if (remaining_ == 0) break;
     int64_t now = NowMicros();
     if (moved) {
       last_progress_us = now;
       continue;
     }
-    if (now - last_progress_us < opt_.spin_us) {
-      // Yield now and then: a peer woken onto this core (the scheduler likes to put a
-      // wakee beside its waker) would otherwise wait for our time slice to end.
-      if ((++spins & 63) == 0) {
-        sched_yield();
-      } else {
-        CpuRelax();
-      }
+    if (now - last_progress_us < budget_us) {
+      Poll(now, ++polls);
       continue;
     }
-    if (opt_.abort != nullptr && opt_.abort->load(std::memory_order_relaxed)) {
-      return RemoteError("aborted by tesseraCommAbort while " + PendingSummary());
-    }
-    if (opt_.deadline.Expired()) {
-      return TimeoutError("timed out after " + std::to_string(opt_.timeout_ms) + " ms (TESSERA_TIMEOUT_MS) " +
-                          PendingSummary());
-    }
+    TESSERA_RETURN_IF_ERROR(CheckAbortAndDeadline());
     if (now - last_peer_check_us >= kPeerCheckUs) {
       last_peer_check_us = now;
       TESSERA_RETURN_IF_ERROR(CheckPeers());
     }
     if (opt_.observer != nullptr) TellObserver(last_progress_us);
-    // Sleep until a link can move, a slice passes, or the deadline.
-    waits.Clear();
-    for (Queue& q : queues_) {
-      if (q.busy()) q.link->AddWaits(&waits, q.is_send, !q.is_send);
-    }
-    if (opt_.notices != nullptr) opt_.notices->AddNoticeWaits(&waits);
-    const uint32_t token = waits.Announce();
-    Status s = Progress(&moved);
-    if (s.ok() && !moved && remaining_ > 0) {
-      int64_t left_us =
-          std::chrono::duration_cast<std::chrono::microseconds>(opt_.deadline.when() - Clock::now()).count();
-      waits.Sleep(token, std::max<int64_t>(1, std::min(kSleepSliceUs, left_us)));
-    }
-    waits.Retire();
-    if (!s.ok()) return Explain(s);
-    if (opt_.notices != nullptr) {
-      // A peer published its failure: report it with what this rank was waiting for.
-      Status notice = opt_.notices->CheckNotices(0);
-      if (!notice.ok()) return Status(notice.code(), PendingSummary() + "; " + notice.message());
-    }
+    TESSERA_RETURN_IF_ERROR(Sleep(&waits, &moved));
     if (moved) last_progress_us = NowMicros();
+  }
+  return Status::Ok();
+}
+
+// One poll of a waiting rank: yield the core, or pause the CPU (yielding now and then:
+// a peer woken onto this core, as the scheduler likes to put a wakee beside its waker,
+// would otherwise wait for this rank's time slice to end).
+void Engine::Poll(int64_t now_us, uint32_t polls) {
+  if (opt_.progress != nullptr && opt_.progress->Yields(now_us)) {
+    sched_yield();
+    opt_.progress->YieldTook(NowMicros() - now_us, now_us);
+  } else if ((polls & 63) == 0) {
+    sched_yield();
+  } else {
+    CpuRelax();
+  }
+}
+
+Status Engine::CheckAbortAndDeadline() {
+  if (opt_.abort != nullptr && opt_.abort->load(std::memory_order_relaxed)) {
+    return RemoteError("aborted by tesseraCommAbort while " + PendingSummary());
+  }
+  if (opt_.deadline.Expired()) {
+    return TimeoutError("timed out after " + std::to_string(opt_.timeout_ms) + " ms (TESSERA_TIMEOUT_MS) " +
+                        PendingSummary());
+  }
+  return Status::Ok();
+}
+
+// Sleeps until a link can move, a slice passes, or the deadline; *moved when a last
+// look before sleeping moved something.
+Status Engine::Sleep(WaitSet* waits, bool* moved) {
+  waits->Clear();
+  for (Queue& q : queues_) {
+    if (q.busy()) q.link->AddWaits(waits, q.is_send, !q.is_send);
+  }
+  if (opt_.notices != nullptr) opt_.notices->AddNoticeWaits(waits);
+  const uint32_t token = waits->Announce();
+  Status s = Progress(moved);
+  if (s.ok() && !*moved && remaining_ > 0) {
+    int64_t left_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(opt_.deadline.when() - Clock::now()).count();
+    waits->Sleep(token, std::max<int64_t>(1, std::min(kSleepSliceUs, left_us)));
+  }
+  waits->Retire();
+  if (!s.ok()) return Explain(s);
+  if (opt_.notices != nullptr) {
+    // A peer published its failure: report it with what this rank was waiting for.
+    Status notice = opt_.notices->CheckNotices(0);
+    if (!notice.ok()) return Status(notice.code(), PendingSummary() + "; " + notice.message());
   }
   return Status::Ok();
 }

@@ -14,6 +14,7 @@
 #include "base/settings.h"
 #include "base/status.h"
 #include "transport/link_table.h"
+#include "transport/progress_policy.h"
 #include "transport/trace.h"
 #include "transport/transport.h"
 
@@ -67,7 +68,7 @@ class ExchangeObserver {
 struct ExchangeOptions {
   Deadline deadline = Deadline::AfterMs(0);
   int64_t timeout_ms = 0;                  // for messages only
-  int64_t spin_us = 0;                     // poll this long after the last progress before sleeping
+  ProgressPolicy* progress = nullptr;      // how a wait polls before sleeping; null: sleep at once
   const std::atomic<bool>* abort = nullptr;  // set by another thread: give up promptly
   LinkTable* notices = nullptr;              // where peers' failure notices arrive
   Tracer* tracer = nullptr;                  // records every message when tracing

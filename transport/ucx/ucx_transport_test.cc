@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,10 +46,14 @@ using tessera_test::RankResult;
 using tessera_test::WaitForRanksDone;
 
 // What a body sees.
+int64_t SpinUs() { return std::getenv("UCX_TEST_SPIN_US") ? std::atoll(std::getenv("UCX_TEST_SPIN_US")) : 50; }
+
 struct Rank {
   int rank = 0;
   int nranks = 0;
   LinkTable* links = nullptr;
+  // UCX_TEST_SPIN_US: how long a wait polls (50 us), fixed.
+  std::shared_ptr<ProgressPolicy> progress = std::make_shared<ProgressPolicy>(ProgressSettings{PollMode::kRelax, SpinUs()});
 
   Link* Get(int peer, std::string* error) const {
     Link* l = nullptr;
@@ -60,7 +65,7 @@ struct Rank {
     ExchangeOptions o;
     o.deadline = Deadline::AfterMs(timeout_ms);
     o.timeout_ms = timeout_ms;
-    o.spin_us = std::getenv("UCX_TEST_SPIN_US") ? std::atoll(std::getenv("UCX_TEST_SPIN_US")) : 50;
+    o.progress = progress.get();
     o.notices = links;
     return o;
   }

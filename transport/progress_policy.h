@@ -1,0 +1,63 @@
+#ifndef TESSERA_TRANSPORT_PROGRESS_POLICY_H_
+#define TESSERA_TRANSPORT_PROGRESS_POLICY_H_
+
+// How a rank waits for its peers inside an exchange: it polls its links for a budget of
+// microseconds after the last progress, then sleeps in the kernel (futex or poll) until
+// a link can move. Polling either pauses the CPU between polls, yielding the core now
+// and then (the ranks fit their cores), or yields the core at each poll (ranks
+// outnumber cores: the peer it waits for may be queued on this very core).
+// docs/performance.md#contention has the measurements behind each choice.
+//
+// The budget is long enough (2 ms by default, below a scheduler slice) to keep two
+// ranks whose cores are shared with other work in step: a rank that sleeps while its
+// peer is descheduled for part of a slice loses its own turn for milliseconds
+// (measured: 1-4 ms per 8-byte allreduce, against 1-2 us polling). Budgets that adapt
+// to recent waits (sleeping at once after long waits) fell into that state and stayed
+// there; a rank blocked for a second burns one budget of it, 0.2%.
+//
+// A yield that comes back a slice late means another process held the core; where most
+// recent yields do, each poll costs a slice, so the policy stops yielding for a while.
+//
+// Not thread-safe: one per communicator, used by the thread running its collectives.
+
+#include <cstdint>
+
+namespace tessera {
+
+enum class PollMode : uint8_t { kRelax, kYield };
+
+struct ProgressSettings {
+  PollMode mode = PollMode::kRelax;
+  int64_t spin_us = 0;  // how long a wait polls before sleeping
+};
+
+class ProgressPolicy {
+ public:
+  ProgressPolicy() = default;
+  explicit ProgressPolicy(const ProgressSettings& s) : s_(s) {}
+
+  // How long a wait polls before sleeping.
+  int64_t budget_us() const { return s_.spin_us; }
+  // Whether each poll yields the core (else it pauses the CPU, yielding now and then);
+  // now_us on NowMicros' clock.
+  bool Yields(int64_t now_us) const { return s_.mode == PollMode::kYield && now_us >= no_yield_until_us_; }
+  // One sched_yield returned after `took_us`.
+  void YieldTook(int64_t took_us, int64_t now_us);
+
+  const ProgressSettings& settings() const { return s_; }
+
+  // A yield longer than this ran someone else's slice.
+  static constexpr int64_t kLateYieldUs = 200;
+  // Above this share of late yields (of 256), yielding stops for kNoYieldUs.
+  static constexpr int kStopYieldingShare = 128;
+  static constexpr int64_t kNoYieldUs = 100000;
+
+ private:
+  ProgressSettings s_;
+  int late_share_ = 0;  // moving average of (yield > kLateYieldUs), 0..256
+  int64_t no_yield_until_us_ = 0;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_TRANSPORT_PROGRESS_POLICY_H_
