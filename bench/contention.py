@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""bench/contention.py: allreduce where cores are shared, tessera beside Open MPI and Gloo.
+
+The cases of docs/performance.md#contention, each run in one go with the peers beside
+tessera, alternating round by round (--rounds; the median time per size is reported):
+
+  1x4       4 ranks on this host (2 cores here: ranks outnumber cores)
+  1x2-busy  2 ranks on this host, and one CPU-bound process per core running throughout
+  2x2, 4x2  emulated hosts (tools/cluster, links shaped to --rate); tessera is also run
+            with every allreduce algorithm forced (TESSERA_ALGO), to show how far its
+            automatic choice is from the best forced one at each size
+
+Libraries: tessera (all_reduce_perf), Open MPI's MPI_Allreduce (mpi_all_reduce_perf,
+its own choice) and Gloo (gloo_all_reduce_perf, ring_chunked and halving_doubling, the
+better per size). Times are the out-of-place group's, in microseconds; "x OMPI" is
+tessera's time over Open MPI's (below 1: tessera faster).
+
+  bazel build --jobs=2 //bench:all_reduce_perf //bench:mpi_all_reduce_perf \\
+      //bench:gloo_all_reduce_perf
+  python3 bench/contention.py --cases 1x4,1x2-busy,2x2,4x2 --rounds 3 \\
+      -- -b 8 -e 64M -f 4 -n 20 -w 5
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare import BIN, ROOT, cluster, parse_rows  # noqa: E402
+
+ALGORITHMS = ["ring", "recursive_doubling", "rabenseifner", "torus", "hierarchical", "hierarchical_leader"]
+GLOO = ["ring_chunked", "halving_doubling"]
+DEFAULT_FLAGS = ["-b", "8", "-e", "64M", "-f", "4", "-n", "20", "-w", "5"]
+CASES = {  # name -> (hosts, ranks per host, CPU-bound processes per core)
+    "1x4": (0, 4, 0),
+    "1x2-busy": (0, 2, 1),
+    "2x2": (2, 2, 0),
+    "4x2": (4, 2, 0),
+}
+
+
+def progress(message):
+    print("[contention %s] %s" % (time.strftime("%H:%M:%S"), message), file=sys.stderr, flush=True)
+
+
+def command(a, hosts, per_host, name, program, env, args):
+    path = os.path.join(BIN, program)
+    exports = []
+    for key, value in env.items():
+        exports += ["-x", "%s=%s" % (key, value)]
+    if hosts:
+        return (["bash", os.path.join(ROOT, "tools/cluster/cluster.sh"), "run", "--name", name, "--hosts",
+                 str(hosts), "--ranks-per-host", str(per_host), "--timeout", str(a.timeout)] + exports +
+                ["-x", "GLOO_SOCKET_IFNAME=eth0", "--", path] + args)
+    return (["timeout", "-k", "5", str(a.timeout), "mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
+             str(per_host)] + exports + [path] + args)
+
+
+def run(cmd):
+    """{bytes: time_us} of the out-of-place group; exits when the program fails."""
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    rows = parse_rows(out.stdout, 1.0)
+    if out.returncode != 0 or not rows:
+        sys.exit("contention: %s failed (%d):\n%s%s" % (" ".join(cmd), out.returncode, out.stdout[-2000:],
+                                                         out.stderr[-2000:]))
+    wrong = [size for size, row in rows.items() if row[3] not in ("0", "N/A")]
+    if wrong:
+        sys.exit("contention: %s: wrong values at sizes %s" % (" ".join(cmd), wrong))
+    return {size: row[0] for size, row in rows.items()}
+
+
+def plan(hosts):
+    runs = [("tessera", "all_reduce_perf", {}, [])]
+    runs.append(("Open MPI", "mpi_all_reduce_perf", {}, []))
+    if os.path.exists(os.path.join(BIN, "gloo_all_reduce_perf")):
+        runs += [("Gloo " + g, "gloo_all_reduce_perf", {}, ["-A", g]) for g in GLOO]
+    if hosts:
+        runs += [("tessera " + algo, "all_reduce_perf", {"TESSERA_ALGO": algo}, []) for algo in ALGORITHMS]
+    return runs
+
+
+def start_hogs(count):
+    """count CPU-bound processes per core, running until stopped."""
+    cores = len(os.sched_getaffinity(0))
+    return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(count * cores)]
+
+
+def measure(a, case, flags):
+    hosts, per_host, hogs_per_core = CASES[case]
+    name = "ctn%d" % os.getpid()
+    if hosts:
+        progress("%s: bringing up %d emulated hosts at %s" % (case, hosts, a.rate))
+        cluster("up", "--name", name, "--hosts", str(hosts), "--rate", a.rate)
+    hogs = start_hogs(hogs_per_core)
+    times = {}
+    try:
+        for r in range(a.rounds):
+            for label, program, env, extra in plan(hosts):
+                progress("%s: round %d/%d, %s" % (case, r + 1, a.rounds, label))
+                times.setdefault(label, []).append(run(command(a, hosts, per_host, name, program, env,
+                                                               extra + flags)))
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+        if hosts:
+            cluster("down", "--name", name, check=False)
+    return {label: {size: statistics.median(run_rows[size] for run_rows in rounds) for size in rounds[0]}
+            for label, rounds in times.items()}
+
+
+def table(case, med):
+    hosts = CASES[case][0]
+    sizes = sorted(med["tessera"])
+    gloo = [label for label in med if label.startswith("Gloo ")]
+    forced = [label for label in med if label.startswith("tessera ")]
+    head = ["size (B)", "tessera (us)", "Open MPI (us)"] + (["Gloo best (us)"] if gloo else [])
+    head += ["x OMPI"] + (["x Gloo"] if gloo else [])
+    if forced:
+        head += ["best forced", "auto / best"]
+    lines = ["### %s" % case, "", "| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
+    for size in sizes:
+        t = med["tessera"][size]
+        cells = [str(size), "%.1f" % t, "%.1f" % med["Open MPI"][size]]
+        if gloo:
+            cells.append("%.1f" % min(med[g][size] for g in gloo))
+        cells.append("%.2f" % (t / med["Open MPI"][size]))
+        if gloo:
+            cells.append("%.2f" % (t / min(med[g][size] for g in gloo)))
+        if forced:
+            best = min(forced, key=lambda label: med[label][size])
+            cells += ["%s %.1f" % (best[len("tessera "):], med[best][size]), "%.2f" % (t / med[best][size])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cases", default="1x4,1x2-busy,2x2", help="comma-separated: %s" % ", ".join(CASES))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rate", default="2gbit", help="emulated hosts' link rate")
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per program run")
+    ap.add_argument("flags", nargs="*", help="nccl-tests flags after -- (default: %s)" % " ".join(DEFAULT_FLAGS))
+    a = ap.parse_args()
+    flags = a.flags or DEFAULT_FLAGS
+    cases = [c for c in a.cases.split(",") if c]
+    for c in cases:
+        if c not in CASES:
+            sys.exit("contention: unknown case %r (have %s)" % (c, ", ".join(CASES)))
+    out = ["nccl-tests flags: `%s`; %d rounds, median; %d cores here." % (" ".join(flags), a.rounds,
+                                                                        len(os.sched_getaffinity(0))), ""]
+    for case in cases:
+        out += table(case, measure(a, case, flags))
+        print("\n".join(out), flush=True)
+        out = []
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
