@@ -73,6 +73,10 @@ tessera::Status Trainer::Recover(const tessera::Status& cause) {
   TESSERA_RETURN_IF_ERROR(BroadcastState(root, &pending).Annotate("taking the agreed state"));
   if (!leader()) return tessera::Status::Ok();
   TESSERA_RETURN_IF_ERROR(OpenMetrics(/*fresh=*/false));
+  // A lost leader may have completed the agreed step without writing its row.
+  if (log_.last_step() < progress_.global_step && recovery_.last_step.global_step == progress_.global_step) {
+    log_.AddStep(recovery_.last_step);
+  }
   const std::string batch = "global batch " + std::to_string(GlobalBatch(progress_.epoch));
   log_.AddEvent(recovery_.seen_s, "failure", failed_step, progress_.epoch, old_world,
                 "seen by rank " + std::to_string(old_rank) + ": " + cause.message().substr(0, 400));

@@ -22,14 +22,19 @@ const char kEpochHeader[] = "epoch,train_loss,val_loss,top1,top5,val_images,imag
 const char kEventHeader[] = "time,global_step,epoch,event,world,detail";
 
 // Rewrites `path` keeping the header and the rows whose first column is <= limit;
-// a missing file or a different header starts empty. Returns the file open for append.
-FILE* ReopenKeeping(const std::string& path, const char* header, double limit) {
+// a missing file or a different header starts empty. Returns the file open for append;
+// *last is the largest first column kept (-1: none).
+FILE* ReopenKeeping(const std::string& path, const char* header, double limit, double* last = nullptr) {
   std::vector<std::string> kept;
   std::ifstream in(path);
   std::string line;
+  if (last != nullptr) *last = -1;
   if (in && std::getline(in, line) && line == header) {
     while (std::getline(in, line)) {
-      if (!line.empty() && std::strtod(line.c_str(), nullptr) <= limit) kept.push_back(line);
+      const double first = std::strtod(line.c_str(), nullptr);
+      if (line.empty() || first > limit) continue;
+      kept.push_back(line);
+      if (last != nullptr) *last = std::max(*last, first);
     }
   }
   in.close();
@@ -67,7 +72,9 @@ tessera::Status MetricsLog::Open(const std::string& dir, int64_t keep_through_st
   std::filesystem::create_directories(dir, error);
   if (error) return tessera::SystemError("cannot create the output directory " + dir + ": " + error.message());
   Close();
-  steps_ = ReopenKeeping(dir + "/steps.csv", kStepHeader, static_cast<double>(keep_through_step));
+  double last = -1;
+  steps_ = ReopenKeeping(dir + "/steps.csv", kStepHeader, static_cast<double>(keep_through_step), &last);
+  last_step_ = static_cast<int64_t>(last);
   epochs_ = ReopenKeeping(dir + "/epochs.csv", kEpochHeader, keep_epoch - 1);
   const std::string events = dir + "/events.csv";
   const bool fresh = keep_through_step < 0 || !std::filesystem::exists(events);
@@ -101,6 +108,7 @@ void MetricsLog::AddStep(const StepMetrics& m) {
                m.comm_busy_s, m.update_s, rate, static_cast<long long>(m.skipped_total), m.world, m.image_id_sum,
                m.image_id_sq_sum);
   std::fflush(steps_);
+  last_step_ = std::max<int64_t>(last_step_, m.global_step);
 }
 
 void MetricsLog::AddEvent(double time, const std::string& event, int64_t global_step, int epoch, int world,

@@ -68,6 +68,8 @@ class MetricsLog {
   ~MetricsLog();
 
   void AddStep(const StepMetrics& metrics);
+  // The global step of steps.csv's last row (-1: none).
+  int64_t last_step() const { return last_step_; }
   void AddEpoch(const EpochMetrics& metrics);
   // One row of events.csv at wall-clock `time` (seconds since 1970). `detail` is free
   // text (commas become semicolons).
@@ -82,6 +84,7 @@ class MetricsLog {
   void Close();
 
   FILE* steps_ = nullptr;
+  int64_t last_step_ = -1;
   FILE* epochs_ = nullptr;
   FILE* events_ = nullptr;
 };

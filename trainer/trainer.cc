@@ -377,6 +377,7 @@ void Trainer::EndStep(const StepMetrics& step, int64_t positions, int64_t steps_
   metrics.step = progress_.step_in_epoch;
   metrics.skipped_total = progress_.skipped_total;
   if (metrics.step > 2 || metrics.steps_in_epoch <= 2) steady_.Add(metrics);
+  recovery_.last_step = metrics;
   if (leader()) {
     int64_t remaining = steps_left + LaterSteps(metrics.epoch);
     if (settings_.stop_after_steps > 0) remaining = std::min(remaining, settings_.stop_after_steps - progress_.global_step);

@@ -144,6 +144,9 @@ class Trainer {
   struct Recovery {
     int count = 0;         // recoveries so far
     double seen_s = -1;    // wall-clock time the last failure was seen; -1: none open
+    // Every rank's metrics of its last step (the same on all: they are reduced), so a
+    // new leader can write the row a lost leader completed but did not write.
+    StepMetrics last_step;
   };
   Recovery recovery_;
   torch::Tensor synthetic_images_, synthetic_labels_;
