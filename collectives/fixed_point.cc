@@ -172,7 +172,7 @@ TESSERA_ALWAYS_INLINE void Float32ToGridBody(const char* in, size_t n, double up
   }
   for (; i < n; ++i) {
     const double y = RoundScalar(static_cast<double>(Load<float>(in + 4 * i)) * up);
-    wire[i] = kAdd ? wire[i] + y : y;
+    Store(wire + i, kAdd ? Load<double>(wire + i) + y : y);
   }
 }
 
@@ -188,8 +188,8 @@ TESSERA_ALWAYS_INLINE void WideHalfToGridBody(const float* x, size_t n, const Po
     Store(wire + i, y);
   }
   for (; i < n; ++i) {
-    const float y = RoundScalar((x[i] * up.first) * up.second);
-    wire[i] = kAdd ? wire[i] + y : y;
+    const float y = RoundScalar((Load<float>(x + i) * up.first) * up.second);
+    Store(wire + i, kAdd ? Load<float>(wire + i) + y : y);
   }
 }
 
@@ -263,11 +263,11 @@ TESSERA_ALWAYS_INLINE void Float64ToGridBody(const char* in, size_t n, const Flo
     double hi = RoundScalar(y);
     double lo = (x - x) == 0 ? RoundScalar((y - hi) * s.to_second) : 0.0;
     if (kAdd) {
-      hi = wire[2 * i] + hi;
-      lo = wire[2 * i + 1] + lo;
+      hi = Load<double>(wire + 2 * i) + hi;
+      lo = Load<double>(wire + 2 * i + 1) + lo;
     }
-    wire[2 * i] = hi;
-    wire[2 * i + 1] = lo;
+    Store(wire + 2 * i, hi);
+    Store(wire + 2 * i + 1, lo);
   }
 }
 
@@ -285,7 +285,7 @@ TESSERA_ALWAYS_INLINE void GridToFloat32Body(const double* wire, size_t n, doubl
     Store(out + 4 * i, f);
   }
   for (; i < n; ++i) {
-    float f = static_cast<float>(wire[i] * down);
+    float f = static_cast<float>(Load<double>(wire + i) * down);
     if (f != f) f = nan;
     Store(out + 4 * i, f);
   }
@@ -303,8 +303,8 @@ TESSERA_ALWAYS_INLINE void GridToWideHalfBody(const float* wire, size_t n, const
     Store(out + i, y);
   }
   for (; i < n; ++i) {
-    const float y = (wire[i] * down.first) * down.second;
-    out[i] = y != y ? nan : y;
+    const float y = (Load<float>(wire + i) * down.first) * down.second;
+    Store(out + i, y != y ? nan : y);
   }
 }
 
@@ -334,7 +334,7 @@ TESSERA_ALWAYS_INLINE void GridToFloat64Body(const double* wire, size_t n, int q
     Store(out + 8 * i, y);
   }
   for (; i < n; ++i) {
-    double y = Float64FromWords(wire[2 * i], wire[2 * i + 1], q1, down1, down2, lo_to_hi);
+    double y = Float64FromWords(Load<double>(wire + 2 * i), Load<double>(wire + 2 * i + 1), q1, down1, down2, lo_to_hi);
     if (y != y) y = nan;
     Store(out + 8 * i, y);
   }
