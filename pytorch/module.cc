@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "pytorch/operation_queue.h"
 #include "pytorch/process_group.h"
 
 namespace py = pybind11;
@@ -43,4 +44,6 @@ PYBIND11_MODULE(_C, m) {
         py::arg("timeout"), py::arg("name"), py::arg("global_ranks"),
         py::call_guard<py::gil_scoped_release>(),
         "Joins the tessera communicator of one torch process group (collective over the group).");
+  m.def("shutdown_all", &tessera_torch::OperationQueue::ShutdownAll, py::call_guard<py::gil_scoped_release>(),
+        "Runs what every tessera group has queued and stops its threads (registered with atexit).");
 }

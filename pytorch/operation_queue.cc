@@ -1,5 +1,7 @@
 #include "pytorch/operation_queue.h"
 
+#include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <utility>
 
@@ -48,16 +50,57 @@ void TesseraWork::CompleteFuture(std::exception_ptr error) {
   }
 }
 
+namespace {
+
+// The queues that have started, for ShutdownAll.
+std::mutex g_live_mu;
+std::vector<std::weak_ptr<OperationQueue>> g_live;
+
+}  // namespace
+
 OperationQueue::OperationQueue(tesseraComm_t comm, std::string who, WithoutInterpreter without_interpreter)
-    : comm_(comm), who_(std::move(who)), without_interpreter_(std::move(without_interpreter)) {
-  std::lock_guard<std::mutex> lock(mu_);
-  EnsureIdleWorkerLocked();
+    : comm_(comm), who_(std::move(who)), without_interpreter_(std::move(without_interpreter)) {}
+
+std::shared_ptr<OperationQueue> OperationQueue::Start(tesseraComm_t comm, std::string who,
+                                                      WithoutInterpreter without_interpreter) {
+  std::shared_ptr<OperationQueue> queue(new OperationQueue(comm, std::move(who), std::move(without_interpreter)));
+  {
+    std::lock_guard<std::mutex> lock(queue->mu_);
+    queue->EnsureIdleWorkerLocked();
+  }
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  g_live.erase(std::remove_if(g_live.begin(), g_live.end(), [](const auto& q) { return q.expired(); }), g_live.end());
+  g_live.push_back(queue);
+  return queue;
+}
+
+void OperationQueue::ShutdownAll() {
+  std::vector<std::shared_ptr<OperationQueue>> live;
+  {
+    std::lock_guard<std::mutex> lock(g_live_mu);
+    for (const auto& q : g_live) {
+      if (auto queue = q.lock()) live.push_back(queue);
+    }
+  }
+  for (const auto& queue : live) {
+    queue->Shutdown();
+    // A worker that shut its own queue down (it was not joined) may still be in a
+    // callback: let it end before the interpreter stops it mid-way.
+    std::unique_lock<std::mutex> lock(queue->mu_);
+    queue->ended_cv_.wait_for(lock, std::chrono::seconds(10), [&] { return queue->running_workers_ == 0; });
+  }
 }
 
 void OperationQueue::EnsureIdleWorkerLocked() {
   if (idle_workers_ > 0 || stopping_ || workers_.size() >= kMaxWorkers) return;
   ++idle_workers_;  // counted idle from now, so two callers do not both start one
-  workers_.emplace_back([this] { Loop(); });
+  ++running_workers_;
+  workers_.emplace_back([self = shared_from_this()] {
+    self->Loop();
+    std::lock_guard<std::mutex> lock(self->mu_);
+    --self->running_workers_;
+    self->ended_cv_.notify_all();
+  });
 }
 
 OperationQueue::~OperationQueue() { Shutdown(); }
@@ -102,7 +145,14 @@ void OperationQueue::Shutdown() {
   }
   ready_cv_.notify_all();
   auto join = [this] {
-    for (std::thread& worker : workers_) worker.join();
+    const std::thread::id me = std::this_thread::get_id();
+    for (std::thread& worker : workers_) {
+      if (worker.get_id() == me) {
+        worker.detach();  // this worker ends by itself, keeping the queue alive till then
+      } else {
+        worker.join();
+      }
+    }
   };
   if (without_interpreter_) {
     without_interpreter_(join);

@@ -87,11 +87,14 @@ struct Operation {
 // thread holds it. Given by the Python module; empty: run `block` as it is.
 using WithoutInterpreter = std::function<void(const std::function<void()>& block)>;
 
-class OperationQueue {
+class OperationQueue : public std::enable_shared_from_this<OperationQueue> {
  public:
-  // Takes ownership of comm (destroyed by Shutdown). `who` describes this rank in error
-  // messages ("rank 1 of 4 of group 0").
-  OperationQueue(tesseraComm_t comm, std::string who, WithoutInterpreter without_interpreter = nullptr);
+  // Takes ownership of comm (destroyed by Shutdown) and starts the first worker. `who`
+  // describes this rank in error messages ("rank 1 of 4 of group 0"). Each worker keeps
+  // the queue alive until it ends: the last reference to the group may be dropped on a
+  // worker, by a future callback.
+  static std::shared_ptr<OperationQueue> Start(tesseraComm_t comm, std::string who,
+                                               WithoutInterpreter without_interpreter = nullptr);
   ~OperationQueue();
 
   // Queues op. hold: keep it in the held batch until Release(). An operation that is not
@@ -103,14 +106,19 @@ class OperationQueue {
   // the worker thread is running a batch (then the caller waits as usual).
   void Help(TesseraWork* work);
   // Runs everything queued, stops the threads (joined without holding the Python
-  // interpreter: a worker may need it to complete a future) and destroys the
-  // communicator and the finished operations (on the calling thread).
+  // interpreter: a worker may need it to complete a future; a worker calling this, as
+  // when a callback drops the group's last reference, is left to end by itself) and
+  // destroys the communicator and the finished operations (on the calling thread).
   void Shutdown();
+  // Shuts down every queue still running: at the interpreter's exit (atexit), before
+  // Python stops the threads that would take the interpreter to run a callback.
+  static void ShutdownAll();
 
   // Most worker threads a queue starts (see `workers_`).
   static constexpr size_t kMaxWorkers = 8;
 
  private:
+  OperationQueue(tesseraComm_t comm, std::string who, WithoutInterpreter without_interpreter);
   void Loop();
   // Starts a worker if none is idle (and fewer than kMaxWorkers run). Needs mu_.
   void EnsureIdleWorkerLocked();
@@ -140,6 +148,8 @@ class OperationQueue {
   // deep). Operations still run one at a time, in issue order.
   std::vector<std::thread> workers_;
   size_t idle_workers_ = 0;  // workers waiting for a batch
+  size_t running_workers_ = 0;  // workers whose Loop has not returned
+  std::condition_variable ended_cv_;  // a worker's Loop returned
   WithoutInterpreter without_interpreter_;
 };
 

@@ -189,7 +189,7 @@ std::vector<size_t> NBytes(const std::vector<at::Tensor>& tensors) {
 // --- The group and its queue ---------------------------------------------------------
 
 TesseraProcessGroup::TesseraProcessGroup(const GroupSpec& spec) : c10d::ProcessGroup(spec.rank, spec.size) {
-  queue_ = std::make_shared<OperationQueue>(JoinCommunicator(spec), Who(spec), spec.without_interpreter);
+  queue_ = OperationQueue::Start(JoinCommunicator(spec), Who(spec), spec.without_interpreter);
   init();
 }
 

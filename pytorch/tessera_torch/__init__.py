@@ -11,11 +11,17 @@ launcher's variables when they are not set (MASTER_ADDR and MASTER_PORT still co
 the user, as for any env:// run). See docs/pytorch.md.
 """
 
+import atexit
 import os
 
 import torch.distributed as dist
 
 from . import _C
+
+# A group that outlives the script (a DDP hook's state may hold it past
+# destroy_process_group) is stopped before the interpreter's teardown, which would end a
+# worker thread running a future's Python callback in the middle of it.
+atexit.register(_C.shutdown_all)
 
 __all__ = ["BACKEND"]
 
