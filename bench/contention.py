@@ -6,9 +6,10 @@ tessera, alternating round by round (--rounds; the median time per size is repor
 
   1x4       4 ranks on this host (2 cores here: ranks outnumber cores)
   1x2-busy  2 ranks on this host, and one CPU-bound process per core running throughout
-  2x2, 4x2  emulated hosts (tools/cluster, links shaped to --rate); tessera is also run
-            with every allreduce algorithm forced (TESSERA_ALGO), to show how far its
-            automatic choice is from the best forced one at each size
+  2x2, 4x2  emulated hosts (tools/cluster, links shaped to --rate)
+In 1x4, 2x2 and 4x2 tessera also runs with every allreduce algorithm forced
+(TESSERA_ALGO; those that do not apply are left out), to show how far its automatic
+choice is from the best forced one at each size.
 
 Libraries: tessera (all_reduce_perf), Open MPI's MPI_Allreduce (mpi_all_reduce_perf,
 its own choice) and Gloo (gloo_all_reduce_perf, ring_chunked and halving_doubling, the
@@ -33,11 +34,11 @@ from compare import BIN, ROOT, cluster, parse_rows  # noqa: E402
 ALGORITHMS = ["ring", "recursive_doubling", "rabenseifner", "torus", "hierarchical", "hierarchical_leader"]
 GLOO = ["ring_chunked", "halving_doubling"]
 DEFAULT_FLAGS = ["-b", "8", "-e", "64M", "-f", "4", "-n", "20", "-w", "5"]
-CASES = {  # name -> (hosts, ranks per host, CPU-bound processes per core)
-    "1x4": (0, 4, 0),
-    "1x2-busy": (0, 2, 1),
-    "2x2": (2, 2, 0),
-    "4x2": (4, 2, 0),
+CASES = {  # name -> (hosts, ranks per host, CPU-bound processes per core, every algorithm forced too)
+    "1x4": (0, 4, 0, True),
+    "1x2-busy": (0, 2, 1, False),
+    "2x2": (2, 2, 0, True),
+    "4x2": (4, 2, 0, True),
 }
 
 
@@ -71,12 +72,12 @@ def run(cmd):
     return {size: row[0] for size, row in rows.items()}
 
 
-def plan(hosts):
+def plan(forced):
     runs = [("tessera", "all_reduce_perf", {}, [])]
     runs.append(("Open MPI", "mpi_all_reduce_perf", {}, []))
     if os.path.exists(os.path.join(BIN, "gloo_all_reduce_perf")):
         runs += [("Gloo " + g, "gloo_all_reduce_perf", {}, ["-A", g]) for g in GLOO]
-    if hosts:
+    if forced:
         runs += [("tessera " + algo, "all_reduce_perf", {"TESSERA_ALGO": algo}, []) for algo in ALGORITHMS]
     return runs
 
@@ -88,7 +89,7 @@ def start_hogs(count):
 
 
 def measure(a, case, flags):
-    hosts, per_host, hogs_per_core = CASES[case]
+    hosts, per_host, hogs_per_core, forced = CASES[case]
     name = "ctn%d" % os.getpid()
     if hosts:
         progress("%s: bringing up %d emulated hosts at %s" % (case, hosts, a.rate))
@@ -97,7 +98,7 @@ def measure(a, case, flags):
     times = {}
     try:
         for r in range(a.rounds):
-            for label, program, env, extra in plan(hosts):
+            for label, program, env, extra in plan(forced):
                 progress("%s: round %d/%d, %s" % (case, r + 1, a.rounds, label))
                 try:
                     rows = run(command(a, hosts, per_host, name, program, env, extra + flags))
@@ -118,7 +119,6 @@ def measure(a, case, flags):
 
 
 def table(case, med):
-    hosts = CASES[case][0]
     sizes = sorted(med["tessera"])
     gloo = [label for label in med if label.startswith("Gloo ")]
     forced = [label for label in med if label.startswith("tessera ")]
