@@ -58,6 +58,15 @@ GLOO_ALGORITHMS = ["ring_chunked", "halving_doubling"]
 DEFAULT_FLAGS = ["-b", "8", "-e", "16M", "-f", "4", "-n", "5", "-w", "2", "-c", "0"]
 
 
+def names_in(text, known, complaint):
+    """The comma-separated names of `text`, each a key of `known`; exits naming any other."""
+    names = [n for n in text.split(",") if n]
+    for n in names:
+        if n not in known:
+            sys.exit("%s %r (have %s)" % (complaint, n, ", ".join(known)))
+    return names
+
+
 def progress(message):
     print("[compare %s] %s" % (time.strftime("%H:%M:%S"), message), file=sys.stderr, flush=True)
 
@@ -198,10 +207,7 @@ def main():
                     " ".join(DEFAULT_FLAGS))
     a = ap.parse_args()
     flags = a.flags or DEFAULT_FLAGS
-    collectives = [c for c in a.collectives.split(",") if c]
-    for c in collectives:
-        if c not in COLLECTIVES:
-            sys.exit("compare: unknown collective %r (have %s)" % (c, ", ".join(COLLECTIVES)))
+    collectives = names_in(a.collectives, COLLECTIVES, "compare: unknown collective")
     if not shutil.which("gnuplot"):
         sys.exit("compare: gnuplot not found (apt-get install gnuplot-nox)")
     os.makedirs(a.out, exist_ok=True)

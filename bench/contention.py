@@ -29,7 +29,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare import BIN, ROOT, cluster, parse_rows  # noqa: E402
+from compare import BIN, ROOT, cluster, names_in, parse_rows  # noqa: E402
 
 ALGORITHMS = ["ring", "recursive_doubling", "rabenseifner", "torus", "hierarchical", "hierarchical_leader"]
 GLOO = ["ring_chunked", "halving_doubling"]
@@ -151,10 +151,7 @@ def main():
     ap.add_argument("flags", nargs="*", help="nccl-tests flags after -- (default: %s)" % " ".join(DEFAULT_FLAGS))
     a = ap.parse_args()
     flags = a.flags or DEFAULT_FLAGS
-    cases = [c for c in a.cases.split(",") if c]
-    for c in cases:
-        if c not in CASES:
-            sys.exit("contention: unknown case %r (have %s)" % (c, ", ".join(CASES)))
+    cases = names_in(a.cases, CASES, "contention: unknown case")
     out = ["nccl-tests flags: `%s`; %d rounds, median; %d cores here." % (" ".join(flags), a.rounds,
                                                                         len(os.sched_getaffinity(0))), ""]
     for case in cases:

@@ -38,6 +38,16 @@ Platform Trivial(const std::string& chunk_bytes, double reduce_gbps, const std::
 
 constexpr double kHopS = 2 * 1e-6 + 2 * 0.5e-6;  // NIC, leaf link up, leaf link down, NIC
 
+// A chain broadcast of n bytes.
+CallSpec ChainBroadcast(double n) {
+  CallSpec spec;
+  spec.collective = Collective::kBroadcast;
+  spec.algorithm = "chain";
+  spec.count = static_cast<size_t>(n);
+  spec.elem_size = 1;
+  return spec;
+}
+
 ReplayResult Simulated(const Platform& platform, const std::string& layout_spec, const CallSpec& spec) {
   Layout layout;
   EXPECT_TRUE(LayoutFromSpec(layout_spec, &layout).ok());
@@ -67,11 +77,7 @@ TEST(ReplayTest, RingOfWholeBlocksMatchesTheClosedForm) {
 TEST(ReplayTest, ChainBroadcastPipelinesItsChunks) {
   const int p = 4;
   const double n = 8e6, c = 1e6;
-  CallSpec spec;
-  spec.collective = Collective::kBroadcast;
-  spec.algorithm = "chain";
-  spec.count = static_cast<size_t>(n);
-  spec.elem_size = 1;
+  const CallSpec spec = ChainBroadcast(n);
   const ReplayResult r = Simulated(Trivial("1000000", 100), "4x1", spec);
   const double expected = (n / c + p - 2) * (kHopS + c / 1e9);
   EXPECT_NEAR(r.seconds, expected, expected * 1e-6) << "simulated " << r.seconds << " s";
@@ -83,11 +89,7 @@ TEST(ReplayTest, ChainBroadcastPipelinesItsChunks) {
 // fly) wake the receiver, whose overhead o then runs beside the arrival of the rest.
 TEST(ReplayTest, TheReceiversOverheadRunsFromTheFirstBytes) {
   const double n = 1e6, w = 1e4;
-  CallSpec spec;
-  spec.collective = Collective::kBroadcast;
-  spec.algorithm = "chain";
-  spec.count = static_cast<size_t>(n);
-  spec.elem_size = 1;
+  const CallSpec spec = ChainBroadcast(n);
   for (double o_us : {100.0, 2000.0}) {
     const ReplayResult r = Simulated(Trivial("16777216", 100, "10000", o_us), "2x1", spec);
     const double arrived = kHopS + n / 1e9, noticed = kHopS + 2 * w / 1e9 + o_us * 1e-6;
