@@ -303,29 +303,35 @@ TEST_P(PeerFailure, BrokenCommFailsFast) {
   EXPECT_TRUE(results[1].ok()) << results[1].Describe();
 }
 
+// tesseraCommInitRank on every rank while rank 2 exits (code 3) 200 ms after it started
+// creating; rank 1 joins only once rank 2 is gone (a fixed sleep failed under TSan, whose
+// ranks start hundreds of ms apart). Rank 2 never returns from here.
+CallOutcome InitWhileRank2Dies(const RankContext& ctx, tesseraComm_t* comm) {
+  if (ctx.rank == 2) {
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      _exit(3);
+    }).detach();
+  }
+  if (ctx.rank == 1) WaitForRanksDone({2}, Milliseconds(10000));
+  auto start = std::chrono::steady_clock::now();
+  CallOutcome o;
+  o.code = tesseraCommInitRank(comm, ctx.nranks, ctx.ids[0], ctx.rank);
+  o.seconds = SecondsSince(start);
+  o.message = o.code == tesseraSuccess ? "" : LastError(nullptr);
+  if (ctx.rank == 2) pause();  // init returned before the exit: wait for it
+  printf("[ info ] rank %d: init %s\n", ctx.rank, Describe(o).c_str());
+  return o;
+}
+
 // (f) Rank 2 dies while blocked in tesseraCommInitRank (rank 1 has not joined yet).
 // Rank 2 did reach the rendezvous, so an init that sets links up lazily may succeed;
 // then the first allreduce must fail. Either way: in time, naming rank 2.
 TEST_P(PeerFailure, PeerDiesDuringInit) {
   auto results = RunRanksRaw(3, [](const RankContext& ctx) {
-    if (ctx.rank == 2) {
-      std::thread([] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        _exit(3);
-      }).detach();
-    }
-    // Rank 1 joins only once rank 2 is gone, so the table is never forwarded; a fixed
-    // sleep here failed under TSan, whose ranks start hundreds of ms apart.
-    if (ctx.rank == 1) WaitForRanksDone({2}, Milliseconds(10000));
-    auto start = std::chrono::steady_clock::now();
     tesseraComm_t comm = nullptr;
-    CallOutcome o;
-    o.code = tesseraCommInitRank(&comm, ctx.nranks, ctx.ids[0], ctx.rank);
-    o.seconds = SecondsSince(start);
-    o.message = o.code == tesseraSuccess ? "" : LastError(nullptr);
-    if (ctx.rank == 2) pause();  // init returned before the exit: wait for it
+    const CallOutcome o = InitWhileRank2Dies(ctx, &comm);
     RankChecks c;
-    printf("[ info ] rank %d: init %s\n", ctx.rank, Describe(o).c_str());
     if (o.code == tesseraSuccess) {
       CallOutcome a = TimedAllReduce(comm, kCount);
       printf("[ info ] rank %d: allreduce %s\n", ctx.rank, Describe(a).c_str());
@@ -352,24 +358,9 @@ TEST_P(PeerFailure, PeerDiesBeforeForwardingTheTable) {
   RankOptions opts = FailureOptions(GetParam());
   opts.env["TESSERA_BOOTSTRAP_FANOUT"] = "1";
   auto results = RunRanksRaw(5, [](const RankContext& ctx) {
-    if (ctx.rank == 2) {
-      std::thread([] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        _exit(3);
-      }).detach();
-    }
-    // Rank 1 joins only once rank 2 is gone, so the table is never forwarded; a fixed
-    // sleep here failed under TSan, whose ranks start hundreds of ms apart.
-    if (ctx.rank == 1) WaitForRanksDone({2}, Milliseconds(10000));
-    auto start = std::chrono::steady_clock::now();
     tesseraComm_t comm = nullptr;
-    CallOutcome o;
-    o.code = tesseraCommInitRank(&comm, ctx.nranks, ctx.ids[0], ctx.rank);
-    o.seconds = SecondsSince(start);
-    o.message = o.code == tesseraSuccess ? "" : LastError(nullptr);
-    if (ctx.rank == 2) pause();  // init returned before the exit: wait for it
+    const CallOutcome o = InitWhileRank2Dies(ctx, &comm);
     RankChecks c;
-    printf("[ info ] rank %d: init %s\n", ctx.rank, Describe(o).c_str());
     if (ctx.rank >= 3) {
       ExpectPeerFailure(&c, o, kPeerGone, {"[culprit: rank 2]", "forwards the table"}, "init below rank 2");
       c.Expect(o.seconds < 3.0, "init below rank 2 failed only after " + std::to_string(o.seconds) + " s");

@@ -33,7 +33,6 @@ struct ProgressSettings {
 
 class ProgressPolicy {
  public:
-  ProgressPolicy() = default;
   explicit ProgressPolicy(const ProgressSettings& s) : s_(s) {}
 
   // How long a wait polls before sleeping.
@@ -43,8 +42,6 @@ class ProgressPolicy {
   bool Yields(int64_t now_us) const { return s_.mode == PollMode::kYield && now_us >= no_yield_until_us_; }
   // One sched_yield returned after `took_us`.
   void YieldTook(int64_t took_us, int64_t now_us);
-
-  const ProgressSettings& settings() const { return s_; }
 
   // A yield longer than this ran someone else's slice.
   static constexpr int64_t kLateYieldUs = 200;
