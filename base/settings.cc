@@ -105,6 +105,10 @@ Status Validate(const Settings& s) {
   if (s.deterministic_segment_bytes < 64 || s.deterministic_segment_bytes > (int64_t{1} << 30)) {
     return InvalidArgument("TESSERA_DETERMINISTIC_SEGMENT_BYTES must be in [64, 1 GiB]");
   }
+  const std::string& plan = s.deterministic_plan;
+  if (plan != "auto" && plan != "keyed" && plan != "gather" && plan != "exchange") {
+    return InvalidArgument("TESSERA_DETERMINISTIC_PLAN must be auto, keyed, gather or exchange, not '" + plan + "'");
+  }
   return Status::Ok();
 }
 

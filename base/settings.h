@@ -121,6 +121,12 @@ namespace tessera {
     "Deterministic mode reduces a buffer in segments of this many bytes of grid values " \
     "(each converted, reduced and converted back while it is in cache); the results do " \
     "not depend on it. All ranks must agree.")                                          \
+  X(std::string, deterministic_plan, "TESSERA_DETERMINISTIC_PLAN", "auto",               \
+    "How a deterministic tesseraAllReduce runs (docs/semantics.md#deterministic-mode): " \
+    "auto (the cost model picks, under TESSERA_ALGO=auto; keyed under a forced "         \
+    "algorithm), keyed (keys agreed, then grid values reduced), gather (an allgather "   \
+    "of the inputs) or exchange (an alltoall of the inputs' blocks, each rank sums "     \
+    "one, an allgather). The results do not depend on it. All ranks must agree.")       \
   X(std::string, algo, "TESSERA_ALGO", "auto",                                           \
     "Allreduce algorithm: auto (the cost model picks per call) or one of ring, "         \
     "recursive_doubling, rabenseifner, torus, hierarchical, hierarchical_leader "        \

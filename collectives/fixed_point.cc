@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "collectives/elementwise.h"
 
@@ -91,12 +92,29 @@ TESSERA_ALWAYS_INLINE To BitCast(const From& from) {
 
 // round(y) to an integer, ties to even, keeping y's sign (also for a zero result), lane
 // by lane: V a vector of T, VU the vector of unsigned U of the same shape.
+// AVX and AVX-512 round in one instruction (imm 8: to nearest even, no precision
+// exception), which gives the same bits as the SSE2 sequence: IEEE roundToIntegral
+// keeps the sign, and infinities and NaNs pass through. Inline assembly, because an
+// intrinsic cannot be inlined into these target-neutral bodies; 32- and 64-byte vectors
+// only occur in the Avx2 and Avx512 compilations.
 template <typename V, typename VU, typename T, typename U>
 TESSERA_ALWAYS_INLINE V RoundToInteger(const V& y) {
-  constexpr T kMagic = sizeof(T) == 8 ? static_cast<T>(0x1.8p52) : static_cast<T>(0x1.8p23);
-  constexpr U kSign = U{1} << (8 * sizeof(U) - 1);
-  const V r = (y + kMagic) - kMagic;
-  return BitCast<V>(BitCast<VU>(r) | (BitCast<VU>(y) & kSign));
+  V r;
+  if constexpr (sizeof(V) == 64 && sizeof(T) == 8) {
+    asm("vrndscalepd $8, %1, %0" : "=v"(r) : "v"(y));
+  } else if constexpr (sizeof(V) == 64) {
+    asm("vrndscaleps $8, %1, %0" : "=v"(r) : "v"(y));
+  } else if constexpr (sizeof(V) == 32 && sizeof(T) == 8) {
+    asm("vroundpd $8, %1, %0" : "=x"(r) : "x"(y));
+  } else if constexpr (sizeof(V) == 32) {
+    asm("vroundps $8, %1, %0" : "=x"(r) : "x"(y));
+  } else {
+    constexpr T kMagic = sizeof(T) == 8 ? static_cast<T>(0x1.8p52) : static_cast<T>(0x1.8p23);
+    constexpr U kSign = U{1} << (8 * sizeof(U) - 1);
+    r = (y + kMagic) - kMagic;
+    r = BitCast<V>(BitCast<VU>(r) | (BitCast<VU>(y) & kSign));
+  }
+  return r;
 }
 
 // The same for one value.
@@ -159,14 +177,21 @@ TESSERA_ALWAYS_INLINE uint32_t BlockKeyBody(const char* in, size_t n) {
 
 // ---- To the grid.
 
+// round(x * 2^-q) of float32 values at `in`, up = 2^-q (exact: a power of two).
+template <size_t kBytes>
+TESSERA_ALWAYS_INLINE typename Vec<kBytes>::D Float32OnGrid(const char* in, double up) {
+  typedef Vec<kBytes> V;
+  return RoundToInteger<typename V::D, typename V::U64, double, uint64_t>(
+      __builtin_convertvector(Load<typename V::DF>(in), typename V::D) * up);
+}
+
 // float32 -> one float64 word: round(x * 2^-q).
 template <bool kAdd, size_t kBytes>
 TESSERA_ALWAYS_INLINE void Float32ToGridBody(const char* in, size_t n, double up, double* wire) {
   typedef Vec<kBytes> V;
   size_t i = 0;
   for (; i + V::kDoubles <= n; i += V::kDoubles) {
-    typename V::D y = RoundToInteger<typename V::D, typename V::U64, double, uint64_t>(
-        __builtin_convertvector(Load<typename V::DF>(in + 4 * i), typename V::D) * up);
+    typename V::D y = Float32OnGrid<kBytes>(in + 4 * i, up);
     if (kAdd) y = Load<typename V::D>(wire + i) + y;
     Store(wire + i, y);
   }
@@ -268,6 +293,31 @@ TESSERA_ALWAYS_INLINE void Float64ToGridBody(const char* in, size_t n, const Flo
     }
     Store(wire + 2 * i, hi);
     Store(wire + 2 * i + 1, lo);
+  }
+}
+
+// float32: the grid sum of in[0][i] ... in[k - 1][i] for i < n (one block: up = 2^-q,
+// down = 2^q), rounded once to out, in one pass: what Float32ToGrid and GridToFloat32
+// compute, without storing the grid values.
+template <size_t kBytes>
+TESSERA_ALWAYS_INLINE void Float32GridSumBody(const char* const* in, size_t k, size_t n, double up, double down,
+                                              char* out) {
+  typedef Vec<kBytes> V;
+  typedef typename V::D D;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  size_t i = 0;
+  for (; i + V::kDoubles <= n; i += V::kDoubles) {
+    D sum = Float32OnGrid<kBytes>(in[0] + 4 * i, up);
+    for (size_t j = 1; j < k; ++j) sum = sum + Float32OnGrid<kBytes>(in[j] + 4 * i, up);
+    typename V::DF f = __builtin_convertvector(sum * down, typename V::DF);
+    f = f != f ? typename V::DF{} + nan : f;
+    Store(out + 4 * i, f);
+  }
+  for (; i < n; ++i) {
+    double sum = RoundScalar(static_cast<double>(Load<float>(in[0] + 4 * i)) * up);
+    for (size_t j = 1; j < k; ++j) sum = sum + RoundScalar(static_cast<double>(Load<float>(in[j] + 4 * i)) * up);
+    float f = static_cast<float>(sum * down);
+    Store(out + 4 * i, f != f ? nan : f);
   }
 }
 
@@ -384,6 +434,10 @@ TESSERA_ALWAYS_INLINE void CanonicalBody(const char* in, size_t n, char* out) {
   }                                                                                                         \
   ATTR static void GridToFloat32(const double* wire, size_t n, double down, char* out) {                    \
     GridToFloat32Body<BYTES>(wire, n, down, out);                                                           \
+  }                                                                                                         \
+  ATTR static void Float32GridSum(const char* const* in, size_t k, size_t n, double up, double down,       \
+                                  char* out) {                                                              \
+    Float32GridSumBody<BYTES>(in, k, n, up, down, out);                                                     \
   }                                                                                                         \
   ATTR static void GridToWideHalf(const float* wire, size_t n, const Pow2Pair<float>& down, float* out) {   \
     GridToWideHalfBody<BYTES>(wire, n, down, out);                                                          \
@@ -545,7 +599,30 @@ void CanonicalizeZerosAndNans(DataType type, const void* in, size_t count, void*
   CanonicalizeZerosAndNansWith(PreferredGridIsa(), type, in, count, out);
 }
 
+namespace {
+
+// GridSum of float32, block by block with the fused kernel.
+void Float32GridSumWith(SimdIsa isa, const void* const* inputs, size_t n, size_t count, void* out) {
+  WithKernels(isa, [&](auto kernels) {
+    typedef decltype(kernels) K;
+    std::vector<const char*> at(n);
+    for (size_t first = 0; first < count; first += kGridBlock) {
+      const size_t m = std::min(kGridBlock, count - first);
+      uint32_t key = 0;
+      for (size_t j = 0; j < n; ++j) {
+        at[j] = static_cast<const char*>(inputs[j]) + first * 4;
+        key = std::max(key, BlockKeyIn<K>(DataType::kFloat32, at[j], m));
+      }
+      const int q = GridExponent(DataType::kFloat32, static_cast<int32_t>(key));
+      K::Float32GridSum(at.data(), n, m, std::ldexp(1.0, -q), std::ldexp(1.0, q), static_cast<char*>(out) + first * 4);
+    }
+  });
+}
+
+}  // namespace
+
 void GridSumWith(SimdIsa isa, DataType type, const void* const* inputs, size_t n, size_t count, void* out) {
+  if (type == DataType::kFloat32) return Float32GridSumWith(isa, inputs, n, count, out);
   const size_t es = SizeOf(type);
   GridFormat format;
   GridFormatOf(type, &format);

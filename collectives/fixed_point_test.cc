@@ -416,11 +416,26 @@ TEST(FixedPoint, RunsStartingInsideABlock) {
   }
 }
 
+// Infinities, NaN, signed zeros and a value that rounds to -0.0 on its block's grid, in
+// vector bodies and in the tail of `parts` (of count elements).
+void SprinkleSpecials(DataType type, size_t count, std::vector<std::vector<unsigned char>>* parts) {
+  const double inf = std::numeric_limits<double>::infinity();
+  auto put = [&](size_t part, size_t i, double v) { Encode(type, v, (*parts)[part].data() + i * SizeOf(type)); };
+  for (size_t i : {size_t{3}, size_t{kGridBlock + 40}, count - 2}) {
+    put(0, i, inf);  // +inf with -inf: NaN
+    put(1, i, -inf);
+    put(2, i + 1, std::nan(""));
+    put(0, i + 1, inf);
+    for (size_t r = 0; r < parts->size(); ++r) put(r, i - 1, r == 0 ? -1e-30 : -0.0);
+  }
+}
+
 // GridSum in one pass gives the bits of the three passes.
 TEST(FixedPoint, GridSumEqualsTheThreePasses) {
   for (DataType type : kTypes) {
     const size_t count = 3 * kGridBlock + 77;
-    const auto parts = RandomParts(type, 5, count, 13, MaxScale(type));
+    auto parts = RandomParts(type, 5, count, 13, MaxScale(type));
+    SprinkleSpecials(type, count, &parts);
     for (SimdIsa isa : Implementations()) {
       const auto want = GridSum(isa, type, parts, count, InOrder(parts.size()));
       std::vector<const void*> inputs;

@@ -77,7 +77,8 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
                                         "\nTESSERA_CHECK_CALLS=" + std::to_string(settings.check_calls) +
                                         "\nTESSERA_DETERMINISTIC=" + std::to_string(settings.deterministic) +
                                         "\nTESSERA_DETERMINISTIC_SEGMENT_BYTES=" +
-                                        std::to_string(settings.deterministic_segment_bytes) + "\n",
+                                        std::to_string(settings.deterministic_segment_bytes) +
+                                        "\nTESSERA_DETERMINISTIC_PLAN=" + settings.deterministic_plan + "\n",
                                     &mine));
   for (const auto& [name, bytes] : transports_.cards()) TESSERA_RETURN_IF_ERROR(AddCard(name, bytes, &mine));
 

@@ -21,6 +21,7 @@ struct GridCall {
   size_t segment = 1;         // elements per segment
   Scratch wire;               // a segment's grid values
   Scratch out;                // a segment's result in the call's type, when padded
+  ElementwiseOps* average = nullptr;  // set for avg: results are divided by the ranks
 
   size_t es() const { return SizeOf(op.type); }
   size_t wb() const { return format.wire_bytes(); }
@@ -29,6 +30,10 @@ struct GridCall {
   // Every input's elements [first, first + n) of the vector, onto the grid at `to`.
   void ToGridAll(size_t first, size_t n, char* to) const {
     for (size_t j = 0; j < inputs.size(); ++j) ToGrid(op.type, input(j, first), n, first, keys.data(), to, j > 0);
+  }
+  // Results [at, at + n) of the call's type are final: avg divides them (while in cache).
+  Status Finish(char* at, size_t n) const {
+    return average == nullptr ? Status::Ok() : average->Divide(op.type, at, n, site.nranks);
   }
 };
 
@@ -95,8 +100,9 @@ Status AllReduceSegment(GridCall& g, size_t first, size_t n) {
   CollectiveArgs args;
   TESSERA_RETURN_IF_ERROR(WireArgs(g, g.wire.data(), g.wire.data(), n, &args));
   TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAllReduce, args));
-  FromGrid(g.op.type, g.wire.data(), n, first, g.keys.data(), static_cast<char*>(g.op.recv) + first * g.es());
-  return Status::Ok();
+  char* result = static_cast<char*>(g.op.recv) + first * g.es();
+  FromGrid(g.op.type, g.wire.data(), n, first, g.keys.data(), result);
+  return g.Finish(result, n);
 }
 
 // An allreduce segment as a reduce-scatter of grid values into p blocks of b (the last
@@ -114,6 +120,7 @@ Status SplitSegment(GridCall& g, size_t first, size_t n) {
   char* gathered = padded == n ? result : g.out.data();
   const size_t mine = std::min(b, n - std::min(n, r * b));  // this rank's elements before the padding
   FromGrid(g.op.type, g.wire_at(r * b), mine, first + r * b, g.keys.data(), gathered + r * b * g.es());
+  TESSERA_RETURN_IF_ERROR(g.Finish(gathered + r * b * g.es(), mine));
   std::memset(gathered + (r * b + mine) * g.es(), 0, (b - mine) * g.es());
   CollectiveArgs ag;
   ag.send = gathered + r * b * g.es();
@@ -125,37 +132,57 @@ Status SplitSegment(GridCall& g, size_t first, size_t n) {
   return Status::Ok();
 }
 
-// Whether an allreduce runs as an allgather of the inputs, every rank putting every
-// contribution on the grid itself (then no step agrees on the keys: every rank sees every
-// input). Only for tesseraAllReduce (a call with parts never: ranks may hold different
-// numbers), under TESSERA_ALGO=auto, where the cost model finds it cheaper: at small
-// sizes (one collective instead of two) and for two ranks (the same bytes as the default
-// mode's allreduce, and no grid values on the wire).
-bool GathersAllReduce(const GridCall& g) {
+// How a tesseraAllReduce (not ...Parts: ranks may hold different numbers of parts) runs.
+//  - kKeyed: the keys agreed first, then segments of grid values (GridAllReduce).
+//  - kGather: an allgather of the inputs, every rank putting all of them on the grid
+//    itself: no agreement step (every rank sees every input), one collective; for small
+//    sizes.
+//  - kExchange: an alltoall hands rank r block r of every rank's input (whole grid
+//    blocks), each rank sums its block on the grid, and an allgather of the call's type
+//    assembles the result: the default mode's bytes, no agreement step, no grid values on
+//    the wire, and 1/p of the grid work on each rank. The elements after the last whole
+//    p grid blocks (fewer than p * kGridBlock) go the gather way.
+// TESSERA_DETERMINISTIC_PLAN names one; under auto, TESSERA_ALGO's forced names mean
+// kKeyed and auto asks the cost model.
+enum class AllReducePlan { kKeyed, kGather, kExchange };
+
+AllReducePlan ChooseAllReducePlan(const GridCall& g) {
   const int p = g.site.nranks;
-  if (p == 1 || !g.op.parts.empty() || g.site.settings->algo != "auto") return false;
-  const size_t count = g.op.count, block = (count + p - 1) / p;
+  const std::string& forced = g.site.settings->deterministic_plan;
+  if (p == 1 || !g.op.parts.empty() || forced == "keyed") return AllReducePlan::kKeyed;
+  if (forced == "gather") return AllReducePlan::kGather;
+  if (forced == "exchange") return AllReducePlan::kExchange;
+  if (g.site.settings->algo != "auto") return AllReducePlan::kKeyed;
+  const size_t count = g.op.count, block = (count + p - 1) / p, es = g.es();
   const CostModel& m = *g.site.model;
   const Shape& s = *g.site.shape;
-  const double gather = SelectAlgorithm(Collective::kAllGather, "auto", m, s, count * p * g.es()).predicted_s +
-                        static_cast<double>(count * p * g.es()) * m.gamma;  // GridSum reads them once
-  const double keys = SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 4 * (GridBlocks(count) + 1)).predicted_s;
-  const double whole = SelectAlgorithm(Collective::kAllReduce, "auto", m, s, count * g.wb()).predicted_s;
-  const double split = SelectAlgorithm(Collective::kReduceScatter, "auto", m, s, block * p * g.wb()).predicted_s +
-                       SelectAlgorithm(Collective::kAllGather, "auto", m, s, block * p * g.es()).predicted_s;
-  return gather < keys + std::min(whole, split);
+  auto predict = [&](Collective c, size_t bytes) { return SelectAlgorithm(c, "auto", m, s, bytes).predicted_s; };
+  auto summed = [&](size_t bytes) { return static_cast<double>(bytes) * m.gamma; };  // GridSum reads them once
+  const double gather = predict(Collective::kAllGather, count * p * es) + summed(count * p * es);
+  const double keys = predict(Collective::kAllReduce, 4 * (GridBlocks(count) + 1));
+  const double whole = predict(Collective::kAllReduce, count * g.wb());
+  const double split = predict(Collective::kReduceScatter, block * p * g.wb()) +
+                       predict(Collective::kAllGather, block * p * es);
+  const double keyed = keys + std::min(whole, split);
+  if (count >= p * kGridBlock) {  // at least one whole exchange
+    const double exchange = predict(Collective::kAlltoAll, count * es) + predict(Collective::kAllGather, count * es) +
+                            summed(count * es);
+    if (exchange < std::min(gather, keyed)) return AllReducePlan::kExchange;
+  }
+  return gather < keyed ? AllReducePlan::kGather : AllReducePlan::kKeyed;
 }
 
-// The allgather plan, segment by segment of whole blocks (so that a segment's keys,
-// computed here from every rank's input, are the whole vector's).
-Status GatherAllReduce(GridCall& g) {
-  const size_t count = g.op.count, p = static_cast<size_t>(g.site.nranks), es = g.es();
-  const size_t segment = std::min(count, std::max(kGridBlock, g.segment / kGridBlock * kGridBlock));
+// The gather plan for elements [begin, end) (begin a whole number of blocks), segment by
+// segment of whole blocks (so that a segment's keys, computed here from every rank's
+// input, are the whole vector's).
+Status GatherAllReduce(GridCall& g, size_t begin, size_t end) {
+  const size_t p = static_cast<size_t>(g.site.nranks), es = g.es();
+  const size_t segment = std::min(end - begin, std::max(kGridBlock, g.segment / kGridBlock * kGridBlock));
   Scratch gathered;
   TESSERA_RETURN_IF_ERROR(gathered.Allocate(g.ctx, p * segment * es));
   std::vector<const void*> inputs(p);
-  for (size_t first = 0; first < count; first += segment) {
-    const size_t n = std::min(segment, count - first);
+  for (size_t first = begin; first < end; first += segment) {
+    const size_t n = std::min(segment, end - first);
     CollectiveArgs ag;
     ag.send = g.input(0, first);
     ag.recv = gathered.data();
@@ -163,9 +190,42 @@ Status GatherAllReduce(GridCall& g) {
     ag.elem_size = es;
     TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAllGather, ag));
     for (size_t j = 0; j < p; ++j) inputs[j] = gathered.data() + j * n * es;
-    GridSum(g.op.type, inputs.data(), p, n, static_cast<char*>(g.op.recv) + first * es);
+    char* result = static_cast<char*>(g.op.recv) + first * es;
+    GridSum(g.op.type, inputs.data(), p, n, result);
+    TESSERA_RETURN_IF_ERROR(g.Finish(result, n));
   }
   return Status::Ok();
+}
+
+// The exchange plan, segment by segment of p equal runs of whole blocks.
+Status ExchangeAllReduce(GridCall& g) {
+  const size_t count = g.op.count, p = static_cast<size_t>(g.site.nranks), r = static_cast<size_t>(g.site.rank);
+  const size_t es = g.es(), unit = p * kGridBlock, whole = count / unit * unit;
+  const size_t segment = std::max(unit, g.segment / unit * unit);
+  char* recv = static_cast<char*>(g.op.recv);
+  Scratch blocks;
+  TESSERA_RETURN_IF_ERROR(blocks.Allocate(g.ctx, std::min(segment, whole) * es));
+  std::vector<const void*> inputs(p);
+  for (size_t first = 0; first < whole; first += segment) {
+    const size_t b = std::min(segment, whole - first) / p;
+    CollectiveArgs a2a;
+    a2a.send = g.input(0, first);
+    a2a.recv = blocks.data();
+    a2a.count = b;
+    a2a.elem_size = es;
+    TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAlltoAll, a2a));
+    for (size_t j = 0; j < p; ++j) inputs[j] = blocks.data() + j * b * es;
+    char* mine = recv + (first + r * b) * es;
+    GridSum(g.op.type, inputs.data(), p, b, mine);
+    TESSERA_RETURN_IF_ERROR(g.Finish(mine, b));
+    CollectiveArgs ag;
+    ag.send = mine;
+    ag.recv = recv + first * es;
+    ag.count = b;
+    ag.elem_size = es;
+    TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAllGather, ag));
+  }
+  return whole < count ? GatherAllReduce(g, whole, count) : Status::Ok();
 }
 
 Status GridAllReduce(GridCall& g) {
@@ -191,7 +251,10 @@ Status GridReduce(GridCall& g) {
     CollectiveArgs args;
     TESSERA_RETURN_IF_ERROR(WireArgs(g, g.wire.data(), g.wire.data(), n, &args));
     TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kReduce, args));
-    if (root) FromGrid(g.op.type, g.wire.data(), n, first, g.keys.data(), static_cast<char*>(g.op.recv) + first * g.es());
+    if (!root) continue;
+    char* result = static_cast<char*>(g.op.recv) + first * g.es();
+    FromGrid(g.op.type, g.wire.data(), n, first, g.keys.data(), result);
+    TESSERA_RETURN_IF_ERROR(g.Finish(result, n));
   }
   return Status::Ok();
 }
@@ -209,8 +272,9 @@ Status GridReduceScatter(GridCall& g) {
     CollectiveArgs args;
     TESSERA_RETURN_IF_ERROR(WireArgs(g, g.wire.data(), g.wire_at(r * n), n, &args));
     TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kReduceScatter, args));
-    FromGrid(g.op.type, g.wire_at(r * n), n, r * count + off, g.keys.data(),
-             static_cast<char*>(g.op.recv) + off * g.es());
+    char* result = static_cast<char*>(g.op.recv) + off * g.es();
+    FromGrid(g.op.type, g.wire_at(r * n), n, r * count + off, g.keys.data(), result);
+    TESSERA_RETURN_IF_ERROR(g.Finish(result, n));
   }
   return Status::Ok();
 }
@@ -224,7 +288,7 @@ bool ReducesOnGrid(const Operation& op, RedOp base, bool custom) {
 
 Status RunGridReduction(const Operation& op, RedOp base, const std::vector<const void*>& inputs,
                         const GridReductionSite& site, const CollectiveContext& ctx, ElementwiseOps& elementwise) {
-  GridCall g{op, inputs, site, ctx, {}, {}, 1, {}, {}};
+  GridCall g{op, inputs, site, ctx, {}, {}, 1, {}, {}, base == RedOp::kAvg ? &elementwise : nullptr};
   GridFormatOf(op.type, &g.format);
   const bool scatter = op.kind == OpKind::kReduceScatter;
   const size_t in_count = op.count * (scatter ? site.nranks : 1);
@@ -235,14 +299,15 @@ Status RunGridReduction(const Operation& op, RedOp base, const std::vector<const
                            " ranks");
   }
   Status s;
-  if (op.kind == OpKind::kAllReduce && GathersAllReduce(g)) {
-    s = GatherAllReduce(g);
+  const AllReducePlan plan = op.kind == OpKind::kAllReduce ? ChooseAllReducePlan(g) : AllReducePlan::kKeyed;
+  if (plan == AllReducePlan::kExchange) {
+    s = ExchangeAllReduce(g);
+  } else if (plan == AllReducePlan::kGather) {
+    s = GatherAllReduce(g, 0, op.count);
   } else {
     TESSERA_RETURN_IF_ERROR(AgreeOnKeys(in_count, &g));
     s = op.kind == OpKind::kAllReduce ? GridAllReduce(g) : scatter ? GridReduceScatter(g) : GridReduce(g);
   }
-  const bool writes = op.kind != OpKind::kReduce || site.rank == op.root;
-  if (s.ok() && writes && base == RedOp::kAvg) s = elementwise.Divide(op.type, op.recv, op.count, site.nranks);
   return s.Annotate("deterministic");
 }
 

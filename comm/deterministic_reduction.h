@@ -15,13 +15,18 @@
 //     to the call's type before an allgather of that type (fewer bytes: 1.5x float32's
 //     for float32, 0.75x for bfloat16); TESSERA_ALGO's ring, torus and hierarchical
 //     force the second, its other names the first, and auto asks the cost model.
-//  3. The grid sum comes back rounded once, and avg divides it by the number of ranks.
-// A tesseraAllReduce (not ...Parts) may instead run as an allgather of the inputs, every
-// rank putting all of them on the grid itself: no agreement step (every rank sees every
-// input), one collective at small sizes, and for two ranks the default mode's bytes with
-// no grid values on the wire; auto takes it where the cost model finds it cheaper.
-// Whichever way a call runs, the integers add exactly, so every rank of every layout ends
-// with the same bits.
+//  3. The grid sum comes back rounded once, and avg divides it by the number of ranks
+//     (each piece as it is finished, while it is in cache).
+// A tesseraAllReduce (not ...Parts) may instead skip the agreement, as every rank that
+// sums an element then sees all of its contributions:
+//  - gather: an allgather of the inputs, every rank summing all of them on the grid (one
+//    collective: small sizes);
+//  - exchange: an alltoall hands rank r block r (whole grid blocks) of every input, each
+//    rank sums its block on the grid, and an allgather of the call's type assembles the
+//    result: the default mode's bytes, no grid values on the wire, 1/p of the grid work.
+// Auto takes the plan the cost model finds cheapest (TESSERA_DETERMINISTIC_PLAN forces
+// one). Whichever way a call runs, the integers add exactly, so every rank of every
+// layout ends with the same bits.
 #ifndef TESSERA_COMM_DETERMINISTIC_REDUCTION_H_
 #define TESSERA_COMM_DETERMINISTIC_REDUCTION_H_
 
@@ -43,7 +48,7 @@ namespace tessera {
 struct GridReductionSite {
   int rank = 0;
   int nranks = 1;
-  const Settings* settings = nullptr;  // TESSERA_ALGO, TESSERA_DETERMINISTIC_SEGMENT_BYTES
+  const Settings* settings = nullptr;  // TESSERA_ALGO, TESSERA_DETERMINISTIC_SEGMENT_BYTES and _PLAN
   const CostModel* model = nullptr;
   const Shape* shape = nullptr;
   // Runs collective `c` through the algorithm table, as the executor runs any call.

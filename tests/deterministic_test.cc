@@ -9,7 +9,7 @@
 //  - allreduce sum and avg with tesseraAllReduceParts, rank r holding contributions
 //    c = r, r + p, r + 2p... (so every rank count sums the same 8), out of place and in
 //    place, and a small count;
-//  - tesseraAllReduce (which may run as an allgather), reduce (root p - 1) and
+//  - tesseraAllReduce (which may run as an allgather or an exchange), reduce (root p - 1) and
 //    reduce-scatter, sum and avg, out of place and in place, ranks 0 and 1 holding
 //    contributions 0 and 1 and the others -0.0 (which changes nothing, so every rank
 //    count from 2 up sums the same two);
@@ -20,8 +20,9 @@
 // configuration, averages across configurations of the same rank count, and the exact
 // sections also against the default mode. Configurations: rank counts 1, 2, 3, 4, 5, 8;
 // every forced allreduce algorithm (and the reduce-scatter rows they force) on 1 x 4 and
-// on 2 x 2 and 4 x 2 hosts emulated with TESSERA_TOPO_FILE; shm, tcp and ucx; small
-// segment, slot and chunk sizes; the mode set by the communicator's config.
+// on 2 x 2 and 4 x 2 hosts emulated with TESSERA_TOPO_FILE; every deterministic allreduce
+// plan; shm, tcp and ucx; small segment, slot and chunk sizes; the mode set by the
+// communicator's config.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -460,6 +461,20 @@ TEST(Deterministic, RankCountsOneToEight) {
 
 TEST(Deterministic, EveryAllReduceAlgorithmOnOneHost) {
   for (const char* algo : kAlgorithms) ExpectLikeReference({std::string("1x4_") + algo, 4, "", {{"TESSERA_ALGO", algo}}});
+}
+
+// Each way a tesseraAllReduce can run (TESSERA_DETERMINISTIC_PLAN) on 2, 3 and 4 ranks:
+// the exchange in whole runs of p grid blocks with the rest gathered (kCount is not a
+// multiple of them), in several segments, and across emulated hosts.
+TEST(Deterministic, EveryAllReducePlan) {
+  for (const char* plan : {"keyed", "gather", "exchange"}) {
+    for (int p : {2, 3, 4}) {
+      ExpectLikeReference({"1x" + std::to_string(p) + "_" + plan, p, "", {{"TESSERA_DETERMINISTIC_PLAN", plan}}});
+    }
+  }
+  ExpectLikeReference({"1x2_exchange_segments", 2, "",
+                       {{"TESSERA_DETERMINISTIC_PLAN", "exchange"}, {"TESSERA_DETERMINISTIC_SEGMENT_BYTES", "4096"}}});
+  ExpectLikeReference({"2x2_exchange", 4, Layout(2, 2), {{"TESSERA_DETERMINISTIC_PLAN", "exchange"}}});
 }
 
 TEST(Deterministic, EmulatedTwoByTwoHosts) {
