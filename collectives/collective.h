@@ -81,6 +81,9 @@ struct CollectiveArgs {
   size_t elem_size = 1;
   Reducer reducer;
   int root = 0;
+  // AlltoAll only: recv's block `rank` is left as it is (the caller reads its own block
+  // from send), saving a copy of it.
+  bool skip_own_block = false;
 };
 
 }  // namespace tessera

@@ -12,7 +12,7 @@ Status PairwiseAlltoAll(const CollectiveContext& ctx, const CollectiveArgs& args
   const size_t block = args.count * args.elem_size;
   const char* send = static_cast<const char*>(args.send);
   char* recv = static_cast<char*>(args.recv);
-  TESSERA_RETURN_IF_ERROR(LocalCopy(ctx, recv + r * block, send + r * block, block));
+  if (!args.skip_own_block) TESSERA_RETURN_IF_ERROR(LocalCopy(ctx, recv + r * block, send + r * block, block));
   std::vector<Transfer> t;
   for (int d = 1; d < p; ++d) {
     const int to = (r + d) % p, from = (r - d + p) % p;

@@ -213,8 +213,9 @@ Status ExchangeAllReduce(GridCall& g) {
     a2a.recv = blocks.data();
     a2a.count = b;
     a2a.elem_size = es;
+    a2a.skip_own_block = true;
     TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAlltoAll, a2a));
-    for (size_t j = 0; j < p; ++j) inputs[j] = blocks.data() + j * b * es;
+    for (size_t j = 0; j < p; ++j) inputs[j] = j == r ? g.input(0, first + r * b) : blocks.data() + j * b * es;
     char* mine = recv + (first + r * b) * es;
     GridSum(g.op.type, inputs.data(), p, b, mine);
     TESSERA_RETURN_IF_ERROR(g.Finish(mine, b));
