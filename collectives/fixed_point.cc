@@ -143,36 +143,27 @@ TESSERA_ALWAYS_INLINE void Store(void* p, const T& v) {
 // ---- Block keys: the largest exponent field among finite values (I: the raw element
 // as a signed integer, which SSE2 and AVX2 compare directly).
 
-// The largest exponent bits (in place) of in[0, n), infinities and NaN (all ones)
-// included: one AND and one max per vector.
-template <typename I, I kMask, size_t kBytes>
-TESSERA_ALWAYS_INLINE I LargestExponentBits(const char* in, size_t n) {
+// The block key: the largest exponent field among finite values of in[0, n) (an
+// infinity's or NaN's all-ones field counts as zero): an AND, a compare, a select and a
+// max per vector.
+template <typename I, int kShift, I kMask, size_t kBytes>
+TESSERA_ALWAYS_INLINE uint32_t BlockKeyBody(const char* in, size_t n) {
   typedef I V __attribute__((vector_size(kBytes)));
   constexpr size_t kLanes = kBytes / sizeof(I);
   V best = V{};
   size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    const V e = Load<V>(in + i * sizeof(I)) & kMask;
+    V e = Load<V>(in + i * sizeof(I)) & kMask;
+    e = e == kMask ? V{} : e;
     best = e > best ? e : best;
   }
   I largest = 0;
   for (size_t k = 0; k < kLanes; ++k) largest = std::max<I>(largest, best[k]);
-  for (; i < n; ++i) largest = std::max<I>(largest, static_cast<I>(Load<I>(in + i * sizeof(I)) & kMask));
-  return largest;
-}
-
-// The block key: the largest exponent field among finite values. A run that holds an
-// infinity or a NaN (rare) is scanned again without them.
-template <typename I, int kShift, I kMask, size_t kBytes>
-TESSERA_ALWAYS_INLINE uint32_t BlockKeyBody(const char* in, size_t n) {
-  const I largest = LargestExponentBits<I, kMask, kBytes>(in, n);
-  if (largest != kMask) return static_cast<uint32_t>(largest >> kShift);
-  I key = 0;
-  for (size_t i = 0; i < n; ++i) {
+  for (; i < n; ++i) {
     const I e = static_cast<I>(Load<I>(in + i * sizeof(I)) & kMask);
-    if (e != kMask) key = std::max(key, e);
+    if (e != kMask) largest = std::max(largest, e);
   }
-  return static_cast<uint32_t>(key >> kShift);
+  return static_cast<uint32_t>(largest >> kShift);
 }
 
 // ---- To the grid.
@@ -618,7 +609,9 @@ namespace {
 void Float32GridSumWith(SimdIsa isa, const void* const* inputs, size_t n, size_t count, void* out) {
   WithKernels(isa, [&](auto kernels) {
     typedef decltype(kernels) K;
-    std::vector<const char*> at(n);
+    const char* few[8];
+    std::vector<const char*> many(n > 8 ? n : 0);
+    const char** at = n > 8 ? many.data() : few;
     for (size_t first = 0; first < count; first += kGridBlock) {
       const size_t m = std::min(kGridBlock, count - first);
       uint32_t key = 0;
@@ -627,7 +620,7 @@ void Float32GridSumWith(SimdIsa isa, const void* const* inputs, size_t n, size_t
         key = std::max(key, BlockKeyIn<K>(DataType::kFloat32, at[j], m));
       }
       const int q = GridExponent(DataType::kFloat32, static_cast<int32_t>(key));
-      K::Float32GridSum(at.data(), n, m, std::ldexp(1.0, -q), std::ldexp(1.0, q), static_cast<char*>(out) + first * 4);
+      K::Float32GridSum(at, n, m, std::ldexp(1.0, -q), std::ldexp(1.0, q), static_cast<char*>(out) + first * 4);
     }
   });
 }
@@ -653,6 +646,29 @@ void GridSumWith(SimdIsa isa, DataType type, const void* const* inputs, size_t n
 
 void GridSum(DataType type, const void* const* inputs, size_t n, size_t count, void* out) {
   GridSumWith(PreferredGridIsa(), type, inputs, n, count, out);
+}
+
+namespace {
+
+template <DataType kType>
+void GridPairSum(void* out, const void* a, const void* b, size_t blocks) {
+  const void* inputs[2] = {a, b};
+  GridSum(kType, inputs, 2, blocks * kGridBlock, out);
+}
+
+}  // namespace
+
+bool GridPairReducer(DataType type, Reducer* out) {
+  switch (type) {
+    case DataType::kFloat16: out->fn = GridPairSum<DataType::kFloat16>; break;
+    case DataType::kBfloat16: out->fn = GridPairSum<DataType::kBfloat16>; break;
+    case DataType::kFloat32: out->fn = GridPairSum<DataType::kFloat32>; break;
+    case DataType::kFloat64: out->fn = GridPairSum<DataType::kFloat64>; break;
+    default: return false;
+  }
+  out->elem_size = kGridBlock * SizeOf(type);
+  out->typed = false;
+  return true;
 }
 
 void MaxGridKeys(DataType type, const void* in, size_t count, int32_t* keys) {

@@ -35,6 +35,7 @@
 
 #include "base/types.h"
 #include "collectives/simd_isa.h"
+#include "transport/transport.h"
 
 namespace tessera {
 
@@ -75,6 +76,12 @@ void FromGrid(DataType type, const void* wire, size_t count, size_t first, const
 // MaxGridKeys, ToGrid and FromGrid would. One pass: each block is summed in a buffer
 // on the stack. out may be one of the inputs.
 void GridSum(DataType type, const void* const* inputs, size_t n, size_t count, void* out);
+
+// The reducer of a two-rank reduce-scatter on the grid: its elements are whole grid
+// blocks of `type` (elem_size = kGridBlock values), and fn(out, a, b, n) is GridSum of
+// the n blocks of a and b (a's and b's blocks must be those of whole vectors). A
+// transport then reduces each piece straight from its buffers. False for other types.
+bool GridPairReducer(DataType type, Reducer* out);
 
 // Deterministic mode's max and min: out = in with every zero made +0.0 and every NaN the
 // canonical quiet NaN, for float16, bfloat16, float32 and float64, so that max and min,

@@ -197,6 +197,43 @@ Status GatherAllReduce(GridCall& g, size_t begin, size_t end) {
   return Status::Ok();
 }
 
+// Whether two ranks exchange and sum in one reduce-scatter whose reducer sums each pair
+// of grid blocks as it arrives (GridPairReducer), saving the copy out of the transport's
+// buffers: every piece a transport reduces must then hold whole grid blocks, so its slot
+// or chunk size must be a multiple of a block's bytes (the defaults are).
+bool PairsOnArrival(const GridCall& g) {
+  if (g.site.nranks != 2) return false;
+  const int64_t block = static_cast<int64_t>(kGridBlock * g.es());
+  const Settings& s = *g.site.settings;
+  for (int64_t piece : {s.shm_slot_bytes, s.tcp_chunk_bytes, s.ucx_chunk_bytes, s.ib_slot_bytes}) {
+    if (piece % block != 0) return false;
+  }
+  return true;
+}
+
+// Block r (b elements from `first`) of every rank's input, summed on the grid into `mine`.
+Status SumBlockOfEveryRank(GridCall& g, size_t first, size_t b, Scratch& blocks, char* mine) {
+  const size_t p = static_cast<size_t>(g.site.nranks), r = static_cast<size_t>(g.site.rank), es = g.es();
+  CollectiveArgs args;
+  args.send = g.input(0, first);
+  if (PairsOnArrival(g)) {
+    args.recv = mine;
+    args.count = b / kGridBlock;
+    GridPairReducer(g.op.type, &args.reducer);
+    args.elem_size = args.reducer.elem_size;
+    return g.site.dispatch(Collective::kReduceScatter, args);
+  }
+  args.recv = blocks.data();
+  args.count = b;
+  args.elem_size = es;
+  args.skip_own_block = true;
+  TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAlltoAll, args));
+  std::vector<const void*> inputs(p);
+  for (size_t j = 0; j < p; ++j) inputs[j] = j == r ? g.input(0, first + r * b) : blocks.data() + j * b * es;
+  GridSum(g.op.type, inputs.data(), p, b, mine);
+  return Status::Ok();
+}
+
 // The exchange plan, segment by segment of p equal runs of whole blocks.
 Status ExchangeAllReduce(GridCall& g) {
   const size_t count = g.op.count, p = static_cast<size_t>(g.site.nranks), r = static_cast<size_t>(g.site.rank);
@@ -204,20 +241,11 @@ Status ExchangeAllReduce(GridCall& g) {
   const size_t segment = std::max(unit, g.segment / unit * unit);
   char* recv = static_cast<char*>(g.op.recv);
   Scratch blocks;
-  TESSERA_RETURN_IF_ERROR(blocks.Allocate(g.ctx, std::min(segment, whole) * es));
-  std::vector<const void*> inputs(p);
+  if (!PairsOnArrival(g)) TESSERA_RETURN_IF_ERROR(blocks.Allocate(g.ctx, std::min(segment, whole) * es));
   for (size_t first = 0; first < whole; first += segment) {
     const size_t b = std::min(segment, whole - first) / p;
-    CollectiveArgs a2a;
-    a2a.send = g.input(0, first);
-    a2a.recv = blocks.data();
-    a2a.count = b;
-    a2a.elem_size = es;
-    a2a.skip_own_block = true;
-    TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAlltoAll, a2a));
-    for (size_t j = 0; j < p; ++j) inputs[j] = j == r ? g.input(0, first + r * b) : blocks.data() + j * b * es;
     char* mine = recv + (first + r * b) * es;
-    GridSum(g.op.type, inputs.data(), p, b, mine);
+    TESSERA_RETURN_IF_ERROR(SumBlockOfEveryRank(g, first, b, blocks, mine));
     TESSERA_RETURN_IF_ERROR(g.Finish(mine, b));
     CollectiveArgs ag;
     ag.send = mine;
