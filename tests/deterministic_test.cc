@@ -475,6 +475,16 @@ TEST(Deterministic, EveryAllReducePlan) {
   ExpectLikeReference({"1x2_exchange_segments", 2, "",
                        {{"TESSERA_DETERMINISTIC_PLAN", "exchange"}, {"TESSERA_DETERMINISTIC_SEGMENT_BYTES", "4096"}}});
   ExpectLikeReference({"2x2_exchange", 4, Layout(2, 2), {{"TESSERA_DETERMINISTIC_PLAN", "exchange"}}});
+  // Two ranks sum pairs of grid blocks as they arrive where a slot or chunk holds whole
+  // blocks (2 KiB slots: the half types' blocks, not float32's or float64's; 4 KiB TCP
+  // chunks: all but float64's), piece by piece over each transport.
+  ExpectLikeReference({"1x2_exchange_small_slots", 2, "",
+                       {{"TESSERA_DETERMINISTIC_PLAN", "exchange"}, {"TESSERA_SHM_SLOT_BYTES", "2048"}}});
+  for (const char* transport : {"tcp", "ucx"}) {
+    ExpectLikeReference({std::string("1x2_exchange_") + transport, 2, "",
+                         {{"TESSERA_DETERMINISTIC_PLAN", "exchange"}, {"TESSERA_TRANSPORT", transport},
+                          {"TESSERA_TCP_CHUNK_BYTES", "4096"}, {"TESSERA_UCX_CHUNK_BYTES", "4096"}}});
+  }
 }
 
 TEST(Deterministic, EmulatedTwoByTwoHosts) {
