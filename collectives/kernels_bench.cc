@@ -315,7 +315,9 @@ void RegisterScaleAndDivide() {
 
 // ---- Deterministic mode's passes (fixed_point.h), on each instruction set: the block
 // keys (reads the input), to the grid (input -> grid values) and back (grid values ->
-// output). Sizes are the input's bytes; the grid values of float32 take twice as many.
+// output), and the two-input sum of all three in one pass (what two ranks' exchange runs;
+// it reports the traffic of two inputs and one output). Sizes are the input's bytes; the
+// grid values of float32 take twice as many.
 void RegisterGrid() {
   for (DataType type : {DataType::kBfloat16, DataType::kFloat32, DataType::kFloat64}) {
     GridFormat f;
@@ -351,6 +353,11 @@ void RegisterGrid() {
           ToGridWith(isa, type, Pool().a, count, 0, keys, Pool().b, false);
           MeasureBesideMemcpy(state, bytes, bytes + count * wb,
                               [&] { FromGridWith(isa, type, Pool().b, count, 0, keys, Pool().dst); });
+        });
+        Register("grid/pair sum " + name + "/" + SizeName(bytes), [=](benchmark::State& state) {
+          setup();
+          const void* inputs[2] = {Pool().a, Pool().a};
+          MeasureBesideMemcpy(state, bytes, 3 * bytes, [&] { GridSumWith(isa, type, inputs, 2, count, Pool().dst); });
         });
       }
     }
