@@ -1,5 +1,6 @@
 #include "collectives/host_memory_pool.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -14,17 +15,25 @@ struct HostMemoryPool::Shared {
   std::vector<Buffer> free;
   size_t free_bytes = 0;
 
-  // Called by a buffer's deleter: keep it for the next call, or free it.
+  // Called by a buffer's deleter: keep it for the next call and free the smallest kept
+  // buffers beyond the limits (a larger buffer serves every request a smaller one can;
+  // keeping the small ones instead would make every larger call allocate and fault in a
+  // new buffer).
   void Release(char* data, size_t size) {
+    std::vector<char*> dropped;
     {
       std::lock_guard<std::mutex> lock(mu);
-      if (free.size() < kMaxKeptBuffers && free_bytes + size <= kMaxKeptBytes) {
-        free.push_back({data, size});
-        free_bytes += size;
-        return;
+      free.push_back({data, size});
+      free_bytes += size;
+      while (free.size() > kMaxKeptBuffers || free_bytes > kMaxKeptBytes) {
+        auto smallest = std::min_element(free.begin(), free.end(),
+                                         [](const Buffer& a, const Buffer& b) { return a.size < b.size; });
+        dropped.push_back(smallest->data);
+        free_bytes -= smallest->size;
+        free.erase(smallest);
       }
     }
-    delete[] data;
+    for (char* d : dropped) delete[] d;
   }
 
   ~Shared() {

@@ -5,8 +5,10 @@
 // fault per 4 KiB on every call, more than the reduction over it.
 //
 // A buffer goes back to the pool when its last owner lets go. The pool keeps at most
-// kMaxKeptBuffers free buffers and kMaxKeptBytes in all; a released buffer beyond
-// either limit is freed. Contents are not initialised. Thread-safe.
+// kMaxKeptBuffers free buffers and kMaxKeptBytes in all; beyond either limit it frees
+// the smallest ones (a sweep of growing sizes would otherwise keep only the first, small
+// buffers and fault in a new one on every larger call). Contents are not initialised.
+// Thread-safe.
 #ifndef TESSERA_COLLECTIVES_HOST_MEMORY_POOL_H_
 #define TESSERA_COLLECTIVES_HOST_MEMORY_POOL_H_
 

@@ -47,6 +47,23 @@ TEST(HostMemoryPool, KeepsAtMostItsLimits) {
   EXPECT_EQ(big_pool.kept_buffers(), 0u);  // over the byte limit: freed, not kept
 }
 
+// A sweep of growing sizes: each larger buffer replaces the smallest kept one, so the
+// next call of that size reuses it instead of allocating a new one.
+TEST(HostMemoryPool, LargerBuffersReplaceTheSmallestKept) {
+  HostMemoryPool pool;
+  std::vector<std::shared_ptr<void>> held(HostMemoryPool::kMaxKeptBuffers);
+  for (auto& h : held) ASSERT_TRUE(pool.Allocate(4096, &h).ok());
+  held.clear();
+  std::shared_ptr<void> big;
+  ASSERT_TRUE(pool.Allocate(1 << 20, &big).ok());
+  void* const first = big.get();
+  big.reset();
+  EXPECT_EQ(pool.kept_buffers(), HostMemoryPool::kMaxKeptBuffers);
+  EXPECT_EQ(pool.kept_bytes(), (HostMemoryPool::kMaxKeptBuffers - 1) * 4096 + (1 << 20));
+  ASSERT_TRUE(pool.Allocate(1 << 20, &big).ok());
+  EXPECT_EQ(big.get(), first);
+}
+
 TEST(HostMemoryPool, BuffersOutliveThePoolAndCopiesMayOverlap) {
   std::shared_ptr<void> kept;
   {
