@@ -48,6 +48,7 @@ struct Vec {
   typedef uint64_t U64 __attribute__((vector_size(kBytes)));
   typedef float F __attribute__((vector_size(kBytes)));
   typedef uint32_t U32 __attribute__((vector_size(kBytes)));
+  typedef int32_t I32 __attribute__((vector_size(kBytes)));
   typedef float DF __attribute__((vector_size(kBytes / 2)));  // as many floats as D has doubles
   static constexpr size_t kDoubles = kBytes / 8;
   static constexpr size_t kFloats = kBytes / 4;
@@ -325,6 +326,63 @@ TESSERA_ALWAYS_INLINE void Float32GridSumBody(const char* const* in, size_t k, s
   }
 }
 
+// ---- Two float32 contributions.
+//
+// A float32 value is a multiple of 2^q (lies on its block's grid as it is) when it is
+// zero or at least 2^(q+23) in magnitude, where its last bit is worth at least 2^q;
+// infinities and NaN travel as themselves anyway. When every value of both inputs of a
+// block lies on the grid, the exact sum of each pair is a + b, and float32's addition
+// rounds it once, to nearest even, as the grid's way back does: one addition per
+// element. (More than two contributions have no such shortcut: a float32 partial sum
+// would round.)
+
+// The largest finite magnitude and the smallest nonzero one among in[0, n), as bits
+// (kAbs when all are zero); the first >> 23 is the block key.
+template <size_t kBytes>
+TESSERA_ALWAYS_INLINE void Float32RangeBody(const char* in, size_t n, int32_t* largest, int32_t* smallest) {
+  typedef typename Vec<kBytes>::I32 V;
+  constexpr size_t kLanes = kBytes / 4;
+  constexpr int32_t kAbs = 0x7fffffff, kInf = 0x7f800000;
+  V big = V{}, small = V{} + kAbs;
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const V m = Load<V>(in + 4 * i) & kAbs;
+    const V finite = m < kInf ? m : V{};  // one comparison per select: GCC 12 scalarises
+    const V nonzero = m == 0 ? V{} + kAbs : m;  // a select on two of them
+    big = finite > big ? finite : big;
+    small = nonzero < small ? nonzero : small;
+  }
+  int32_t hi = 0, lo = kAbs;
+  for (size_t k = 0; k < kLanes; ++k) {
+    hi = std::max(hi, big[k]);
+    lo = std::min(lo, small[k]);
+  }
+  for (; i < n; ++i) {
+    const int32_t m = Load<int32_t>(in + 4 * i) & kAbs;
+    if (m < kInf) hi = std::max(hi, m);
+    if (m != 0) lo = std::min(lo, m);
+  }
+  *largest = hi;
+  *smallest = lo;
+}
+
+// out = a + b, NaN canonical.
+template <size_t kBytes>
+TESSERA_ALWAYS_INLINE void Float32AddBody(const char* a, const char* b, size_t n, char* out) {
+  typedef typename Vec<kBytes>::F F;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  size_t i = 0;
+  for (; i + Vec<kBytes>::kFloats <= n; i += Vec<kBytes>::kFloats) {
+    F f = Load<F>(a + 4 * i) + Load<F>(b + 4 * i);
+    f = f != f ? F{} + nan : f;
+    Store(out + 4 * i, f);
+  }
+  for (; i < n; ++i) {
+    const float f = Load<float>(a + 4 * i) + Load<float>(b + 4 * i);
+    Store(out + 4 * i, f != f ? nan : f);
+  }
+}
+
 // ---- Back from the grid.
 
 // One float64 word -> float32: (sum * 2^q) is exact in float64, the conversion rounds once.
@@ -442,6 +500,12 @@ TESSERA_ALWAYS_INLINE void CanonicalBody(const char* in, size_t n, char* out) {
   ATTR static void Float32GridSum(const char* const* in, size_t k, size_t n, double up, double down,       \
                                   char* out) {                                                              \
     Float32GridSumBody<BYTES>(in, k, n, up, down, out);                                                     \
+  }                                                                                                         \
+  ATTR static void Float32Range(const char* in, size_t n, int32_t* largest, int32_t* smallest) {            \
+    Float32RangeBody<BYTES>(in, n, largest, smallest);                                                      \
+  }                                                                                                         \
+  ATTR static void Float32Add(const char* a, const char* b, size_t n, char* out) {                          \
+    Float32AddBody<BYTES>(a, b, n, out);                                                                    \
   }                                                                                                         \
   ATTR static void GridToWideHalf(const float* wire, size_t n, const Pow2Pair<float>& down, float* out) {   \
     GridToWideHalfBody<BYTES>(wire, n, down, out);                                                          \
@@ -606,6 +670,20 @@ void CanonicalizeZerosAndNans(DataType type, const void* in, size_t count, void*
 namespace {
 
 // GridSum of float32, block by block with the fused kernel.
+// Sums one block of two float32 inputs (m values) into out; false, having done nothing,
+// unless every value lies on the block's grid.
+template <typename K>
+bool Float32PairOnGrid(const char* a, const char* b, size_t m, char* out) {
+  int32_t big_a, small_a, big_b, small_b;
+  K::Float32Range(a, m, &big_a, &small_a);
+  K::Float32Range(b, m, &big_b, &small_b);
+  const int q = GridExponent(DataType::kFloat32, std::max(big_a, big_b) >> 23);
+  const int32_t on_grid = (q + 23 + 127) << 23;  // the bits of 2^(q+23), a normal float (q >= -149)
+  if (std::min(small_a, small_b) < on_grid) return false;
+  K::Float32Add(a, b, m, out);
+  return true;
+}
+
 void Float32GridSumWith(SimdIsa isa, const void* const* inputs, size_t n, size_t count, void* out) {
   WithKernels(isa, [&](auto kernels) {
     typedef decltype(kernels) K;
@@ -614,13 +692,18 @@ void Float32GridSumWith(SimdIsa isa, const void* const* inputs, size_t n, size_t
     const char** at = n > 8 ? many.data() : few;
     for (size_t first = 0; first < count; first += kGridBlock) {
       const size_t m = std::min(kGridBlock, count - first);
+      char* to = static_cast<char*>(out) + first * 4;
+      if (n == 2 && Float32PairOnGrid<K>(static_cast<const char*>(inputs[0]) + first * 4,
+                                         static_cast<const char*>(inputs[1]) + first * 4, m, to)) {
+        continue;
+      }
       uint32_t key = 0;
       for (size_t j = 0; j < n; ++j) {
         at[j] = static_cast<const char*>(inputs[j]) + first * 4;
         key = std::max(key, BlockKeyIn<K>(DataType::kFloat32, at[j], m));
       }
       const int q = GridExponent(DataType::kFloat32, static_cast<int32_t>(key));
-      K::Float32GridSum(at, n, m, std::ldexp(1.0, -q), std::ldexp(1.0, q), static_cast<char*>(out) + first * 4);
+      K::Float32GridSum(at, n, m, std::ldexp(1.0, -q), std::ldexp(1.0, q), to);
     }
   });
 }

@@ -424,25 +424,50 @@ void SprinkleSpecials(DataType type, size_t count, std::vector<std::vector<unsig
   for (size_t i : {size_t{3}, size_t{kGridBlock + 40}, count - 2}) {
     put(0, i, inf);  // +inf with -inf: NaN
     put(1, i, -inf);
-    put(2, i + 1, std::nan(""));
+    put(parts->size() - 1, i + 1, std::nan(""));
     put(0, i + 1, inf);
     for (size_t r = 0; r < parts->size(); ++r) put(r, i - 1, r == 0 ? -1e-30 : -0.0);
   }
 }
 
-// GridSum in one pass gives the bits of the three passes.
+// Small integers and zeros (every value on its block's grid: two float32 contributions
+// then add in float32), with a value far below the largest in every seventh block, and
+// in block 4 one just below where float32 values stop being multiples of the grid's
+// step (for float32 the step is 2^-39 beside a largest value of 3; 2^-17 + 2^-40 rounds
+// to 2^-17 there), beside zeros.
+std::vector<std::vector<unsigned char>> OnGridParts(DataType type, int nparts, size_t count, int seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<unsigned char>> parts(nparts, std::vector<unsigned char>(count * SizeOf(type)));
+  for (auto& p : parts) {
+    for (size_t i = 0; i < count; ++i) Encode(type, static_cast<double>(static_cast<int>(rng() % 7) - 3), &p[i * SizeOf(type)]);
+    for (size_t i = 5; i < count; i += 7 * kGridBlock) Encode(type, 0x1p-30, &p[i * SizeOf(type)]);
+    Encode(type, &p == &parts[0] ? 0x1p-17 + 0x1p-40 : 0.0, &p[(4 * kGridBlock + 9) * SizeOf(type)]);
+  }
+  return parts;
+}
+
+// GridSum in one pass gives the bits of the three passes, for two contributions (float32's
+// shortcut where a block lies on its grid) and five.
 TEST(FixedPoint, GridSumEqualsTheThreePasses) {
   for (DataType type : kTypes) {
-    const size_t count = 3 * kGridBlock + 77;
-    auto parts = RandomParts(type, 5, count, 13, MaxScale(type));
-    SprinkleSpecials(type, count, &parts);
-    for (SimdIsa isa : Implementations()) {
-      const auto want = GridSum(isa, type, parts, count, InOrder(parts.size()));
-      std::vector<const void*> inputs;
-      for (const auto& p : parts) inputs.push_back(p.data());
-      std::vector<unsigned char> got(count * SizeOf(type));
-      GridSumWith(isa, type, inputs.data(), inputs.size(), count, got.data());
-      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size())) << DataTypeName(type) << " " << SimdIsaName(isa);
+    for (int nparts : {2, 5}) {
+      const size_t count = 9 * kGridBlock + 77;
+      auto wide = RandomParts(type, nparts, count, 13, MaxScale(type));
+      auto on_grid = OnGridParts(type, nparts, count, 17);
+      SprinkleSpecials(type, count, &wide);
+      SprinkleSpecials(type, count, &on_grid);
+      for (const auto* parts : {&wide, &on_grid}) {
+        for (SimdIsa isa : Implementations()) {
+          const auto want = GridSum(isa, type, *parts, count, InOrder(parts->size()));
+          std::vector<const void*> inputs;
+          for (const auto& p : *parts) inputs.push_back(p.data());
+          std::vector<unsigned char> got(count * SizeOf(type));
+          GridSumWith(isa, type, inputs.data(), inputs.size(), count, got.data());
+          EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size()))
+              << DataTypeName(type) << " " << SimdIsaName(isa) << " " << nparts << " parts"
+              << (parts == &on_grid ? " on the grid" : "");
+        }
+      }
     }
   }
 }

@@ -28,6 +28,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,20 @@ void FillInputs(size_t count) {
   for (size_t i = 0; i < count; ++i) {
     a[i] = static_cast<T>(std::is_floating_point<T>::value ? 1.0 + (i % 97) / 128.0 : static_cast<double>(i % 7));
     b[i] = static_cast<T>(std::is_floating_point<T>::value ? 1.5 - (i % 89) / 256.0 : static_cast<double>(i % 5 + 1));
+  }
+}
+
+// Normal float32 values in a and b, scaled by 2^(block % 40 - 20) per block of kGridBlock,
+// one in ten zero: gradient-like, where a few blocks hold a value far below the largest.
+void FillNormalInputs(size_t count) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  float* a = reinterpret_cast<float*>(Pool().a);
+  float* b = reinterpret_cast<float*>(Pool().b);
+  for (size_t i = 0; i < count; ++i) {
+    const float scale = std::ldexp(1.0f, static_cast<int>(i / kGridBlock % 40) - 20);
+    a[i] = rng() % 10 == 0 ? 0.0f : normal(rng) * scale;
+    b[i] = rng() % 10 == 0 ? 0.0f : normal(rng) * scale;
   }
 }
 
@@ -357,6 +372,13 @@ void RegisterGrid() {
         Register("grid/pair sum " + name + "/" + SizeName(bytes), [=](benchmark::State& state) {
           setup();
           const void* inputs[2] = {Pool().a, Pool().a};
+          MeasureBesideMemcpy(state, bytes, 3 * bytes, [&] { GridSumWith(isa, type, inputs, 2, count, Pool().dst); });
+        });
+        if (type != DataType::kFloat32) continue;
+        // Gradient-like inputs: normal values, each block's own scale, one in ten zero.
+        Register("grid/pair sum normal " + name + "/" + SizeName(bytes), [=](benchmark::State& state) {
+          FillNormalInputs(count);
+          const void* inputs[2] = {Pool().a, Pool().b};
           MeasureBesideMemcpy(state, bytes, 3 * bytes, [&] { GridSumWith(isa, type, inputs, 2, count, Pool().dst); });
         });
       }
