@@ -68,6 +68,7 @@ Status Validate(const Settings& s) {
   if (s.diagnosis_ms < 0 || s.diagnosis_ms > 60000) {
     return InvalidArgument("TESSERA_DIAGNOSIS_MS must be in [0, 60000]");
   }
+  TESSERA_RETURN_IF_ERROR(InRange("TESSERA_HALF_SEGMENT_BYTES", s.half_segment_bytes, 4096, int64_t{1} << 40));
   if (s.half_wire != "float32" && s.half_wire != "half") {
     return InvalidArgument("TESSERA_HALF_WIRE must be float32 or half, not '" + s.half_wire + "'");
   }

@@ -110,6 +110,10 @@ namespace tessera {
     "How float16/bfloat16 reductions travel: float32 (widened first; the exact sum "    \
     "of the ranks' values, rounded once; twice the bytes) or half (in their own 16 "     \
     "bits, each step adding in float32 and rounding, as NCCL does; half the bytes).")    \
+  X(int64_t, half_segment_bytes, "TESSERA_HALF_SEGMENT_BYTES", 1048576,                  \
+    "A float16/bfloat16 allreduce on the float32 wire (host buffers) runs in segments "  \
+    "of this many float32 bytes, each widened, reduced and narrowed while it is in "    \
+    "cache. All ranks must agree.")                                                     \
   X(int64_t, deterministic, "TESSERA_DETERMINISTIC", 0,                                 \
     "1: sums, averages and PreMulSums of float16, bfloat16, float32 and float64 by "      \
     "allreduce, reduce and reduce-scatter give the same bits whatever the algorithm, "  \

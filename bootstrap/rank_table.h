@@ -23,7 +23,7 @@ namespace tessera {
 // address, a segment name). The bootstrap carries cards as opaque bytes under the
 // backend's name and knows no backend (transport/plugin.h).
 constexpr size_t kMaxHostBytes = 127;
-constexpr size_t kMaxAgreedBytes = 512;
+constexpr size_t kMaxAgreedBytes = 1024;  // every agreed setting at its longest fits
 constexpr size_t kMaxCardsBytes = 2048;
 struct RankInfo {
   int32_t pid = 0;

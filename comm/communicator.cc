@@ -74,6 +74,7 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   // Open what peers will reach this rank by before telling them where it is.
   TESSERA_RETURN_IF_ERROR(transports_.Open(settings, rank, nranks, id.secret));
   TESSERA_RETURN_IF_ERROR(AddAgreed(transports_.agreed() + "TESSERA_HALF_WIRE=" + settings.half_wire +
+                                        "\nTESSERA_HALF_SEGMENT_BYTES=" + std::to_string(settings.half_segment_bytes) +
                                         "\nTESSERA_CHECK_CALLS=" + std::to_string(settings.check_calls) +
                                         "\nTESSERA_DETERMINISTIC=" + std::to_string(settings.deterministic) +
                                         "\nTESSERA_DETERMINISTIC_SEGMENT_BYTES=" +

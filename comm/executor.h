@@ -83,6 +83,7 @@ class Executor {
   void StampCollective(const Operation& op);
   Status RunOne(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise, bool on_device);
   Status RunReduction(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise, bool on_device);
+  Status RunWidenedInSegments(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise);
   Status Dispatch(Collective c, const CollectiveContext& ctx, const CollectiveArgs& args, bool on_device);
   Status RunPointToPointGroup(const std::vector<Operation>& p2p, const CollectiveContext& ctx);
   Status RunPointToPoint(const std::vector<Operation>& ops, const CollectiveContext& ctx);

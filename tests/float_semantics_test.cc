@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -107,11 +108,13 @@ std::string CheckHalfResult(const HalfCase& c, HalfOp op, const std::vector<uint
          " elements beyond 1 ulp of the float64 reference (worst " + std::to_string(worst) + " ulp):" + detail;
 }
 
-class HalfAccumulation : public testing::TestWithParam<int> {};
+// Ranks, and whether allreduces run in segments of 1024 float32 values
+// (TESSERA_HALF_SEGMENT_BYTES=4096: four whole segments and a part of one here).
+class HalfAccumulation : public testing::TestWithParam<std::tuple<int, bool>> {};
 
 // The inputs discriminate: stepwise half rounding is off by more than 1 ulp somewhere.
 TEST_P(HalfAccumulation, StepwiseRoundingWouldFailTheseInputs) {
-  const int nranks = GetParam();
+  const int nranks = std::get<0>(GetParam());
   for (const HalfCase& c : kHalfCases) {
     for (HalfOp op : {HalfOp::kSum, HalfOp::kPreMulSum}) {
       double worst = 0;
@@ -125,7 +128,9 @@ TEST_P(HalfAccumulation, StepwiseRoundingWouldFailTheseInputs) {
 }
 
 TEST_P(HalfAccumulation, WithinOneUlpOfFloat64Reference) {
-  const int nranks = GetParam();
+  const int nranks = std::get<0>(GetParam());
+  RankOptions opts = FloatOptions();
+  if (std::get<1>(GetParam())) opts.env["TESSERA_HALF_SEGMENT_BYTES"] = "4096";
   auto results = RunRanks(nranks, [nranks](int rank, tesseraComm_t comm) {
     FailureLog log;
     const size_t count = 4099;  // per rank for reduce-scatter, total otherwise
@@ -174,13 +179,14 @@ TEST_P(HalfAccumulation, WithinOneUlpOfFloat64Reference) {
       }
     }
     return log.str();
-  }, FloatOptions());
+  }, opts);
   EXPECT_EQ("", Failures(results));
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, HalfAccumulation, testing::Values(4, 7),
-                         [](const testing::TestParamInfo<int>& info) {
-                           return "r" + std::to_string(info.param);
+INSTANTIATE_TEST_SUITE_P(Ranks, HalfAccumulation, testing::Combine(testing::Values(4, 7), testing::Bool()),
+                         [](const testing::TestParamInfo<std::tuple<int, bool>>& info) {
+                           return "r" + std::to_string(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) ? "_segments" : "");
                          });
 
 // --- TESSERA_HALF_WIRE=half: half types travel and are reduced in 16 bits ---------------
