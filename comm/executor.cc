@@ -334,6 +334,15 @@ Status Executor::RunWidenedInSegments(const Operation& op, const CollectiveConte
   return Status::Ok();
 }
 
+Selection Executor::CachedChoice(Collective c, size_t bytes) {
+  for (const Choice& k : choices_) {
+    if (k.selection.algo != nullptr && k.collective == c && k.bytes == bytes) return k.selection;
+  }
+  Choice& slot = choices_[next_choice_++ % choices_.size()];
+  slot = Choice{c, bytes, SelectAlgorithm(c, site_.settings->algo, *site_.model, *site_.shape, bytes)};
+  return slot.selection;
+}
+
 // The collective's algorithm from its table: the same choice on every rank (the model
 // and the shape agree). The choice is logged at INFO with every candidate's prediction
 // (the text is built only then) and names the operation in the trace.
@@ -341,8 +350,8 @@ Status Executor::Dispatch(Collective c, const CollectiveContext& ctx, const Coll
   const size_t bytes = PredictedBytes(c, site_.nranks, args.count, args.elem_size);
   const bool explain = site_.log_level >= LogLevel::kInfo;
   std::string why;
-  const Selection choice =
-      SelectAlgorithm(c, site_.settings->algo, *site_.model, *site_.shape, bytes, explain ? &why : nullptr);
+  const Selection choice = explain ? SelectAlgorithm(c, site_.settings->algo, *site_.model, *site_.shape, bytes, &why)
+                                   : CachedChoice(c, bytes);
   const char* label = choice.algo->Label();
   site_.recorder->SetAlgorithm(label);
   if (explain) {

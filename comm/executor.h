@@ -6,6 +6,7 @@
 #ifndef TESSERA_COMM_EXECUTOR_H_
 #define TESSERA_COMM_EXECUTOR_H_
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -85,6 +86,10 @@ class Executor {
   Status RunReduction(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise, bool on_device);
   Status RunWidenedInSegments(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise);
   Status Dispatch(Collective c, const CollectiveContext& ctx, const CollectiveArgs& args, bool on_device);
+  // The algorithm for `bytes` of `c`, from the last few choices when it is among them: the
+  // model and the shape are fixed once the communicator exists, and a training loop
+  // repeats its sizes, so most calls skip predicting every row.
+  Selection CachedChoice(Collective c, size_t bytes);
   Status RunPointToPointGroup(const std::vector<Operation>& p2p, const CollectiveContext& ctx);
   Status RunPointToPoint(const std::vector<Operation>& ops, const CollectiveContext& ctx);
 
@@ -95,6 +100,13 @@ class Executor {
   // Collectives run so far: the sequence number that every rank gives the same call.
   uint32_t collective_seq_ = 0;
   CallStamp stamp_;        // the running collective's
+  struct Choice {
+    Collective collective = Collective::kAllReduce;
+    size_t bytes = 0;
+    Selection selection;  // algo null: an empty entry
+  };
+  std::array<Choice, 16> choices_;  // replaced round-robin
+  size_t next_choice_ = 0;
 };
 
 }  // namespace tessera
