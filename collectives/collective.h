@@ -29,6 +29,8 @@ class LocalMemory {
   virtual Status Copy(void* dst, const void* src, size_t bytes) = 0;
   // `bytes` of temporary memory, freed when the last owner lets go of *out.
   virtual Status Allocate(size_t bytes, std::shared_ptr<void>* out) = 0;
+  // Whether this memory is the host's (Scratch then keeps a few bytes inline).
+  virtual bool host() const { return false; }
 };
 
 struct CollectiveContext {
@@ -50,9 +52,21 @@ inline Status LocalCopy(const CollectiveContext& ctx, void* dst, const void* src
 }
 
 // An algorithm's temporary buffer, in the context's memory (host memory when it has none).
+// Up to kInlineBytes of host memory live in the object itself: a small call's scratch
+// then costs no allocation.
 class Scratch {
  public:
+  static constexpr size_t kInlineBytes = 256;
+
+  Scratch() = default;
+  Scratch(const Scratch&) = delete;  // data() may point into the object itself
+  Scratch& operator=(const Scratch&) = delete;
+
   Status Allocate(const CollectiveContext& ctx, size_t bytes) {
+    if (bytes <= kInlineBytes && (ctx.local_memory == nullptr || ctx.local_memory->host())) {
+      data_ = inline_;
+      return Status::Ok();
+    }
     if (ctx.local_memory == nullptr) {
       host_.resize(bytes);
       data_ = host_.data();
@@ -65,6 +79,7 @@ class Scratch {
   char* data() const { return data_; }
 
  private:
+  alignas(64) char inline_[kInlineBytes];
   std::vector<char> host_;
   std::shared_ptr<void> device_;
   char* data_ = nullptr;

@@ -36,6 +36,7 @@ class HostMemoryPool : public LocalMemory {
   // The smallest free buffer of at least `bytes`, else a new one. kInternalError only
   // if memory runs out.
   Status Allocate(size_t bytes, std::shared_ptr<void>* out) override;
+  bool host() const override { return true; }
 
   size_t kept_buffers() const;  // free buffers held now (tests)
   size_t kept_bytes() const;
