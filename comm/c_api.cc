@@ -359,7 +359,7 @@ tesseraResult_t Submit(const char* fn, tesseraComm_t comm, const Operation& op, 
     return tesseraSuccess;
   }
   bool staged = false;
-  s = comm->device.Submit(DeviceBatchOf(comm, fn, {op}, {stream}), &staged);
+  if (comm->device.may_take()) s = comm->device.Submit(DeviceBatchOf(comm, fn, {op}, {stream}), &staged);
   if (staged) return Report(comm, fn, s.ok() ? comm->device.WaitForHostBuffers() : s);
   if (comm->worker) {
     PostOnWorker(comm, fn, {op});

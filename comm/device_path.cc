@@ -88,6 +88,8 @@ Status DevicePath::Submit(const DeviceBatch&, bool* taken) {
   return Status::Ok();
 }
 
+bool DevicePath::may_take() const { return false; }
+
 Status DevicePath::CreatePreMulSum(Communicator* comm, const void* scalar, DataType type, bool read_now, int* op) {
   return comm->CreatePreMulSum(scalar, type, read_now, op);
 }
@@ -514,8 +516,10 @@ Status DevicePath::CheckStream(const void* stream) {
 }
 
 // Classify, plan, enqueue (the steps above). Never waits for the GPU.
+bool DevicePath::may_take() const { return cuda::CudaUsable().ok(); }  // without CUDA no device memory exists
+
 Status DevicePath::Submit(const DeviceBatch& batch, bool* taken) {
-  *taken = cuda::CudaUsable().ok();  // without CUDA no device memory exists
+  *taken = may_take();
   if (!*taken) return Status::Ok();
   if (batch.streams.size() != batch.ops.size()) return InternalError("DevicePath::Submit: one stream per operation");
   Classified classified;

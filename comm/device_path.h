@@ -108,6 +108,9 @@ class DevicePath {
   // (queued), InProgress (queued on a non-blocking communicator's worker), or the error.
   // Never waits for the GPU.
   Status Submit(const DeviceBatch& batch, bool* taken);
+  // False where Submit takes nothing (the CPU build, or no usable CUDA): callers then
+  // skip building a batch.
+  bool may_take() const;
 
   // After a taken Submit, before the call returns: a staged batch that also had a host
   // operation on the NULL stream must complete first, as host calls always do (only
