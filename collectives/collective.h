@@ -79,7 +79,7 @@ class Scratch {
   char* data() const { return data_; }
 
  private:
-  alignas(64) char inline_[kInlineBytes];
+  alignas(std::max_align_t) char inline_[kInlineBytes];  // no more: not every home of a Scratch keeps 64 (UBSan)
   std::vector<char> host_;
   std::shared_ptr<void> device_;
   char* data_ = nullptr;
