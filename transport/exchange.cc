@@ -52,6 +52,7 @@ class Engine {
   }
 
   Status Run();
+  Status Loop(int64_t* last_progress_us);  // until every transfer is done or one fails
 
  private:
   void Poll(int64_t now_us, uint32_t polls);
@@ -168,6 +169,16 @@ Status Engine::Run() {
     Activate(q);
   }
   int64_t last_progress_us = NowMicros();
+  const Status s = Loop(&last_progress_us);
+  // A failure: the observer learns what this rank was waiting on, so that a rank still
+  // finishing an earlier call when a peer died shows whom it waited for (diagnosis then
+  // does not blame it for being behind; it may never have slept, and so never told).
+  if (!s.ok() && opt_.observer != nullptr) TellObserver(last_progress_us);
+  return s;
+}
+
+Status Engine::Loop(int64_t* last_progress) {
+  int64_t& last_progress_us = *last_progress;
   int64_t last_peer_check_us = last_progress_us;
   const int64_t budget_us = opt_.progress != nullptr ? opt_.progress->budget_us() : 0;
   uint32_t polls = 0;
