@@ -609,6 +609,52 @@ void FromGridIn(DataType type, const char* wire, size_t count, size_t first, con
   });
 }
 
+// Sums one block of two float32 inputs (m values) into out; false, having done nothing,
+// unless every value lies on the block's grid.
+template <typename K>
+bool Float32PairOnGrid(const char* a, const char* b, size_t m, char* out) {
+  int32_t big_a, small_a, big_b, small_b;
+  K::Float32Range(a, m, &big_a, &small_a);
+  K::Float32Range(b, m, &big_b, &small_b);
+  const int q = GridExponent(DataType::kFloat32, std::max(big_a, big_b) >> 23);
+  const int32_t on_grid = (q + 23 + 127) << 23;  // the bits of 2^(q+23), a normal float (q >= -149)
+  if (std::min(small_a, small_b) < on_grid) return false;
+  K::Float32Add(a, b, m, out);
+  return true;
+}
+
+// GridSum of float32, block by block with the fused kernel.
+void Float32GridSumWith(SimdIsa isa, const void* const* inputs, size_t n, size_t count, void* out) {
+  WithKernels(isa, [&](auto kernels) {
+    typedef decltype(kernels) K;
+    const char* few[8];
+    std::vector<const char*> many(n > 8 ? n : 0);
+    const char** at = n > 8 ? many.data() : few;
+    for (size_t first = 0; first < count; first += kGridBlock) {
+      const size_t m = std::min(kGridBlock, count - first);
+      char* to = static_cast<char*>(out) + first * 4;
+      if (n == 2 && Float32PairOnGrid<K>(static_cast<const char*>(inputs[0]) + first * 4,
+                                         static_cast<const char*>(inputs[1]) + first * 4, m, to)) {
+        continue;
+      }
+      uint32_t key = 0;
+      for (size_t j = 0; j < n; ++j) {
+        at[j] = static_cast<const char*>(inputs[j]) + first * 4;
+        key = std::max(key, BlockKeyIn<K>(DataType::kFloat32, at[j], m));
+      }
+      const int q = GridExponent(DataType::kFloat32, static_cast<int32_t>(key));
+      K::Float32GridSum(at, n, m, std::ldexp(1.0, -q), std::ldexp(1.0, q), to);
+    }
+  });
+}
+
+// GridPairReducer's function for `kType`.
+template <DataType kType>
+void GridPairSum(void* out, const void* a, const void* b, size_t blocks) {
+  const void* inputs[2] = {a, b};
+  GridSum(kType, inputs, 2, blocks * kGridBlock, out);
+}
+
 }  // namespace
 
 bool GridFormatOf(DataType type, GridFormat* out) {
@@ -667,48 +713,6 @@ void CanonicalizeZerosAndNans(DataType type, const void* in, size_t count, void*
   CanonicalizeZerosAndNansWith(PreferredGridIsa(), type, in, count, out);
 }
 
-namespace {
-
-// GridSum of float32, block by block with the fused kernel.
-// Sums one block of two float32 inputs (m values) into out; false, having done nothing,
-// unless every value lies on the block's grid.
-template <typename K>
-bool Float32PairOnGrid(const char* a, const char* b, size_t m, char* out) {
-  int32_t big_a, small_a, big_b, small_b;
-  K::Float32Range(a, m, &big_a, &small_a);
-  K::Float32Range(b, m, &big_b, &small_b);
-  const int q = GridExponent(DataType::kFloat32, std::max(big_a, big_b) >> 23);
-  const int32_t on_grid = (q + 23 + 127) << 23;  // the bits of 2^(q+23), a normal float (q >= -149)
-  if (std::min(small_a, small_b) < on_grid) return false;
-  K::Float32Add(a, b, m, out);
-  return true;
-}
-
-void Float32GridSumWith(SimdIsa isa, const void* const* inputs, size_t n, size_t count, void* out) {
-  WithKernels(isa, [&](auto kernels) {
-    typedef decltype(kernels) K;
-    const char* few[8];
-    std::vector<const char*> many(n > 8 ? n : 0);
-    const char** at = n > 8 ? many.data() : few;
-    for (size_t first = 0; first < count; first += kGridBlock) {
-      const size_t m = std::min(kGridBlock, count - first);
-      char* to = static_cast<char*>(out) + first * 4;
-      if (n == 2 && Float32PairOnGrid<K>(static_cast<const char*>(inputs[0]) + first * 4,
-                                         static_cast<const char*>(inputs[1]) + first * 4, m, to)) {
-        continue;
-      }
-      uint32_t key = 0;
-      for (size_t j = 0; j < n; ++j) {
-        at[j] = static_cast<const char*>(inputs[j]) + first * 4;
-        key = std::max(key, BlockKeyIn<K>(DataType::kFloat32, at[j], m));
-      }
-      const int q = GridExponent(DataType::kFloat32, static_cast<int32_t>(key));
-      K::Float32GridSum(at, n, m, std::ldexp(1.0, -q), std::ldexp(1.0, q), to);
-    }
-  });
-}
-
-}  // namespace
 
 void GridSumWith(SimdIsa isa, DataType type, const void* const* inputs, size_t n, size_t count, void* out) {
   if (type == DataType::kFloat32) return Float32GridSumWith(isa, inputs, n, count, out);
@@ -731,15 +735,6 @@ void GridSum(DataType type, const void* const* inputs, size_t n, size_t count, v
   GridSumWith(PreferredGridIsa(), type, inputs, n, count, out);
 }
 
-namespace {
-
-template <DataType kType>
-void GridPairSum(void* out, const void* a, const void* b, size_t blocks) {
-  const void* inputs[2] = {a, b};
-  GridSum(kType, inputs, 2, blocks * kGridBlock, out);
-}
-
-}  // namespace
 
 bool GridPairReducer(DataType type, Reducer* out) {
   switch (type) {

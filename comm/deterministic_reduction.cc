@@ -77,21 +77,31 @@ Status AgreeOnKeys(size_t in_count, GridCall* g) {
   return Status::Ok();
 }
 
+// The model's seconds for `bytes` of `c` under auto.
+double Predict(const GridCall& g, Collective c, size_t bytes) {
+  return SelectAlgorithm(c, "auto", *g.site.model, *g.site.shape, bytes).predicted_s;
+}
+
+// The model's seconds for n elements run keyed: as one allreduce of grid values
+// (`whole`), and as a reduce-scatter of grid values and an allgather of the call's type.
+struct KeyedSeconds {
+  double whole, split;
+};
+KeyedSeconds PredictKeyed(const GridCall& g, size_t n) {
+  const size_t p = static_cast<size_t>(g.site.nranks), block = (n + p - 1) / p;
+  return {Predict(g, Collective::kAllReduce, n * g.wb()),
+          Predict(g, Collective::kReduceScatter, block * p * g.wb()) +
+              Predict(g, Collective::kAllGather, block * p * g.es())};
+}
+
 // Whether an allreduce segment of n elements runs as reduce-scatter + allgather.
 bool SplitsAllReduce(const GridCall& g, size_t n) {
-  const int p = g.site.nranks;
-  if (p == 1) return false;
+  if (g.site.nranks == 1) return false;
   const std::string& algo = g.site.settings->algo;
   if (algo == "ring" || algo == "torus" || algo == "hierarchical") return true;
   if (algo != "auto") return false;
-  const size_t block = (n + p - 1) / p;
-  const CostModel& m = *g.site.model;
-  const Shape& s = *g.site.shape;
-  const double whole = SelectAlgorithm(Collective::kAllReduce, algo, m, s, n * g.wb()).predicted_s;
-  const double split =
-      SelectAlgorithm(Collective::kReduceScatter, algo, m, s, block * p * g.wb()).predicted_s +
-      SelectAlgorithm(Collective::kAllGather, algo, m, s, block * p * g.es()).predicted_s;
-  return split < whole;
+  const KeyedSeconds keyed = PredictKeyed(g, n);
+  return keyed.split < keyed.whole;
 }
 
 // An allreduce segment [first, first + n) as one allreduce of grid values.
@@ -153,20 +163,14 @@ AllReducePlan ChooseAllReducePlan(const GridCall& g) {
   if (forced == "gather") return AllReducePlan::kGather;
   if (forced == "exchange") return AllReducePlan::kExchange;
   if (g.site.settings->algo != "auto") return AllReducePlan::kKeyed;
-  const size_t count = g.op.count, block = (count + p - 1) / p, es = g.es();
-  const CostModel& m = *g.site.model;
-  const Shape& s = *g.site.shape;
-  auto predict = [&](Collective c, size_t bytes) { return SelectAlgorithm(c, "auto", m, s, bytes).predicted_s; };
-  auto summed = [&](size_t bytes) { return static_cast<double>(bytes) * m.gamma; };  // GridSum reads them once
-  const double gather = predict(Collective::kAllGather, count * p * es) + summed(count * p * es);
-  const double keys = predict(Collective::kAllReduce, 4 * (GridBlocks(count) + 1));
-  const double whole = predict(Collective::kAllReduce, count * g.wb());
-  const double split = predict(Collective::kReduceScatter, block * p * g.wb()) +
-                       predict(Collective::kAllGather, block * p * es);
-  const double keyed = keys + std::min(whole, split);
+  const size_t count = g.op.count, es = g.es();
+  auto summed = [&](size_t bytes) { return static_cast<double>(bytes) * g.site.model->gamma; };  // read once
+  const double gather = Predict(g, Collective::kAllGather, count * p * es) + summed(count * p * es);
+  const KeyedSeconds run = PredictKeyed(g, count);
+  const double keyed = Predict(g, Collective::kAllReduce, 4 * (GridBlocks(count) + 1)) + std::min(run.whole, run.split);
   if (count >= p * kGridBlock) {  // at least one whole exchange
-    const double exchange = predict(Collective::kAlltoAll, count * es) + predict(Collective::kAllGather, count * es) +
-                            summed(count * es);
+    const double exchange = Predict(g, Collective::kAlltoAll, count * es) +
+                            Predict(g, Collective::kAllGather, count * es) + summed(count * es);
     if (exchange < std::min(gather, keyed)) return AllReducePlan::kExchange;
   }
   return gather < keyed ? AllReducePlan::kGather : AllReducePlan::kKeyed;
@@ -212,11 +216,12 @@ bool PairsOnArrival(const GridCall& g) {
 }
 
 // Block r (b elements from `first`) of every rank's input, summed on the grid into `mine`.
-Status SumBlockOfEveryRank(GridCall& g, size_t first, size_t b, Scratch& blocks, char* mine) {
+// `pairs`: PairsOnArrival; else the alltoall lands in `blocks`.
+Status SumBlockOfEveryRank(GridCall& g, size_t first, size_t b, bool pairs, Scratch& blocks, char* mine) {
   const size_t p = static_cast<size_t>(g.site.nranks), r = static_cast<size_t>(g.site.rank), es = g.es();
   CollectiveArgs args;
   args.send = g.input(0, first);
-  if (PairsOnArrival(g)) {
+  if (pairs) {
     args.recv = mine;
     args.count = b / kGridBlock;
     GridPairReducer(g.op.type, &args.reducer);
@@ -240,12 +245,13 @@ Status ExchangeAllReduce(GridCall& g) {
   const size_t es = g.es(), unit = p * kGridBlock, whole = count / unit * unit;
   const size_t segment = std::max(unit, g.segment / unit * unit);
   char* recv = static_cast<char*>(g.op.recv);
+  const bool pairs = PairsOnArrival(g);
   Scratch blocks;
-  if (!PairsOnArrival(g)) TESSERA_RETURN_IF_ERROR(blocks.Allocate(g.ctx, std::min(segment, whole) * es));
+  if (!pairs) TESSERA_RETURN_IF_ERROR(blocks.Allocate(g.ctx, std::min(segment, whole) * es));
   for (size_t first = 0; first < whole; first += segment) {
     const size_t b = std::min(segment, whole - first) / p;
     char* mine = recv + (first + r * b) * es;
-    TESSERA_RETURN_IF_ERROR(SumBlockOfEveryRank(g, first, b, blocks, mine));
+    TESSERA_RETURN_IF_ERROR(SumBlockOfEveryRank(g, first, b, pairs, blocks, mine));
     TESSERA_RETURN_IF_ERROR(g.Finish(mine, b));
     CollectiveArgs ag;
     ag.send = mine;

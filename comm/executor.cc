@@ -298,7 +298,7 @@ Status Executor::RunReduction(const Operation& op, const CollectiveContext& ctx,
   }
   const size_t segment = static_cast<size_t>(site_.settings->half_segment_bytes) / sizeof(float);
   if (t.widen && !on_device && op.kind == OpKind::kAllReduce && op.parts.empty() && op.count > segment) {
-    return RunWidenedInSegments(op, ctx, elementwise);
+    return RunWidenedInSegments(op, segment, ctx, elementwise);
   }
   // In the context's memory: the host pool (no zero-fill) or the device.
   Scratch in_buf, part_buf, out_buf;
@@ -322,8 +322,9 @@ Status Executor::RunReduction(const Operation& op, const CollectiveContext& ctx,
 // of float32): each segment is widened, reduced and narrowed while it is in cache, where
 // the whole buffer at once took three passes through memory (2-6x float32's time per
 // element on one host).
-Status Executor::RunWidenedInSegments(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise) {
-  const size_t segment = static_cast<size_t>(site_.settings->half_segment_bytes) / sizeof(float), es = SizeOf(op.type);
+Status Executor::RunWidenedInSegments(const Operation& op, size_t segment, const CollectiveContext& ctx,
+                                      ElementwiseOps& elementwise) {
+  const size_t es = SizeOf(op.type);
   Operation piece = op;
   for (size_t first = 0; first < op.count; first += segment) {
     piece.send = static_cast<const char*>(op.send) + first * es;

@@ -84,7 +84,9 @@ class Executor {
   void StampCollective(const Operation& op);
   Status RunOne(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise, bool on_device);
   Status RunReduction(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise, bool on_device);
-  Status RunWidenedInSegments(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise);
+  // `segment`: elements per piece.
+  Status RunWidenedInSegments(const Operation& op, size_t segment, const CollectiveContext& ctx,
+                              ElementwiseOps& elementwise);
   Status Dispatch(Collective c, const CollectiveContext& ctx, const CollectiveArgs& args, bool on_device);
   // The algorithm for `bytes` of `c`, from the last few choices when it is among them: the
   // model and the shape are fixed once the communicator exists, and a training loop

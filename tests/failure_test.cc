@@ -69,6 +69,16 @@ CallOutcome TimedAllReduce(tesseraComm_t comm, size_t count) {
   return o;
 }
 
+// tesseraCommInitRank into *comm, timed; the message from tesseraGetLastError(NULL).
+CallOutcome TimedInit(const RankContext& ctx, tesseraComm_t* comm) {
+  auto start = std::chrono::steady_clock::now();
+  CallOutcome o;
+  o.code = tesseraCommInitRank(comm, ctx.nranks, ctx.ids[0], ctx.rank);
+  o.seconds = SecondsSince(start);
+  o.message = o.code == tesseraSuccess ? "" : LastError(nullptr);
+  return o;
+}
+
 std::string Describe(const CallOutcome& o) {
   return CodeName(o.code) + " after " + std::to_string(o.seconds) + " s: \"" + o.message + "\"";
 }
@@ -314,11 +324,7 @@ CallOutcome InitWhileRank2Dies(const RankContext& ctx, tesseraComm_t* comm) {
     }).detach();
   }
   if (ctx.rank == 1) WaitForRanksDone({2}, Milliseconds(10000));
-  auto start = std::chrono::steady_clock::now();
-  CallOutcome o;
-  o.code = tesseraCommInitRank(comm, ctx.nranks, ctx.ids[0], ctx.rank);
-  o.seconds = SecondsSince(start);
-  o.message = o.code == tesseraSuccess ? "" : LastError(nullptr);
+  const CallOutcome o = TimedInit(ctx, comm);
   if (ctx.rank == 2) pause();  // init returned before the exit: wait for it
   printf("[ info ] rank %d: init %s\n", ctx.rank, Describe(o).c_str());
   return o;
@@ -385,12 +391,8 @@ TEST_P(PeerFailure, PeerDiesBeforeForwardingTheTable) {
 TEST_P(PeerFailure, RendezvousHostDies) {
   auto results = RunRanksRaw(3, [](const RankContext& ctx) {
     if (ctx.rank == 0) _exit(0);
-    auto start = std::chrono::steady_clock::now();
     tesseraComm_t comm = nullptr;
-    CallOutcome o;
-    o.code = tesseraCommInitRank(&comm, ctx.nranks, ctx.ids[0], ctx.rank);
-    o.seconds = SecondsSince(start);
-    o.message = o.code == tesseraSuccess ? "" : LastError(nullptr);
+    const CallOutcome o = TimedInit(ctx, &comm);
     RankChecks c;
     ExpectPeerFailure(&c, o, kPeerGone, {"rendezvous"}, "init with the rendezvous gone");
     printf("[ info ] rank %d: init %s\n", ctx.rank, Describe(o).c_str());
@@ -409,12 +411,8 @@ TEST_P(PeerFailure, MissingRankTimesOutInInit) {
       WaitForRanksDone({0, 1}, Milliseconds(25000));
       return std::string();
     }
-    auto start = std::chrono::steady_clock::now();
     tesseraComm_t comm = nullptr;
-    CallOutcome o;
-    o.code = tesseraCommInitRank(&comm, ctx.nranks, ctx.ids[0], ctx.rank);
-    o.seconds = SecondsSince(start);
-    o.message = o.code == tesseraSuccess ? "" : LastError(nullptr);
+    const CallOutcome o = TimedInit(ctx, &comm);
     RankChecks c;
     ExpectPeerFailure(&c, o, {tesseraTimeout}, {"2"}, "init without rank 2");
     printf("[ info ] rank %d: init %s\n", ctx.rank, Describe(o).c_str());
@@ -499,11 +497,7 @@ void ExpectCleanDeathInSetUp(std::atomic<bool>* trigger, int exit_code, const st
   auto results = RunRanksRaw(3, [trigger, what](const RankContext& ctx) {
     if (ctx.rank == 2) trigger->store(true);
     tesseraComm_t comm = nullptr;
-    CallOutcome o;
-    auto start = std::chrono::steady_clock::now();
-    o.code = tesseraCommInitRank(&comm, ctx.nranks, ctx.ids[0], ctx.rank);
-    o.seconds = SecondsSince(start);
-    o.message = o.code == tesseraSuccess ? "" : LastError(nullptr);
+    const CallOutcome o = TimedInit(ctx, &comm);
     if (ctx.rank == 2) return "rank 2 did not die " + what + "; init: " + Describe(o);
     RankChecks c;
     if (o.code == tesseraSuccess) {
