@@ -1,0 +1,146 @@
+#include "transport/wait_loop.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/deadline.h"
+
+namespace tessera {
+namespace {
+
+// Longest single sleep: bounds how late abort, peer death and the deadline are noticed.
+constexpr int64_t kSleepSliceUs = 20000;
+// How often sleeping ranks check that their peers are still alive.
+constexpr int64_t kPeerCheckUs = 50000;
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+class Loop {
+ public:
+  Loop(Waitable* w, const ExchangeOptions& opt) : w_(w), opt_(opt) {}
+
+  Status Run() {
+    last_progress_us_ = NowMicros();
+    const Status s = Iterate();
+    if (!s.ok() && opt_.observer != nullptr) TellObserver();
+    return s;
+  }
+
+ private:
+  Status Iterate();
+  void Poll(int64_t now_us, uint32_t polls);
+  Status CheckAbortAndDeadline();
+  Status Sleep(WaitSet* waits, bool* moved);
+
+  // A peer that closed its link may have published why: prefer its root cause.
+  Status Explain(const Status& s) {
+    if (s.code() != Code::kRemoteError || opt_.notices == nullptr) return s;
+    Status notice = opt_.notices->CheckNotices(100);
+    return notice.ok() ? s : Status(notice.code(), s.message() + "; " + notice.message());
+  }
+
+  void TellObserver() {
+    peers_.clear();
+    w_->WaitingPeers(&peers_);
+    opt_.observer->Waiting(peers_.data(), peers_.size(), last_progress_us_);
+  }
+
+  Waitable* w_;
+  const ExchangeOptions& opt_;
+  int64_t last_progress_us_ = 0;
+  std::vector<int> peers_;  // for the observer
+};
+
+Status Loop::Iterate() {
+  int64_t last_peer_check_us = last_progress_us_;
+  const int64_t budget_us = opt_.progress != nullptr ? opt_.progress->budget_us() : 0;
+  uint32_t polls = 0;
+  WaitSet waits;
+  while (!w_->Done()) {
+    bool moved = false;
+    Status st = w_->Progress(&moved);
+    if (!st.ok()) return Explain(st);
+    int64_t now = NowMicros();
+    if (moved) {
+      last_progress_us_ = now;
+      continue;
+    }
+    if (now - last_progress_us_ < budget_us) {
+      Poll(now, ++polls);
+      continue;
+    }
+    TESSERA_RETURN_IF_ERROR(CheckAbortAndDeadline());
+    if (now - last_peer_check_us >= kPeerCheckUs) {
+      last_peer_check_us = now;
+      st = w_->CheckPeers();
+      if (!st.ok()) return Explain(st);
+    }
+    if (opt_.observer != nullptr) TellObserver();
+    TESSERA_RETURN_IF_ERROR(Sleep(&waits, &moved));
+    if (moved) last_progress_us_ = NowMicros();
+  }
+  return Status::Ok();
+}
+
+// One poll of a waiting rank: yield the core, or pause the CPU (yielding now and then:
+// a peer woken onto this core, as the scheduler likes to put a wakee beside its waker,
+// would otherwise wait for this rank's time slice to end).
+void Loop::Poll(int64_t now_us, uint32_t polls) {
+  if (opt_.progress != nullptr && opt_.progress->Yields(now_us)) {
+    sched_yield();
+    opt_.progress->YieldTook(NowMicros() - now_us, now_us);
+  } else if ((polls & 63) == 0) {
+    sched_yield();
+  } else {
+    CpuRelax();
+  }
+}
+
+Status Loop::CheckAbortAndDeadline() {
+  if (opt_.abort != nullptr && opt_.abort->load(std::memory_order_relaxed)) {
+    return RemoteError("aborted by tesseraCommAbort while " + w_->PendingSummary());
+  }
+  if (opt_.deadline.Expired()) {
+    return TimeoutError("timed out after " + std::to_string(opt_.timeout_ms) + " ms (TESSERA_TIMEOUT_MS) " +
+                        w_->PendingSummary());
+  }
+  return Status::Ok();
+}
+
+// Sleeps until something can move, a slice passes, or the deadline; *moved when a last
+// look before sleeping moved something.
+Status Loop::Sleep(WaitSet* waits, bool* moved) {
+  waits->Clear();
+  w_->AddWaits(waits);
+  if (opt_.notices != nullptr) opt_.notices->AddNoticeWaits(waits);
+  const uint32_t token = waits->Announce();
+  Status s = w_->Progress(moved);
+  if (s.ok() && !*moved && !w_->Done()) {
+    int64_t left_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(opt_.deadline.when() - Clock::now()).count();
+    waits->Sleep(token, std::max<int64_t>(1, std::min(kSleepSliceUs, left_us)));
+  }
+  waits->Retire();
+  if (!s.ok()) return Explain(s);
+  if (opt_.notices != nullptr) {
+    // A peer published its failure: report it with what this rank was waiting for.
+    Status notice = opt_.notices->CheckNotices(0);
+    if (!notice.ok()) return Status(notice.code(), w_->PendingSummary() + "; " + notice.message());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status WaitFor(Waitable* w, const ExchangeOptions& options) {
+  Loop loop(w, options);
+  return loop.Run();
+}
+
+}  // namespace tessera
