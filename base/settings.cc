@@ -83,6 +83,9 @@ Status Validate(const Settings& s) {
     return InvalidArgument("TESSERA_SHM_SLOTS must be in [2, 1024]");
   }
   TESSERA_RETURN_IF_ERROR(InRange("TESSERA_SHM_SEGMENT_BYTES", s.shm_segment_bytes, 1 << 20, int64_t{1} << 40));
+  if (s.shm_board_bytes < 0 || s.shm_board_bytes % 64 != 0 || s.shm_board_bytes > (1 << 20)) {
+    return InvalidArgument("TESSERA_SHM_BOARD_BYTES must be a multiple of 64 in [0, 1 MiB]");
+  }
   if (s.tcp_streams < 1 || s.tcp_streams > 64) {
     return InvalidArgument("TESSERA_TCP_STREAMS must be in [1, 64]");
   }

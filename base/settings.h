@@ -56,6 +56,10 @@ namespace tessera {
     "channels get fewer slots (down to 2), then smaller ones (down to 4 KiB), so a "     \
     "host of n ranks maps at most n times this, not n^2 channels of full size "         \
     "(docs/scale.md#creation-at-scale).")                                              \
+  X(int64_t, shm_board_bytes, "TESSERA_SHM_BOARD_BYTES", 4096,                           \
+    "Bytes of each rank's host-board slot (two per rank, after its channels): an "      \
+    "allreduce on a communicator whose ranks share one host may post up to this much "  \
+    "per round there and read every rank's (the board algorithm). 0: no board.")        \
   X(int64_t, cuda_ipc_slot_bytes, "TESSERA_CUDA_IPC_SLOT_BYTES", 1048576,                \
     "Size of one of the TESSERA_CUDA_IPC_SLOTS device-memory slots a rank keeps per "   \
     "local peer for cuda_ipc (the pipelining unit of device-resident calls); all ranks " \

@@ -31,7 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare import BIN, ROOT, cluster, names_in, parse_rows  # noqa: E402
 
-ALGORITHMS = ["ring", "recursive_doubling", "rabenseifner", "torus", "hierarchical", "hierarchical_leader"]
+ALGORITHMS = ["ring", "board", "recursive_doubling", "rabenseifner", "torus", "hierarchical", "hierarchical_leader"]
 GLOO = ["ring_chunked", "halving_doubling"]
 DEFAULT_FLAGS = ["-b", "8", "-e", "64M", "-f", "4", "-n", "20", "-w", "5"]
 CASES = {  # name -> (hosts, ranks per host, CPU-bound processes per core, every algorithm forced too)
@@ -59,9 +59,17 @@ def command(a, hosts, per_host, name, program, env, args):
              str(per_host)] + exports + [path] + args)
 
 
-def run(cmd):
-    """{bytes: time_us} of the out-of-place group; RuntimeError when the program fails."""
+def ran_algorithms(stdout):
+    """The algorithms all_reduce_perf says it ran ("# algorithm ring: 8 to 1024 B")."""
+    return {line.split()[2].rstrip(":") for line in stdout.splitlines() if line.startswith("# algorithm ")}
+
+
+def run(cmd, forced=None):
+    """{bytes: time_us} of the out-of-place group; RuntimeError when the program fails,
+    or when `forced` (TESSERA_ALGO) did not run (it does not apply: the model chose)."""
     out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode == 0 and forced and forced not in ran_algorithms(out.stdout):
+        raise RuntimeError("%s does not apply here" % forced)
     rows = parse_rows(out.stdout, 1.0)
     if out.returncode != 0 or not rows:
         raise RuntimeError("%s failed (%d):\n%s%s" % (" ".join(cmd), out.returncode, out.stdout[-2000:],
@@ -101,7 +109,7 @@ def measure(a, case, flags):
             for label, program, env, extra in plan(forced):
                 progress("%s: round %d/%d, %s" % (case, r + 1, a.rounds, label))
                 try:
-                    rows = run(command(a, hosts, per_host, name, program, env, extra + flags))
+                    rows = run(command(a, hosts, per_host, name, program, env, extra + flags), env.get("TESSERA_ALGO"))
                 except RuntimeError as e:
                     if not label.startswith("tessera "):  # a forced algorithm may not apply
                         sys.exit("contention: %s" % e)

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "collectives/collectives.h"
-#include "collectives/recursive_doubling_allreduce.h"
+#include "collectives/latency_allreduce.h"
 #include "collectives/ring_allreduce.h"
 #include "collectives/topology_allreduce.h"
 
@@ -18,6 +18,7 @@ bool HasEvenHosts(const Shape& s) { return s.hosts > 1 && s.per_host > 0; }
 bool IsGrid(int X, int Y, int p) { return X > 1 && Y > 1 && X * Y == p; }
 bool HasHostGrid(const Shape& s) { return IsGrid(s.per_host, s.hosts, s.p); }
 bool HasTorusGridOfRings(const Shape& s) { return IsGrid(s.torus_x, s.torus_y, s.p); }
+bool HasBoard(const Shape& s) { return s.board_bytes > 0; }
 
 constexpr const char* kNoHostGrid = "the hosts form no grid with X > 1 and Y > 1";
 constexpr const char* kNoTorusGrid = "the torus grid has X or Y 1";
@@ -28,6 +29,10 @@ std::vector<AlgorithmInfo> Rows() {
   return {
       {C::kAllReduce, "ring", "reduce-scatter then allgather around a ring: bandwidth-optimal, 2(p-1) steps",
        Everywhere, "", PredictRingAllReduce, RingAllReduce, true},
+      {C::kAllReduce, "board",
+       "every rank posts on its host's shared board, then each reduces all in rank order: one wait for p ranks",
+       HasBoard, "needs every rank on one host with shared memory (TESSERA_SHM_BOARD_BYTES > 0)",
+       PredictBoardAllReduce, BoardAllReduce, false},
       {C::kAllReduce, "recursive_doubling",
        "lg p rounds of whole-buffer exchanges with rank^2^k: latency-optimal for small buffers", Everywhere, "",
        PredictRecursiveDoublingAllReduce, RecursiveDoublingAllReduce, false},

@@ -11,6 +11,7 @@
 
 #include "base/types.h"
 #include "transport/exchange.h"
+#include "transport/host_board.h"
 #include "transport/link_table.h"
 
 namespace tessera {
@@ -41,6 +42,7 @@ struct CollectiveContext {
   const Grid* host_grid = nullptr;   // rows = hosts; null when hosts differ in rank count
   const Grid* torus_grid = nullptr;  // TESSERA_TORUS, else host_grid
   LocalMemory* local_memory = nullptr;  // null: host memory
+  HostBoard* board = nullptr;  // every rank's host board (host-memory calls only), or null
 };
 
 // dst = src through the context's LocalMemory (std::memcpy when it has none).

@@ -1,5 +1,5 @@
 // The collective algorithms other than allreduce's (ring_allreduce.h,
-// recursive_doubling_allreduce.h, topology_allreduce.h). One algorithm per file; each is a
+// latency_allreduce.h, topology_allreduce.h). One algorithm per file; each is a
 // schedule of exchanges over the links of CollectiveContext and never knows the
 // transport, and each file also predicts its schedule's time (cost_model.h). The table
 // in algorithms.h registers them all.

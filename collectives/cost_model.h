@@ -38,6 +38,9 @@ struct Shape {
   int hosts = 1;  // H
   int per_host = 0;  // R when every host has R ranks, else 0
   int torus_x = 0, torus_y = 0;  // the torus grid (0: none)
+  // Bytes a host board's round carries when every rank posts on one (all on one host,
+  // shared memory: transport/host_board.h); 0: no board.
+  size_t board_bytes = 0;
 };
 
 // --- Building blocks of the algorithms' formulas ------------------------------------

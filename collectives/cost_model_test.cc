@@ -70,6 +70,22 @@ TEST(CostModel, PipelinedScheduleWinsANearTie) {
   EXPECT_EQ(Choice(HostsOf(1, 8), 8), "recursive_doubling");  // not a tie: 3 steps against 14
 }
 
+TEST(CostModel, TheBoardTakesSmallBuffersOnOneHost) {
+  // One wait for all ranks against lg p rounds; in rounds of the slot beyond it, so
+  // larger buffers go back to the schedules of messages. Only with a board.
+  Shape one_host = HostsOf(1, 8);
+  one_host.board_bytes = 4096;
+  EXPECT_EQ(Choice(one_host, 8), "board");
+  EXPECT_EQ(Choice(one_host, 1024), "board");
+  EXPECT_NE(Choice(one_host, 1 << 20), "board");
+  EXPECT_EQ(Choice(HostsOf(1, 8), 8), "recursive_doubling");  // no board: none chosen, none forced
+  EXPECT_EQ(Choice(HostsOf(1, 8), 8, "board"), "recursive_doubling");
+  CostModel m;
+  EXPECT_DOUBLE_EQ(PredictSeconds(Collective::kAllReduce, "board", m, one_host, 3 * 4096) -
+                       PredictSeconds(Collective::kAllReduce, "board", m, one_host, 2 * 4096),
+                   m.intra.alpha + 7 * 4096 * (m.intra.beta + m.gamma));
+}
+
 TEST(CostModel, RingVolumeMatchesTheLowerBound) {
   // With alpha = gamma = 0 the ring takes exactly 2(p-1)/p * n * beta.
   CostModel m;
@@ -260,8 +276,8 @@ TEST(AlgorithmTable, TesseraAlgoNamesAreTheAllReduceRows) {
   const Status s = CheckAlgorithmName("grid");
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_EQ(s.message(),
-            "TESSERA_ALGO='grid' is not one of: auto, ring, recursive_doubling, rabenseifner, torus, hierarchical, "
-            "hierarchical_leader");
+            "TESSERA_ALGO='grid' is not one of: auto, ring, board, recursive_doubling, rabenseifner, torus, "
+            "hierarchical, hierarchical_leader");
 }
 
 TEST(Grid, FromHostsAndForced) {

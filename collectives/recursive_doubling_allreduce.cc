@@ -13,7 +13,7 @@
 //
 // Each round reduces into the other of two buffers (the receive buffer and a scratch
 // buffer), because a rank keeps sending its current buffer while it receives.
-#include "collectives/recursive_doubling_allreduce.h"
+#include "collectives/latency_allreduce.h"
 
 #include <vector>
 

@@ -193,6 +193,7 @@ Status Communicator::InitShape(const std::vector<std::string>& hosts) {
   host_grid_ = std::move(grids.host);
   torus_grid_ = std::move(grids.torus);
   shape_ = grids.shape;
+  if (const HostBoard* board = links_->Board()) shape_.board_bytes = board->capacity();
   if (!settings_.tuning_file.empty()) TESSERA_RETURN_IF_ERROR(CostModel::FromTuningFile(settings_.tuning_file, &model_));
   if (nranks_ > 1) {
     TESSERA_RETURN_IF_ERROR(ProbeAndAgree().Annotate("cost-model probe"));
@@ -326,6 +327,7 @@ CollectiveContext Communicator::Context() const {
   ctx.exchange.check_calls = settings_.check_calls != 0;
   ctx.host_grid = host_grid_.get();
   ctx.torus_grid = torus_grid_.get();
+  ctx.board = links_->Board();
   return ctx;
 }
 
@@ -490,6 +492,7 @@ Status Communicator::RunGroupOnDevice(const std::vector<Operation>& ops) {
   CollectiveContext ctx = Context();
   ctx.links = device_links_.get();
   ctx.exchange.notices = device_links_.get();
+  ctx.board = nullptr;  // device buffers never go on the host board
   return Revoked(executor_->RunGroupOnDevice(ops, ctx, device_engine_.get(), device_stream_.get()));
 }
 

@@ -351,8 +351,11 @@ Status Executor::Dispatch(Collective c, const CollectiveContext& ctx, const Coll
   const size_t bytes = PredictedBytes(c, site_.nranks, args.count, args.elem_size);
   const bool explain = site_.log_level >= LogLevel::kInfo;
   std::string why;
-  const Selection choice = explain ? SelectAlgorithm(c, site_.settings->algo, *site_.model, *site_.shape, bytes, &why)
-                                   : CachedChoice(c, bytes);
+  const Selection choice =
+      explain || on_device
+          ? SelectAlgorithm(c, site_.settings->algo, *site_.model, on_device ? device_shape_ : *site_.shape, bytes,
+                            explain ? &why : nullptr)
+          : CachedChoice(c, bytes);
   const char* label = choice.algo->Label();
   site_.recorder->SetAlgorithm(label);
   if (explain) {

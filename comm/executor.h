@@ -54,7 +54,9 @@ struct ExecutionSite {
 // Not thread-safe: a communicator runs one call at a time.
 class Executor {
  public:
-  explicit Executor(ExecutionSite site) : site_(std::move(site)) {}
+  explicit Executor(ExecutionSite site) : site_(std::move(site)), device_shape_(*site_.shape) {
+    device_shape_.board_bytes = 0;  // device-resident buffers never go on the host board
+  }
 
   // The algorithm of `c` for `bytes` (collectives/algorithms.h: PredictedBytes).
   Selection Choose(Collective c, size_t bytes) const;
@@ -96,6 +98,7 @@ class Executor {
   Status RunPointToPoint(const std::vector<Operation>& ops, const CollectiveContext& ctx);
 
   const ExecutionSite site_;
+  Shape device_shape_;  // the shape as the device path's choices see it
   // Algorithms' scratch on the host path, reused across calls.
   HostMemoryPool host_memory_;
   uint64_t op_count_ = 0;  // operations traced so far

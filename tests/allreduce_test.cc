@@ -54,6 +54,7 @@ RankOptions OptionsFor(Transport t, int nranks, bool multi_segment, const char* 
   if (multi_segment) {
     opts.env["TESSERA_SHM_SLOT_BYTES"] = "4096";
     opts.env["TESSERA_SHM_SLOTS"] = "2";
+    opts.env["TESSERA_SHM_BOARD_BYTES"] = "256";  // the board's rounds
     opts.env["TESSERA_TCP_CHUNK_BYTES"] = "4096";
     opts.env["TESSERA_TCP_STREAMS"] = "3";
   }
@@ -160,6 +161,16 @@ std::vector<AllReduceCase> SmallCases(Transport t) {
           for (const char* algo : {"ring", "recursive_doubling"}) {
             cases.push_back({t, nranks, count, in_place, multi, algo});
           }
+        }
+      }
+    }
+  }
+  if (t == Transport::kShm) {
+    // The host board (every rank on one host): many rounds of it, in small slots too.
+    for (int nranks : {2, 3, 8}) {
+      for (size_t count : {size_t{0}, size_t{1}, size_t{13}, size_t{1031}, kOddCount}) {
+        for (bool in_place : {false, true}) {
+          for (bool multi : {false, true}) cases.push_back({t, nranks, count, in_place, multi, "board"});
         }
       }
     }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "transport/exchange.h"
+#include "transport/host_board.h"
 
 namespace tessera {
 
@@ -26,6 +27,14 @@ const char* LinkTable::TransportFor(int peer) const {
     if (t->CanConnect(peer)) return t->name();
   }
   return "none";
+}
+
+HostBoard* LinkTable::Board() const {
+  for (const auto& t : transports_) {
+    HostBoard* b = t->board();
+    if (b != nullptr && b->ranks() == static_cast<int>(links_.size())) return b;
+  }
+  return nullptr;
 }
 
 void LinkTable::PublishFailure(const Status& failure) {

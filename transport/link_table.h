@@ -36,6 +36,10 @@ class LinkTable : public PeerExchange {
   // Which transport reaches `peer` ("shm", "ibverbs", "ucx", "tcp", or "none").
   const char* TransportFor(int peer) const;
 
+  // A board on which every rank of the communicator posts (all share this host), or
+  // null (transport/host_board.h).
+  HostBoard* Board() const;
+
   // Failure propagation over every transport (see Transport).
   void PublishFailure(const Status& failure);
   void AddNoticeWaits(WaitSet* set);

@@ -74,6 +74,7 @@ class WaitSet {
 };
 
 class Link;
+class HostBoard;
 
 // A way to reach peers (shm, tcp, ...). The LinkTable asks each transport, in priority
 // order, whether it can reach a peer, and lets the first that can create the Link.
@@ -94,6 +95,10 @@ class Transport {
   // A peer's published failure (its code, "rank N failed: <reason>") if one has
   // arrived, waiting up to wait_ms for it; else OK.
   virtual Status CheckNotices(int wait_ms) { (void)wait_ms; return Status::Ok(); }
+
+  // A board of every rank on this host that the transport reaches (host_board.h), or
+  // null (the shared-memory transport keeps one).
+  virtual HostBoard* board() { return nullptr; }
 };
 
 class Link {

@@ -7,7 +7,7 @@ namespace {
 class OpenShm : public OpenTransport {
  public:
   explicit OpenShm(const Settings& settings)
-      : options_{settings.shm_slot_bytes, settings.shm_slots, settings.shm_segment_bytes},
+      : options_{settings.shm_slot_bytes, settings.shm_slots, settings.shm_segment_bytes, settings.shm_board_bytes},
         segment_(ShmTransport::NewSegmentName()) {}
 
   std::string card() const override { return segment_; }
@@ -48,7 +48,8 @@ Status OpenShmTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* 
 std::string ShmAgreedSettings(const Settings& settings) {
   return "TESSERA_SHM_SLOT_BYTES=" + std::to_string(settings.shm_slot_bytes) + "\nTESSERA_SHM_SLOTS=" +
          std::to_string(settings.shm_slots) + "\nTESSERA_SHM_SEGMENT_BYTES=" +
-         std::to_string(settings.shm_segment_bytes) + "\n";
+         std::to_string(settings.shm_segment_bytes) + "\nTESSERA_SHM_BOARD_BYTES=" +
+         std::to_string(settings.shm_board_bytes) + "\n";
 }
 
 }  // namespace tessera

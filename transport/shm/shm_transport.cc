@@ -10,8 +10,10 @@
 #include <cstring>
 #include <thread>
 
+#include "transport/host_board.h"
 #include "transport/peer_process.h"
 #include "transport/shm/doorbell.h"
+#include "transport/wait_loop.h"
 
 namespace tessera {
 namespace {
@@ -24,6 +26,7 @@ struct SegmentHeader {
   uint64_t slot_bytes;
   uint64_t slots;
   uint64_t channels;
+  uint64_t board_bytes;  // of each of the two board slots after the channels (0: none)
   alignas(kLine) Doorbell doorbell;
   // Set (with a reason) when the owner's communicator broke, so local peers blocked on
   // it fail at once with the root cause instead of timing out.
@@ -50,12 +53,27 @@ struct SlotHeader {
 };
 static_assert(sizeof(SlotHeader) <= kLine, "a slot's header fits its first line");
 
+// The first line of a board slot (transport/host_board.h): the owner writes the bytes,
+// then `bytes` and `call`, then releases `round`.
+struct BoardSlotHeader {
+  std::atomic<uint64_t> round;
+  uint64_t bytes;
+  CallStamp call;
+};
+static_assert(sizeof(BoardSlotHeader) <= kLine, "a board slot's header fits its first line");
+
 size_t RoundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 size_t HeaderBytes(size_t channels) {
   return RoundUp(sizeof(SegmentHeader) + channels * sizeof(AttachedFlag), 4096);
 }
 size_t SlotStride(size_t slot_bytes) { return kLine + slot_bytes; }
 size_t ChannelStride(size_t slot_bytes, size_t slots) { return sizeof(ChannelHeader) + slots * SlotStride(slot_bytes); }
+size_t BoardOffset(size_t channels, size_t slot_bytes, size_t slots) {
+  return HeaderBytes(channels) + channels * ChannelStride(slot_bytes, slots);
+}
+size_t SegmentBytes(size_t channels, size_t slot_bytes, size_t slots, size_t board_bytes) {
+  return BoardOffset(channels, slot_bytes, slots) + (board_bytes > 0 ? 2 * (kLine + board_bytes) : 0);
+}
 
 // The failure that rank `rank` published in its segment header `h` (its code, "rank N
 // failed: <reason>"); call once h->failed is seen set.
@@ -86,6 +104,14 @@ struct ShmTransport::Mapping {
     return reinterpret_cast<ChannelHeader*>(static_cast<char*>(base) + HeaderBytes(h->channels) +
                                             index * ChannelStride(h->slot_bytes, h->slots));
   }
+  // The board slot of rounds of this parity (the segment has one: board_bytes > 0); its
+  // bytes follow the header line.
+  BoardSlotHeader* board_slot(uint64_t parity) const {
+    const SegmentHeader* h = header();
+    return reinterpret_cast<BoardSlotHeader*>(static_cast<char*>(base) +
+                                              BoardOffset(h->channels, h->slot_bytes, h->slots) +
+                                              parity * (kLine + h->board_bytes));
+  }
 };
 
 namespace {
@@ -109,11 +135,28 @@ Ring RingOf(const ShmTransport::Mapping& m, size_t channel) {
   return r;
 }
 
+// Whether `m`'s owner, found by a rank in call `mine`, is in another call of the same
+// sequence number on its board (it chose the board, this rank links: the calls
+// differ in size). Its latest round's header is stable: the owner writes the next
+// one's only after every rank, this one too, posted on the board.
+Status CheckBoardCall(const ShmTransport::Mapping& m, int my_rank, const CallStamp& mine, int peer) {
+  if (m.header()->board_bytes == 0 || mine.seq == 0) return Status::Ok();
+  const BoardSlotHeader* a = m.board_slot(0);
+  const BoardSlotHeader* b = m.board_slot(1);
+  const BoardSlotHeader* latest =
+      a->round.load(std::memory_order_acquire) > b->round.load(std::memory_order_acquire) ? a : b;
+  if (latest->round.load(std::memory_order_acquire) == 0) return Status::Ok();
+  const CallStamp theirs = latest->call;
+  if (theirs.seq == mine.seq && theirs != mine) return MismatchedCalls(my_rank, mine, peer, theirs);
+  return Status::Ok();
+}
+
 class ShmLink : public Link {
  public:
-  ShmLink(int my_rank, int peer, int peer_pid, int pidfd, Ring out, Ring in, Doorbell* mine, SegmentHeader* theirs)
+  ShmLink(int my_rank, int peer, int peer_pid, int pidfd, Ring out, Ring in, Doorbell* mine,
+          const ShmTransport::Mapping* theirs)
       : Link(peer), my_rank_(my_rank), peer_pid_(peer_pid), pidfd_(pidfd), out_(out), in_(in), mine_(mine),
-        peer_header_(theirs), theirs_(&theirs->doorbell) {
+        peer_map_(theirs), peer_header_(theirs->header()), theirs_(&peer_header_->doorbell) {
     // Both sides start from the counters as they are (fresh segments hold zero).
     send_head_ = out_.ch->head.load(std::memory_order_relaxed);
     recv_tail_ = in_.ch->tail.load(std::memory_order_relaxed);
@@ -194,7 +237,7 @@ class ShmLink : public Link {
     if (PeerExited(pidfd_)) {
       return RemoteError("rank " + std::to_string(peer()) + " (pid " + std::to_string(peer_pid_) + ") exited");
     }
-    return Status::Ok();
+    return CheckBoardCall(*peer_map_, my_rank_, call_, peer());
   }
 
   size_t sent_bytes() const override { return send_off_; }
@@ -207,6 +250,7 @@ class ShmLink : public Link {
   const int pidfd_;  // owned by the transport
   Ring out_, in_;
   Doorbell* mine_;
+  const ShmTransport::Mapping* peer_map_;
   SegmentHeader* peer_header_;
   Doorbell* theirs_;
   uint64_t send_head_ = 0, recv_tail_ = 0;
@@ -218,6 +262,117 @@ class ShmLink : public Link {
   const Reducer* recv_reducer_ = nullptr;
   size_t recv_len_ = 0, recv_off_ = 0;
 };
+
+// The host board (transport/host_board.h) over every local rank's segment: a rank
+// posts into its own segment's board slot and reads everyone's.
+class ShmBoard : public HostBoard, public Waitable {
+ public:
+  ShmBoard(std::vector<const ShmTransport::Mapping*> maps, std::vector<ShmTransport::Member> members,
+           std::vector<int> pidfds, size_t my_index)
+      : maps_(std::move(maps)), members_(std::move(members)), pidfds_(std::move(pidfds)), my_(my_index),
+        capacity_(maps_[my_]->header()->board_bytes) {}
+
+  int ranks() const override { return static_cast<int>(maps_.size()); }
+  size_t capacity() const override { return capacity_; }
+  char* NextSlot() override { return Payload(my_, round_ + 1); }
+  Status Round(size_t bytes, const ExchangeOptions& options) override;
+  const char* Slot(int index) const override { return Payload(static_cast<size_t>(index), round_); }
+
+  bool Done() const override { return next_ == maps_.size(); }
+  Status Progress(bool* moved) override;
+  void AddWaits(WaitSet* set) override { maps_[my_]->header()->doorbell.AddTo(set); }
+  Status CheckPeers() override;
+  void WaitingPeers(std::vector<int>* peers) const override {
+    for (size_t i = next_; i < maps_.size(); ++i) {
+      if (!Posted(i)) peers->push_back(members_[i].rank);
+    }
+  }
+  std::string PendingSummary() const override {
+    std::vector<int> peers;
+    WaitingPeers(&peers);
+    std::string out = "waiting on the host board (round " + std::to_string(round_) + ", " + std::to_string(bytes_) +
+                      " bytes) for rank(s) ";
+    for (size_t i = 0; i < peers.size(); ++i) out += (i > 0 ? ", " : "") + std::to_string(peers[i]);
+    return out;
+  }
+
+ private:
+  BoardSlotHeader* Header(size_t i, uint64_t round) const { return maps_[i]->board_slot(round & 1); }
+  char* Payload(size_t i, uint64_t round) const { return reinterpret_cast<char*>(Header(i, round)) + kLine; }
+  bool Posted(size_t i) const { return Header(i, round_)->round.load(std::memory_order_acquire) == round_; }
+  // A link message from local rank i that this rank has not taken, of another call.
+  Status CheckInbound(size_t i) const;
+
+  std::vector<const ShmTransport::Mapping*> maps_;  // by local index
+  std::vector<ShmTransport::Member> members_;
+  std::vector<int> pidfds_;  // owned by the transport
+  const size_t my_;
+  const size_t capacity_;
+  uint64_t round_ = 0;   // the round of the latest Round
+  size_t next_ = 0;      // the ranks before it have posted round_, checked
+  CallStamp call_;       // of this round
+  size_t bytes_ = 0;
+};
+
+Status ShmBoard::Round(size_t bytes, const ExchangeOptions& options) {
+  if (bytes > capacity_) {
+    return InternalError("host board round of " + std::to_string(bytes) + " bytes, more than its " +
+                         std::to_string(capacity_));
+  }
+  ++round_;
+  call_ = options.check_calls && options.stamp != nullptr ? *options.stamp : CallStamp{};
+  bytes_ = bytes;
+  BoardSlotHeader* own = Header(my_, round_);
+  own->bytes = bytes;
+  own->call = call_;
+  own->round.store(round_, std::memory_order_release);
+  for (size_t i = 0; i < maps_.size(); ++i) {
+    if (i != my_) maps_[i]->header()->doorbell.Ring();
+  }
+  next_ = 0;
+  return WaitFor(this, options);
+}
+
+Status ShmBoard::Progress(bool* moved) {
+  *moved = false;
+  for (; next_ < maps_.size(); ++next_) {
+    if (!Posted(next_)) return Status::Ok();
+    const BoardSlotHeader* h = Header(next_, round_);
+    const int rank = members_[next_].rank;
+    if (h->call != call_) return MismatchedCalls(members_[my_].rank, call_, rank, h->call);
+    if (h->bytes != bytes_) {
+      return InvalidUsage("message size mismatch: rank " + std::to_string(rank) + " posted " +
+                          std::to_string(h->bytes) + " bytes on the host board, this rank " + std::to_string(bytes_) +
+                          " (do all ranks pass the same count and datatype?)");
+    }
+    *moved = true;
+  }
+  return Status::Ok();
+}
+
+Status ShmBoard::CheckPeers() {
+  for (size_t i = next_; i < maps_.size(); ++i) {
+    if (i == my_ || Posted(i)) continue;
+    const SegmentHeader* h = maps_[i]->header();
+    if (h->failed.load(std::memory_order_acquire) != 0) return PublishedFailure(h, members_[i].rank);
+    if (PeerExited(pidfds_[i])) {
+      return RemoteError("rank " + std::to_string(members_[i].rank) + " (pid " + std::to_string(members_[i].pid) +
+                         ") exited");
+    }
+    TESSERA_RETURN_IF_ERROR(CheckInbound(i));
+  }
+  return Status::Ok();
+}
+
+Status ShmBoard::CheckInbound(size_t i) const {
+  if (call_.seq == 0) return Status::Ok();
+  const Ring in = RingOf(*maps_[my_], i);
+  const uint64_t tail = in.ch->tail.load(std::memory_order_acquire);
+  if (in.ch->head.load(std::memory_order_acquire) == tail) return Status::Ok();
+  const SlotHeader* h = in.slot_header(tail);
+  if (h->offset != 0 || h->call == call_) return Status::Ok();
+  return MismatchedCalls(members_[my_].rank, call_, members_[i].rank, h->call);
+}
 
 Status MapSegment(int fd, size_t bytes, const std::string& name, ShmTransport::Mapping* m) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -264,7 +419,8 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
   if (my_index_ < 0) return InternalError("this rank is not in its own host's rank list");
   const size_t n = local.size();
   const RingShape shape = ShapeFor(options, n);
-  const size_t bytes = HeaderBytes(n) + n * ChannelStride(shape.slot_bytes, shape.slots);
+  const size_t board_bytes = static_cast<size_t>(options.board_bytes);
+  const size_t bytes = SegmentBytes(n, shape.slot_bytes, shape.slots, board_bytes);
   maps_.resize(n);
   pidfds_.assign(n, -1);
 
@@ -286,6 +442,7 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
   own->slot_bytes = shape.slot_bytes;
   own->slots = shape.slots;
   own->channels = n;
+  own->board_bytes = board_bytes;
   own->magic.store(kSegmentMagic, std::memory_order_release);
 
   for (size_t i = 0; i < n; ++i) {
@@ -339,7 +496,8 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     SegmentHeader* h = maps_[i]->header();
-    if (h->slot_bytes != shape.slot_bytes || h->slots != shape.slots || h->channels != n) {
+    if (h->slot_bytes != shape.slot_bytes || h->slots != shape.slots || h->channels != n ||
+        h->board_bytes != board_bytes) {
       return InvalidUsage("rank " + std::to_string(peer.rank) + " laid out its shared memory differently");
     }
     maps_[i]->attached(my_index_)->store(1, std::memory_order_release);
@@ -363,6 +521,11 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
   }
   shm_unlink(own_name_.c_str());
   own_unlinked_ = true;
+  if (board_bytes > 0) {
+    std::vector<const Mapping*> maps;
+    for (const auto& m : maps_) maps.push_back(m.get());
+    board_ = std::make_unique<ShmBoard>(std::move(maps), local_, pidfds_, static_cast<size_t>(my_index_));
+  }
   return Status::Ok();
 }
 
@@ -427,7 +590,7 @@ Status ShmTransport::Connect(int peer, const Deadline&, std::unique_ptr<Link>* o
   Ring out_ring = RingOf(*maps_[pi], my_index_);
   Ring in_ring = RingOf(*maps_[my_index_], pi);
   *out = std::make_unique<ShmLink>(my_rank_, peer, local_[pi].pid, pidfds_[pi], out_ring, in_ring,
-                                   &maps_[my_index_]->header()->doorbell, maps_[pi]->header());
+                                   &maps_[my_index_]->header()->doorbell, maps_[pi].get());
   return Status::Ok();
 }
 

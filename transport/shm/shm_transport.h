@@ -37,6 +37,7 @@ class ShmTransport : public Transport {
     int64_t slot_bytes = SettingDefaults::shm_slot_bytes;
     int64_t slots = SettingDefaults::shm_slots;
     int64_t segment_bytes = SettingDefaults::shm_segment_bytes;
+    int64_t board_bytes = SettingDefaults::shm_board_bytes;
   };
   // The rings of a host of `local_ranks` ranks: options' slots and slot size where the
   // channels of one segment fit in segment_bytes, else fewer slots (at least 2), else
@@ -70,6 +71,9 @@ class ShmTransport : public Transport {
   // failure published by any local peer, not only by those this rank is waiting for.
   void PublishFailure(const Status& failure) override;
   Status CheckNotices(int wait_ms) override;
+  // The host board of this host's ranks (after the channels in each segment), unless
+  // TESSERA_SHM_BOARD_BYTES is 0.
+  HostBoard* board() override { return board_.get(); }
 
   struct Mapping;  // one mapped segment (defined in the .cc)
 
@@ -86,6 +90,7 @@ class ShmTransport : public Transport {
   std::vector<int> pidfds_;                      // indexed like local_, -1 for self
   std::string own_name_;
   bool own_unlinked_ = true;
+  std::unique_ptr<HostBoard> board_;  // uses maps_ and pidfds_: declared after them
 };
 
 // The ranks of this host with the segment each published as its card of `what`'s
@@ -94,7 +99,8 @@ class ShmTransport : public Transport {
 Status MembersFromCards(const FinishContext& ctx, const char* what, std::vector<ShmTransport::Member>* members);
 
 // The plugin (transport/plugin.h): the card is the segment's name, the agreed settings
-// TESSERA_SHM_SLOT_BYTES and TESSERA_SHM_SLOTS; no transport with one rank on the host.
+// TESSERA_SHM_SLOT_BYTES, TESSERA_SHM_SLOTS, TESSERA_SHM_SEGMENT_BYTES and
+// TESSERA_SHM_BOARD_BYTES; no transport with one rank on the host.
 Status OpenShmTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* out);
 std::string ShmAgreedSettings(const Settings& settings);
 

@@ -1,0 +1,48 @@
+// Board allreduce: the latency algorithm when every rank shares one host.
+//
+// Each rank posts its buffer on the host board (transport/host_board.h) and, once every
+// rank has posted, reduces all the posted buffers itself, in rank order. One wait for
+// the slowest rank, where recursive doubling waits for a partner lg p times: on ranks
+// that outnumber their cores every wait costs turns of the scheduler, and a round of
+// the board needs each rank to run once to post and once to read. A buffer larger than
+// the board's slot goes in rounds of whole elements.
+//
+// Every rank applies the same operations to the same bytes in the same order, so all
+// end with identical bits, whatever the order in which the ranks arrived.
+#include "collectives/latency_allreduce.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tessera {
+
+Status BoardAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args) {
+  const int p = ctx.nranks;
+  const size_t bytes = args.count * args.elem_size;
+  if (p == 1) return LocalCopy(ctx, args.recv, args.send, bytes);
+  HostBoard* board = ctx.board;
+  if (board == nullptr || board->ranks() != p) {
+    return InvalidUsage("the board allreduce needs every rank on one host board (one host, shared memory)");
+  }
+  const size_t round = board->capacity() / args.elem_size * args.elem_size;
+  if (round == 0) return InvalidUsage("the host board's slot holds no element of " + std::to_string(args.elem_size) + " bytes");
+  const char* send = static_cast<const char*>(args.send);
+  char* recv = static_cast<char*>(args.recv);
+  for (size_t off = 0; off < bytes; off += round) {
+    const size_t n = std::min(round, bytes - off), count = n / args.elem_size;
+    std::memcpy(board->NextSlot(), send + off, n);  // before recv + off, which may be send + off
+    TESSERA_RETURN_IF_ERROR(board->Round(n, ctx.exchange));
+    args.reducer.fn(recv + off, board->Slot(0), board->Slot(1), count);
+    for (int r = 2; r < p; ++r) args.reducer.fn(recv + off, recv + off, board->Slot(r), count);
+  }
+  return Status::Ok();
+}
+
+// One wait per round; each rank reads and reduces every other rank's bytes.
+double PredictBoardAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
+  const double n = static_cast<double>(bytes);
+  const size_t rounds = std::max<size_t>(1, (bytes + s.board_bytes - 1) / s.board_bytes);
+  return static_cast<double>(rounds) * m.intra.alpha + (s.p - 1) * n * (m.intra.beta + m.gamma);
+}
+
+}  // namespace tessera

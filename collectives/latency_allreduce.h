@@ -1,0 +1,19 @@
+#ifndef TESSERA_COLLECTIVES_LATENCY_ALLREDUCE_H_
+#define TESSERA_COLLECTIVES_LATENCY_ALLREDUCE_H_
+
+#include "collectives/collective.h"
+#include "collectives/cost_model.h"
+
+namespace tessera {
+
+// The allreduce algorithms for small buffers, whose time is their waits.
+// Recursive doubling: lg p rounds of pairwise exchanges; recursive_doubling_allreduce.cc.
+Status RecursiveDoublingAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);
+double PredictRecursiveDoublingAllReduce(const CostModel& m, const Shape& s, size_t bytes);
+// The host board, for ranks that all share one host: one wait for all; board_allreduce.cc.
+Status BoardAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);
+double PredictBoardAllReduce(const CostModel& m, const Shape& s, size_t bytes);
+
+}  // namespace tessera
+
+#endif  // TESSERA_COLLECTIVES_LATENCY_ALLREDUCE_H_
