@@ -101,22 +101,23 @@ const std::set<tesseraResult_t> kPeerGone = {tesseraRemoteError, tesseraTimeout}
 class PeerFailure : public testing::TestWithParam<Transport> {};
 
 // (a) Rank 2 exits right after init; ranks 0 and 1 fail naming it.
-TEST_P(PeerFailure, PeerExitsAfterInit) {
-  auto results = RunRanks(3, [](int rank, tesseraComm_t comm) {
+void PeerExitsAfterInit(Transport t, size_t count) {
+  auto results = RunRanks(3, [count](int rank, tesseraComm_t comm) {
     if (rank == 2) _exit(0);
     RankChecks c;
-    CallOutcome o = TimedAllReduce(comm, kCount);
+    CallOutcome o = TimedAllReduce(comm, count);
     ExpectPeerFailure(&c, o, kPeerGone, {"rank 2", "[culprit: rank 2]"}, "allreduce with rank 2 gone");
     printf("[ info ] rank %d: %s\n", rank, Describe(o).c_str());
     // Do not destroy (and so disappear) before the other survivor has its error.
     ArriveAndWait(0, 2, Milliseconds(20000));
     return c.str();
-  }, FailureOptions(GetParam()));
+  }, FailureOptions(t));
   ASSERT_EQ(3u, results.size());
   EXPECT_TRUE(results[0].ok()) << results[0].Describe();
   EXPECT_TRUE(results[1].ok()) << results[1].Describe();
   EXPECT_TRUE(results[2].died()) << results[2].Describe();
 }
+TEST_P(PeerFailure, PeerExitsAfterInit) { PeerExitsAfterInit(GetParam(), kCount); }
 
 // 16M-element allreduces, repeated until one fails, during which rank 2 raises `signo`
 // on itself 20 ms in (the links are all set up before, so it lands in a data transfer).
@@ -166,14 +167,14 @@ TEST_P(PeerFailure, PeerKilledDuringAllReduce) {
 
 // (b) Rank 2 stays alive but never calls the collective: the others time out, naming
 // the operation.
-TEST_P(PeerFailure, SilentPeerTimesOut) {
-  auto results = RunRanks(3, [](int rank, tesseraComm_t comm) {
+void SilentPeerTimesOut(Transport t, size_t count) {
+  auto results = RunRanks(3, [count](int rank, tesseraComm_t comm) {
     if (rank == 2) {
       bool done = WaitForRanksDone({0, 1}, Milliseconds(25000));
       return std::string(done ? "" : "ranks 0 and 1 never finished");
     }
     RankChecks c;
-    CallOutcome o = TimedAllReduce(comm, kCount);
+    CallOutcome o = TimedAllReduce(comm, count);
     ExpectPeerFailure(&c, o, {tesseraTimeout}, {"rank 2", "has not called allreduce #1", "[culprit: rank 2]"},
                       "allreduce with rank 2 silent");
     c.Expect(o.seconds >= kTimeoutMs / 1000.0 * 0.9,
@@ -181,9 +182,15 @@ TEST_P(PeerFailure, SilentPeerTimesOut) {
     printf("[ info ] rank %d: %s\n", rank, Describe(o).c_str());
     ArriveAndWait(0, 2, Milliseconds(20000));
     return c.str();
-  }, FailureOptions(GetParam()));
+  }, FailureOptions(t));
   EXPECT_EQ("", Failures(results));
 }
+TEST_P(PeerFailure, SilentPeerTimesOut) { SilentPeerTimesOut(GetParam(), kCount); }
+
+// The same two where an allreduce of 8 bytes goes on the host board (transport/
+// host_board.h): its waits name the rank gone or silent as the links' do.
+TEST(BoardFailure, PeerExitsAfterInit) { PeerExitsAfterInit(Transport::kShm, 2); }
+TEST(BoardFailure, SilentPeerTimesOut) { SilentPeerTimesOut(Transport::kShm, 2); }
 
 // Rank 2 is stopped (SIGSTOP) in the middle of a large allreduce: every survivor times
 // out naming rank 2 as the culprit, stopped, and no survivor blames another. Rank 0
