@@ -38,11 +38,14 @@ Status BoardAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args) 
   return Status::Ok();
 }
 
-// One wait per round; each rank reads and reduces every other rank's bytes.
+// One wait per round; each rank copies its bytes in, then reads and reduces every other
+// rank's. On two ranks that is recursive doubling's one exchange plus the copy, which
+// measured so (8 B: 1.10 us against 1.02; 4 KiB: 1.8 against 1.6), and the model
+// chooses recursive doubling there.
 double PredictBoardAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
   const double n = static_cast<double>(bytes);
   const size_t rounds = std::max<size_t>(1, (bytes + s.board_bytes - 1) / s.board_bytes);
-  return static_cast<double>(rounds) * m.intra.alpha + (s.p - 1) * n * (m.intra.beta + m.gamma);
+  return static_cast<double>(rounds) * m.intra.alpha + n * m.intra.beta + (s.p - 1) * n * (m.intra.beta + m.gamma);
 }
 
 }  // namespace tessera

@@ -80,10 +80,14 @@ TEST(CostModel, TheBoardTakesSmallBuffersOnOneHost) {
   EXPECT_NE(Choice(one_host, 1 << 20), "board");
   EXPECT_EQ(Choice(HostsOf(1, 8), 8), "recursive_doubling");  // no board: none chosen, none forced
   EXPECT_EQ(Choice(HostsOf(1, 8), 8, "board"), "recursive_doubling");
+  Shape two = HostsOf(1, 2);  // one exchange either way, and the board copies once more
+  two.board_bytes = 4096;
+  EXPECT_EQ(Choice(two, 8), "recursive_doubling");
+  EXPECT_EQ(Choice(two, 8, "board"), "board");
   CostModel m;
   EXPECT_DOUBLE_EQ(PredictSeconds(Collective::kAllReduce, "board", m, one_host, 3 * 4096) -
                        PredictSeconds(Collective::kAllReduce, "board", m, one_host, 2 * 4096),
-                   m.intra.alpha + 7 * 4096 * (m.intra.beta + m.gamma));
+                   m.intra.alpha + 4096 * m.intra.beta + 7 * 4096 * (m.intra.beta + m.gamma));
 }
 
 TEST(CostModel, RingVolumeMatchesTheLowerBound) {
