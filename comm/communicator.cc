@@ -109,6 +109,7 @@ Status Communicator::SetUpWith(const RankTable& all, const Deadline& deadline) {
   const std::vector<LocalRank> local = LocalRanks(hosts, pids, rank_);
   auto card_of = [&all](int r, const std::string& name, std::string* bytes) { return all.FindCard(r, name, bytes); };
   TESSERA_RETURN_IF_ERROR(transports_.Finish(card_of, local, deadline, &links_));
+  board_ = links_->Board();
   const int local_ranks = static_cast<int>(local.size());
   // Before the shape: the cost-model probe's waits must poll as every later call's do
   // (without a policy they sleep at once, and the probe measured 17-20 us per step
@@ -196,7 +197,7 @@ Status Communicator::InitShape(const std::vector<std::string>& hosts) {
   host_grid_ = std::move(grids.host);
   torus_grid_ = std::move(grids.torus);
   shape_ = grids.shape;
-  if (const HostBoard* board = links_->Board()) shape_.board_bytes = board->capacity();
+  if (board_ != nullptr) shape_.board_bytes = board_->capacity();
   if (!settings_.tuning_file.empty()) TESSERA_RETURN_IF_ERROR(CostModel::FromTuningFile(settings_.tuning_file, &model_));
   if (nranks_ > 1) {
     TESSERA_RETURN_IF_ERROR(ProbeAndAgree().Annotate("cost-model probe"));
@@ -366,7 +367,7 @@ CollectiveContext Communicator::Context() const {
   ctx.exchange.check_calls = settings_.check_calls != 0;
   ctx.host_grid = host_grid_.get();
   ctx.torus_grid = torus_grid_.get();
-  ctx.board = links_->Board();
+  ctx.board = board_;
   return ctx;
 }
 

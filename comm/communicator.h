@@ -173,6 +173,7 @@ class Communicator {
   // stream for local work, and the device links (declared after the engine: closed first).
   TransportSet transports_;
   std::unique_ptr<LinkTable> links_;
+  HostBoard* board_ = nullptr;  // links_->Board(), found once the links exist
   std::unique_ptr<DeviceEngine> device_engine_;
   std::unique_ptr<DeviceStream> device_stream_;
   std::unique_ptr<LinkTable> device_links_;

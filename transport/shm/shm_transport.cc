@@ -86,6 +86,14 @@ Status PublishedFailure(const SegmentHeader* h, int rank) {
   return Status(failure.code(), "rank " + std::to_string(rank) + " failed: " + failure.message());
 }
 
+// Whether local rank `rank` (process `pid`, `pidfd`), owner of segment header `h`, has
+// published a failure or exited: the slow check of a peer a rank waits for.
+Status CheckLocalPeer(const SegmentHeader* h, int rank, int pid, int pidfd) {
+  if (h->failed.load(std::memory_order_acquire) != 0) return PublishedFailure(h, rank);
+  if (PeerExited(pidfd)) return RemoteError("rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + ") exited");
+  return Status::Ok();
+}
+
 }  // namespace
 
 struct ShmTransport::Mapping {
@@ -233,10 +241,7 @@ class ShmLink : public Link {
   void AddWaits(WaitSet* set, bool, bool) override { mine_->AddTo(set); }
 
   Status CheckPeer() override {
-    if (peer_header_->failed.load(std::memory_order_acquire) != 0) return PublishedFailure(peer_header_, peer());
-    if (PeerExited(pidfd_)) {
-      return RemoteError("rank " + std::to_string(peer()) + " (pid " + std::to_string(peer_pid_) + ") exited");
-    }
+    TESSERA_RETURN_IF_ERROR(CheckLocalPeer(peer_header_, peer(), peer_pid_, pidfd_));
     return CheckBoardCall(*peer_map_, my_rank_, call_, peer());
   }
 
@@ -353,12 +358,7 @@ Status ShmBoard::Progress(bool* moved) {
 Status ShmBoard::CheckPeers() {
   for (size_t i = next_; i < maps_.size(); ++i) {
     if (i == my_ || Posted(i)) continue;
-    const SegmentHeader* h = maps_[i]->header();
-    if (h->failed.load(std::memory_order_acquire) != 0) return PublishedFailure(h, members_[i].rank);
-    if (PeerExited(pidfds_[i])) {
-      return RemoteError("rank " + std::to_string(members_[i].rank) + " (pid " + std::to_string(members_[i].pid) +
-                         ") exited");
-    }
+    TESSERA_RETURN_IF_ERROR(CheckLocalPeer(maps_[i]->header(), members_[i].rank, members_[i].pid, pidfds_[i]));
     TESSERA_RETURN_IF_ERROR(CheckInbound(i));
   }
   return Status::Ok();
