@@ -3,14 +3,15 @@
 
 1. The raw bound: ucx_perftest -t tag_bw at --perftest-size over UCX_TLS=posix, sysv
    and tcp (loopback), one sender and one receiver.
-2. One host, 2 ranks: all_reduce_perf over shared memory (TESSERA_TRANSPORT=shm),
-   over UCX (TESSERA_TRANSPORT=ucx, UCX's own choice of transports), over UCX with its
-   rendezvous by the sender's put (UCX_RNDV_SCHEME=put_zcopy), and over UCX with
-   UCX_TLS=posix,self.
+2. One host, 2 ranks: all_reduce_perf over shared memory (TESSERA_TRANSPORT=shm), over
+   UCX as tessera runs it on a host without RDMA (TESSERA_TRANSPORT=ucx: every chunk
+   eager), and over UCX with its own rendezvous threshold, as on hosts with RDMA
+   (UCX_RNDV_THRESH=auto).
 3. Two emulated hosts x 1 rank (tools/cluster, links unshaped unless --rate): over TCP
-   (TESSERA_TRANSPORT=tcp) and over UCX (UCX_TLS=tcp,self), with UCX's rendezvous
-   scheme and with the sender's put.
+   (TESSERA_TRANSPORT=tcp) and over UCX's tcp (UCX_TLS=tcp,self), eager and with UCX's
+   rendezvous threshold.
 
+--rounds N runs every path N times, alternating, and reports each size's median.
 Prints one markdown table: busbw per size per path, and UCX / own transport ratios.
 Run as root from the repository (the cluster needs network namespaces), after
 `bazel build //bench:all_reduce_perf`.
@@ -66,12 +67,23 @@ def two_hosts(name, env, flags, timeout):
     return out.stdout if out.returncode == 0 else None
 
 
+def median_rows(rounds):
+    """{bytes: median busbw} over the rounds that measured the size."""
+    sizes = sorted({size for rows in rounds for size in rows})
+    out = {}
+    for size in sizes:
+        values = sorted(rows[size] for rows in rounds if size in rows)
+        out[size] = values[len(values) // 2]
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rate", default="none", help="link rate between the emulated hosts (tc tbf), or none")
     p.add_argument("--name", default="tsucx", help="cluster name prefix")
     p.add_argument("--perftest-size", type=int, default=8 << 20)
     p.add_argument("--timeout", type=int, default=600)
+    p.add_argument("--rounds", type=int, default=1, help="runs of every path, alternating; medians reported")
     p.add_argument("flags", nargs="*", default=["-b", "64K", "-e", "64M", "-f", "4", "-n", "10", "-w", "3"],
                    help="all_reduce_perf flags (after --)")
     args = p.parse_args()
@@ -83,49 +95,50 @@ def main():
         compare.progress("ucx_perftest tag_bw %d B over UCX_TLS=%s" % (args.perftest_size, tls))
         raw[tls] = perftest(tls + ",self", args.perftest_size, 200)
 
+    eth0 = {"TESSERA_SOCKET_IFNAME": "eth0", "UCX_NET_DEVICES": "eth0"}
     paths = [
         ("one host: own shm", "host", {"TESSERA_TRANSPORT": "shm"}),
-        ("one host: ucx (UCX's choice)", "host", {"TESSERA_TRANSPORT": "ucx"}),
-        ("one host: ucx put", "host", {"TESSERA_TRANSPORT": "ucx", "UCX_RNDV_SCHEME": "put_zcopy"}),
-        ("one host: ucx posix", "host", {"TESSERA_TRANSPORT": "ucx", "UCX_TLS": "posix,self"}),
-        ("2 hosts: own tcp", "cluster", {"TESSERA_TRANSPORT": "tcp", "TESSERA_SOCKET_IFNAME": "eth0"}),
-        ("2 hosts: ucx tcp", "cluster", {"TESSERA_TRANSPORT": "ucx", "UCX_TLS": "tcp,self",
-                                         "UCX_NET_DEVICES": "eth0"}),
-        ("2 hosts: ucx tcp put", "cluster", {"TESSERA_TRANSPORT": "ucx", "UCX_TLS": "tcp,self",
-                                             "UCX_NET_DEVICES": "eth0", "UCX_RNDV_SCHEME": "put_zcopy"}),
+        ("one host: ucx", "host", {"TESSERA_TRANSPORT": "ucx"}),
+        ("one host: ucx rndv", "host", {"TESSERA_TRANSPORT": "ucx", "UCX_RNDV_THRESH": "auto"}),
+        ("2 hosts: own tcp", "cluster", dict(eth0, TESSERA_TRANSPORT="tcp")),
+        ("2 hosts: ucx tcp", "cluster", dict(eth0, TESSERA_TRANSPORT="ucx", UCX_TLS="tcp,self")),
+        ("2 hosts: ucx tcp rndv", "cluster", dict(eth0, TESSERA_TRANSPORT="ucx", UCX_TLS="tcp,self",
+                                                  UCX_RNDV_THRESH="auto")),
     ]
     # UCX / own transport ratios printed after the bandwidths: (UCX path, own path).
-    ratios = [("one host: ucx (UCX's choice)", "one host: own shm"), ("one host: ucx put", "one host: own shm"),
-              ("one host: ucx posix", "one host: own shm"), ("2 hosts: ucx tcp", "2 hosts: own tcp"),
-              ("2 hosts: ucx tcp put", "2 hosts: own tcp")]
+    ratios = [("one host: ucx", "one host: own shm"), ("one host: ucx rndv", "one host: own shm"),
+              ("2 hosts: ucx tcp", "2 hosts: own tcp"), ("2 hosts: ucx tcp rndv", "2 hosts: own tcp")]
     compare.progress("cluster up: 2 hosts, rate %s" % args.rate)
     compare.cluster("up", "--hosts", "2", "--rate", args.rate, "--name", args.name, timeout=120)
-    results = {}
+    runs = {label: [] for label, _, _ in paths}  # each round's {bytes: busbw}
     try:
-        for label, where, env in paths:
-            compare.progress(label)
-            if where == "host":
-                table = one_host(env, args.flags, args.timeout)
-            else:
-                table = two_hosts(args.name, env, args.flags, args.timeout)
-            results[label] = compare.parse_rows(table, 1.0) if table else None
-            if table is None:
-                compare.progress("  failed")
+        for r in range(args.rounds):
+            for label, where, env in paths:
+                compare.progress("round %d/%d: %s" % (r + 1, args.rounds, label))
+                if where == "host":
+                    table = one_host(env, args.flags, args.timeout)
+                else:
+                    table = two_hosts(args.name, env, args.flags, args.timeout)
+                if table is None:
+                    compare.progress("  failed")
+                    continue
+                runs[label].append({size: row[1] for size, row in compare.parse_rows(table, 1.0).items()})
     finally:
         compare.cluster("down", "--name", args.name, check=False, timeout=120)
+    results = {label: median_rows(rounds) for label, rounds in runs.items()}
 
     print("## Raw bound: ucx_perftest -t tag_bw, %d MiB messages\n" % (args.perftest_size >> 20))
     print("| UCX_TLS | GB/s |\n|---|---|")
     for tls, gbps in raw.items():
         print("| %s | %s |" % (tls, "%.2f" % gbps if gbps else "failed"))
     sizes = sorted({s for rows in results.values() if rows for s in rows})
-    print("\n## 2-rank allreduce busbw (GB/s; busbw = algbw for 2 ranks)\n")
+    print("\n## 2-rank allreduce busbw (GB/s; busbw = algbw for 2 ranks; median of %d round(s))\n" % args.rounds)
     short = lambda label: label.split(": ", 1)[1]  # noqa: E731
     print("| bytes | " + " | ".join(label for label, _, _ in paths) + " | " +
           " | ".join("%s / %s" % (short(a), short(b)) for a, b in ratios) + " |")
     print("|---" * (len(paths) + len(ratios) + 1) + "|")
     for size in sizes:
-        bw = {label: results[label][size][1] if results[label] and size in results[label] else None
+        bw = {label: results[label].get(size)
               for label, _, _ in paths}
         ratio = lambda a, b: "%.2f" % (a / b) if a and b else "-"  # noqa: E731
         print("| %d | " % size + " | ".join("%.2f" % bw[label] if bw[label] else "-" for label, _, _ in paths) +

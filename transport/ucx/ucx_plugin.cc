@@ -57,6 +57,7 @@ Status OpenUcxTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* 
   UcxTransport::Options options;
   options.chunk_bytes = ctx.settings->ucx_chunk_bytes;
   options.chunks_in_flight = ctx.settings->ucx_chunks_in_flight;
+  options.eager = !HostHasRdmaDevice();
   std::unique_ptr<UcxTransport> ucx;
   Status s = UcxTransport::Create(options, ctx.rank, ctx.nranks, &ucx);
   if (!s.ok()) return ctx.automatic ? Status::Ok() : s.Annotate("TESSERA_TRANSPORT lists ucx");

@@ -142,6 +142,8 @@ struct UcxTransport::Peer {
   int pid = 0;
   int pidfd = -1;
   bool exited = false;
+  // Why no endpoint could be made to it (set with `failure`; empty while it can be).
+  std::string unreachable;
 
   bool failed() const { return failure.load(std::memory_order_acquire) != UCS_OK; }
   void CheckProcess() {
@@ -150,6 +152,7 @@ struct UcxTransport::Peer {
     failure.store(UCS_ERR_CONNECTION_RESET, std::memory_order_release);
   }
   Status FailureStatus() const {
+    if (!unreachable.empty()) return RemoteError(unreachable);
     if (exited) return RemoteError("rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + ") exited");
     return RemoteError("rank " + std::to_string(rank) + " is unreachable: UCX reported \"" +
                        UcsText(static_cast<ucs_status_t>(failure.load())) +
@@ -235,6 +238,7 @@ class UcxLink : public Link {
     TESSERA_RETURN_IF_ERROR(send_error_);
     // Post the chunks the window and the producer allow: whole chunks only.
     while (send_ops_.size() < in_flight_ && send_next_ < send_.count && send_.End(send_next_) <= available) {
+      if (peer_->ep == nullptr) return send_error_ = peer_->FailureStatus();  // unreachable
       const size_t k = send_next_++;
       peer_->used = true;
       ucp_request_param_t param{};
@@ -633,6 +637,7 @@ Status UcxTransport::Init(const Options& options, int my_rank, int nranks) {
                   {"UCX_MM_ERROR_HANDLING", "UCX_POSIX_ERROR_HANDLING", "UCX_SYSV_ERROR_HANDLING"});
   }
   if (TlsMayInclude({"cma"})) DefaultOption(config, "MEMORY_INVALIDATE", "y", {"UCX_CMA_MEMORY_INVALIDATE"});
+  if (options.eager) DefaultOption(config, "RNDV_THRESH", "inf", {"UCX_RNDV_THRESH"});
 
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS | UCP_PARAM_FIELD_NAME;
@@ -719,9 +724,11 @@ Status UcxTransport::EnsureEndpoint(Peer* peer) {
     if (s == UCS_ERR_INVALID_PARAM || s == UCS_ERR_INVALID_ADDR || s == UCS_ERR_UNSUPPORTED) {
       return SystemError(what + " (do both ranks use the same UCX version?)");
     }
-    return RemoteError(what + (s == UCS_ERR_UNREACHABLE
-                                   ? " (has the process exited? or do the ranks share no transport: UCX_TLS?)"
-                                   : " (has the process exited?)"));
+    peer->unreachable = what + (s == UCS_ERR_UNREACHABLE
+                                    ? " (has the process exited? or do the ranks share no transport: UCX_TLS?)"
+                                    : " (has the process exited?)");
+    peer->failure.store(s, std::memory_order_release);
+    return RemoteError(peer->unreachable);
   }
   return Status::Ok();
 }
@@ -730,11 +737,11 @@ Status UcxTransport::Connect(int peer, const Deadline&, std::unique_ptr<Link>* o
   if (!CanConnect(peer)) return InternalError("UCX: no address for rank " + std::to_string(peer));
   Peer* p = peers_[peer].get();
   Status s = EnsureEndpoint(p);
-  if (!s.ok()) {
-    // A peer that failed may have said why before going: prefer its root cause.
-    Status notice = CheckNotices(100);
-    return notice.ok() ? s : Status(notice.code(), s.message() + "; " + notice.message());
-  }
+  // A peer that cannot be reached still gets a link: what it sent before it exited
+  // (eager chunks, a notice) may be waiting in this worker, and a receive takes that
+  // before it fails; a send fails at once (the exchange then prefers the root cause the
+  // peer may have sent in a notice).
+  if (!s.ok() && s.code() != Code::kRemoteError) return s;
   *out = std::make_unique<UcxLink>(my_rank_, p, worker_.get(), static_cast<size_t>(options_.chunk_bytes),
                                    static_cast<size_t>(options_.chunks_in_flight));
   return Status::Ok();

@@ -26,11 +26,15 @@
 // destination as they complete. ready_bytes() is the completed contiguous prefix, so
 // a gated sender forwards a block chunk by chunk while it arrives.
 //
-// User buffers are sent contiguously (UCP_DATATYPE_CONTIG) and UCX chooses eager or
-// rendezvous per chunk; its rendezvous protocol is the zero-copy path (RDMA read/write
-// from and into user memory, registered through UCX's registration cache; cma on one
-// host; TCP sends straight from user memory). Registering each user buffer ourselves
-// would cost a registration per call that the cache already avoids.
+// User buffers are sent contiguously (UCP_DATATYPE_CONTIG). With RDMA, UCX chooses
+// eager or rendezvous per chunk; its rendezvous protocol is the zero-copy path (RDMA
+// read/write from and into user memory, registered through UCX's registration cache).
+// Registering each user buffer ourselves would cost a registration per call that the
+// cache already avoids. Without RDMA (`Options::eager`) every chunk goes eager: through
+// shared memory or TCP UCX's rendezvous saves one copy but adds a round trip per chunk
+// and leaves the receiver to copy and reduce alone, while eager chunks are copied by
+// the sender as the receiver reduces the previous ones (one host: 2-4x faster from
+// 32 KiB, docs/performance.md#ucx).
 //
 // Waiting: the engine sleeps on the worker's event fd (ucp_worker_get_efd, armed with
 // ucp_worker_arm), so an idle rank spins no core. Failures: an endpoint error (UCX
@@ -67,12 +71,17 @@ class UcxTransport : public Transport {
     int64_t chunk_bytes = SettingDefaults::ucx_chunk_bytes;
     // Per link and direction.
     int64_t chunks_in_flight = SettingDefaults::ucx_chunks_in_flight;
+    // Every chunk eager (UCX_RNDV_THRESH=inf, unless the user set UCX_RNDV_THRESH): for
+    // hosts without RDMA, where UCX's rendezvous costs a handshake per chunk to save a
+    // copy the eager path overlaps (docs/performance.md#ucx). Off: UCX's own threshold.
+    bool eager = false;
   };
 
   // Creates the UCP context and worker. UCX reads its own UCX_* environment variables
   // (UCX_TLS, UCX_NET_DEVICES, ...); on top of them, unless the user set them, the
-  // transport shortens the keepalive interval (dead-peer detection) and lets the
-  // shared-memory transports take part in peer error handling. Fails with SystemError
+  // transport shortens the keepalive interval (dead-peer detection), lets the
+  // shared-memory transports take part in peer error handling, and with
+  // `options.eager` raises the rendezvous threshold out of reach. Fails with SystemError
   // if UCX cannot start (the caller may then go without UCX).
   static Status Create(const Options& options, int my_rank, int nranks, std::unique_ptr<UcxTransport>* out);
   ~UcxTransport() override;
@@ -95,6 +104,8 @@ class UcxTransport : public Transport {
   bool CanConnect(int peer) const override;
   // Creates the endpoint (wire-up completes in the background with the first message,
   // so this does not wait for the peer) and the link. Fails if the address is unusable.
+  // A peer UCX cannot reach (it exited) still gets a link whose sends fail at once and
+  // whose receives take what the peer sent before going, then fail.
   Status Connect(int peer, const Deadline& deadline, std::unique_ptr<Link>* out) override;
 
   // Failure notices are tagged messages to every peer with an address (best effort,

@@ -6,7 +6,10 @@
 //
 // Every test runs over UCX's TCP (UCX_TLS=tcp,self), over its shared-memory transports
 // (posix,sysv,cma,self) and with UCX's own choice (UCX_TLS unset), set in each rank
-// before ucp_init. Bodies run in the children and return their failures as text.
+// before ucp_init, with every chunk eager as the library sends them on hosts without
+// RDMA; and once more with UCX's own choice of eager or rendezvous per chunk (its
+// rendezvous below 64 KiB chunks), as on hosts with RDMA. Bodies run in the children
+// and return their failures as text.
 #include "transport/ucx/ucx_transport.h"
 
 #include <signal.h>
@@ -75,6 +78,7 @@ using Body = std::function<std::string(const Rank&)>;
 
 struct RunConfig {
   const char* tls = nullptr;  // UCX_TLS for the ranks; null: unset
+  const char* rndv_thresh = nullptr;  // UCX_RNDV_THRESH for the ranks; null: unset
   int nranks = 2;
   UcxTransport::Options options;
   int64_t limit_ms = 60000;   // all ranks, from fork to exit
@@ -87,6 +91,11 @@ std::string RunUcxRank(const RunConfig& cfg, const tessera_test::RankContext& ct
     setenv("UCX_TLS", cfg.tls, 1);
   } else {
     unsetenv("UCX_TLS");
+  }
+  if (cfg.rndv_thresh != nullptr) {
+    setenv("UCX_RNDV_THRESH", cfg.rndv_thresh, 1);
+  } else {
+    unsetenv("UCX_RNDV_THRESH");
   }
   std::unique_ptr<UcxTransport> ucx;
   Status s = UcxTransport::Create(cfg.options, ctx.rank, ctx.nranks, &ucx);
@@ -244,11 +253,20 @@ Status RingAllReduce(const Rank& me, const float* send, float* recv, size_t coun
 
 // --- Tests ---------------------------------------------------------------------------
 
-class UcxTransportTest : public ::testing::TestWithParam<const char*> {
+// One way of running the transport: UCX_TLS (null: unset) and Options::eager.
+struct UcxPath {
+  const char* tls;
+  bool eager;
+  const char* rndv_thresh;  // UCX_RNDV_THRESH for the ranks; null: unset
+};
+
+class UcxTransportTest : public ::testing::TestWithParam<UcxPath> {
  protected:
   RunConfig Config(int nranks, int64_t chunk_bytes = 65536, int64_t in_flight = 4) const {
     RunConfig c;
-    c.tls = GetParam();
+    c.tls = GetParam().tls;
+    c.options.eager = GetParam().eager;
+    c.rndv_thresh = GetParam().rndv_thresh;
     c.nranks = nranks;
     c.options.chunk_bytes = chunk_bytes;
     c.options.chunks_in_flight = in_flight;
@@ -435,29 +453,33 @@ TEST_P(UcxTransportTest, SizeMismatchIsInvalidUsage) {
 
 // A rank killed in the middle of a 64 MiB transfer: the ranks sending to it and
 // receiving from it get RemoteError naming it within a few seconds, not a hang.
+// Eager chunks to it may all complete before it dies (its worker takes them in while
+// it sends), so the sender also waits for a reply the dead rank never sends.
 TEST_P(UcxTransportTest, PeerKilledMidTransfer) {
   constexpr size_t kLen = 64u << 20;
   auto out = RunRanks(Config(3, 1 << 20, 4), [&](const Rank& me) {
     std::string f;
     std::vector<uint8_t> buf(kLen, 7);
     if (me.rank == 2) {
-      // Once all are connected, sends part of a message to rank 0, then dies without
-      // a word.
+      // Once all are connected, sends the first quarter of a message to rank 0 (the
+      // rest is never produced), then dies without a word.
       Link* to0 = me.Get(0, &f);
       if (to0 == nullptr || !ArriveAndWait(0, 3, Milliseconds(20000))) return f + "set-up failed\n";
       to0->BeginSend(buf.data(), kLen);
       const Deadline d = Deadline::AfterMs(20000);
       while (to0->sent_bytes() < kLen / 4 && !d.Expired()) {
         bool p = false, done = false;
-        if (!to0->ProgressSend(kLen, &p, &done).ok()) break;
+        if (!to0->ProgressSend(kLen / 4, &p, &done).ok()) break;
       }
       raise(SIGKILL);
     }
     Link* l = me.Get(2, &f);
     if (l == nullptr || !ArriveAndWait(0, 3, Milliseconds(20000))) return f + "set-up failed\n";
-    Transfer t = me.rank == 0 ? Transfer::Recv(l, buf.data(), kLen) : Transfer::Send(l, buf.data(), kLen);
+    uint64_t reply = 0;
+    Transfer t[2] = {me.rank == 0 ? Transfer::Recv(l, buf.data(), kLen) : Transfer::Send(l, buf.data(), kLen),
+                     Transfer::Recv(l, &reply, sizeof(reply))};
     const auto start = Clock::now();
-    Status s = Exchange(&t, 1, me.Options(30000));
+    Status s = Exchange(t, me.rank == 0 ? 1 : 2, me.Options(30000));
     const double ms = MsSince(start);
     if (s.code() != Code::kRemoteError || s.message().find("rank 2") == std::string::npos) {
       f += "want RemoteError naming rank 2, got " + s.ToString() + "\n";
@@ -590,7 +612,7 @@ TEST_P(UcxTransportTest, IdleWaitSleepsAndWakesPromptly) {
     if (me.rank == 1) {
       std::sort(delays.begin(), delays.end());
       std::fprintf(stderr, "UCX_TLS=%s idle wait: %.0f ms CPU in %.0f ms waiting; wake-up after the send %lld us median\n",
-                   GetParam() ? GetParam() : "(default)", cpu_ms, wall_ms,
+                   GetParam().tls ? GetParam().tls : "(default)", cpu_ms, wall_ms,
                    static_cast<long long>(delays[delays.size() / 2]));
       if (cpu_ms > 0.25 * wall_ms) {
         f += "used " + std::to_string(cpu_ms) + " ms of CPU in " + std::to_string(wall_ms) + " ms idle\n";
@@ -639,8 +661,9 @@ TEST_P(UcxTransportTest, Bandwidth64MiB) {
     }
     if (me.rank == 0) {
       std::sort(gbps.begin(), gbps.end());
-      std::fprintf(stderr, "UCX_TLS=%s chunk %lld x %lld in flight: 64 MiB at %.2f GB/s median, %.2f best\n",
-                   cfg.tls ? cfg.tls : "(default)", static_cast<long long>(cfg.options.chunk_bytes),
+      std::fprintf(stderr, "UCX_TLS=%s%s chunk %lld x %lld in flight: 64 MiB at %.2f GB/s median, %.2f best\n",
+                   cfg.tls ? cfg.tls : "(default)", cfg.options.eager ? " eager" : "",
+                   static_cast<long long>(cfg.options.chunk_bytes),
                    static_cast<long long>(cfg.options.chunks_in_flight), gbps[gbps.size() / 2], gbps.back());
     }
     return f;
@@ -648,9 +671,11 @@ TEST_P(UcxTransportTest, Bandwidth64MiB) {
   EXPECT_EQ(Failures(out), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Tcp, UcxTransportTest, ::testing::Values("tcp,self"));
-INSTANTIATE_TEST_SUITE_P(SharedMemory, UcxTransportTest, ::testing::Values("posix,sysv,cma,self"));
-INSTANTIATE_TEST_SUITE_P(UcxDefault, UcxTransportTest, ::testing::Values(static_cast<const char*>(nullptr)));
+INSTANTIATE_TEST_SUITE_P(Tcp, UcxTransportTest, ::testing::Values(UcxPath{"tcp,self", true, nullptr}));
+INSTANTIATE_TEST_SUITE_P(SharedMemory, UcxTransportTest, ::testing::Values(UcxPath{"posix,sysv,cma,self", true, nullptr}));
+INSTANTIATE_TEST_SUITE_P(UcxDefault, UcxTransportTest, ::testing::Values(UcxPath{nullptr, true, nullptr}));
+// UCX's rendezvous for every chunk of 16 KiB and more: the tests' chunks are 64 KiB.
+INSTANTIATE_TEST_SUITE_P(Rendezvous, UcxTransportTest, ::testing::Values(UcxPath{nullptr, false, "16k"}));
 
 }  // namespace
 }  // namespace tessera
