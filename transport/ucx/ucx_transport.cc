@@ -1,6 +1,7 @@
 #include "transport/ucx/ucx_transport.h"
 
 #include "transport/peer_process.h"
+#include "transport/ucx/fragment_reduce.h"
 #include "transport/ucx/ucx_wire.h"
 
 #include <poll.h>
@@ -84,9 +85,12 @@ struct UcxTransport::Worker {
   ucp_worker_h worker = nullptr;
   int event_fd = -1;  // UCX's: readable after new events, once armed
   int ready_fd = -1;  // an eventfd that is always readable: "there is more to do now"
+  // UnpackReduce's datatype (eager links' reducing receives); 0 when not made.
+  ucp_datatype_t reduce_dt = 0;
 
   ~Worker() {
     if (worker != nullptr) ucp_worker_destroy(worker);
+    if (reduce_dt != 0) ucp_dt_destroy(reduce_dt);
     if (context != nullptr) ucp_cleanup(context);
     if (ready_fd >= 0) close(ready_fd);
   }
@@ -184,7 +188,21 @@ struct RecvSlot {
   bool handled = false;   // checked (and reduced) by the link
   ucs_status_t status = UCS_OK;
   ucp_tag_recv_info_t info{};
+  FragmentReduce fused;  // a reducing receive through UnpackReduce
 };
+
+// The generic datatype of an eager link's reducing receives: UCX hands over each
+// fragment of a chunk as it copies it out (transport/ucx/fragment_reduce.h).
+void* StartUnpack(void*, void* buffer, size_t) { return buffer; }  // the RecvSlot
+size_t PackedSize(void* state) { return static_cast<RecvSlot*>(state)->fused.length; }
+void* StartPack(void*, const void*, size_t) { return nullptr; }  // never sent with
+size_t Pack(void*, size_t, void*, size_t) { return 0; }
+void Finish(void*) {}
+ucs_status_t UnpackReduce(void* state, size_t offset, const void* src, size_t length) {
+  return static_cast<RecvSlot*>(state)->fused.Fragment(offset, src, length) ? UCS_OK : UCS_ERR_MESSAGE_TRUNCATED;
+}
+
+constexpr ucp_generic_dt_ops_t kUnpackReduceOps = {StartPack, StartUnpack, PackedSize, Pack, UnpackReduce, Finish};
 
 void OnChunkReceived(void*, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user_data) {
   RecvSlot* slot = static_cast<RecvSlot*>(user_data);
@@ -198,6 +216,7 @@ class UcxLink : public Link {
   UcxLink(int my_rank, UcxTransport::Peer* peer, UcxTransport::Worker* worker, size_t chunk_bytes, size_t in_flight)
       : Link(peer->rank), my_rank_(my_rank), peer_(peer), worker_(worker), chunk_bytes_(chunk_bytes),
         in_flight_(in_flight), recv_slots_(in_flight) {}
+  // Reducing receives go through UnpackReduce (worker->reduce_dt) when there is one.
 
   ~UcxLink() override {
     AbandonSend();
@@ -312,7 +331,16 @@ class UcxLink : public Link {
         slot.probing = true;
         continue;
       }
-      void* req = ucp_tag_recv_nbx(worker_->worker, Landing(k), recv_.Length(k),
+      void* buffer = Landing(k);
+      if (Fused()) {
+        slot.fused.dst = recv_dst_ + recv_.Begin(k);
+        slot.fused.acc = recv_acc_ + recv_.Begin(k);
+        slot.fused.staging = Landing(k);
+        slot.fused.length = recv_.Length(k);
+        slot.fused.reducer = recv_reducer_;
+        buffer = &slot;
+      }
+      void* req = ucp_tag_recv_nbx(worker_->worker, buffer, recv_.Length(k),
                                    UcxDataTag(peer(), recv_seq_now_, 0, k, false), kUcxDataMatchMask, &RecvParam(&slot));
       Posted(&slot, req);
     }
@@ -360,6 +388,8 @@ class UcxLink : public Link {
     AbandonRecv();
   }
 
+  bool Fused() const { return recv_reducer_ != nullptr && worker_->reduce_dt != 0; }
+
   char* Landing(size_t k) const {
     return recv_reducer_ != nullptr ? staging_ + (k % in_flight_) * recv_.chunk : recv_dst_ + recv_.Begin(k);
   }
@@ -369,7 +399,10 @@ class UcxLink : public Link {
     recv_param_.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     recv_param_.cb.recv = OnChunkReceived;
     recv_param_.user_data = slot;
-    if (recv_reducer_ != nullptr && staging_memh_ != nullptr) {
+    if (Fused()) {
+      recv_param_.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+      recv_param_.datatype = worker_->reduce_dt;
+    } else if (recv_reducer_ != nullptr && staging_memh_ != nullptr) {
       recv_param_.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
       recv_param_.memh = staging_memh_;
     }
@@ -425,7 +458,9 @@ class UcxLink : public Link {
     if (info.length != recv_.Length(k) || last != (k + 1 == recv_.count)) {
       return recv_error_ = Mismatch(k, info.length, last, false);
     }
-    if (recv_reducer_ != nullptr) {
+    if (Fused()) {
+      recv_slots_[k % in_flight_].fused.Finish();
+    } else if (recv_reducer_ != nullptr) {
       const size_t at = recv_.Begin(k);
       recv_reducer_->fn(recv_dst_ + at, recv_acc_ + at, Landing(k), recv_.Length(k) / recv_reducer_->elem_size);
     }
@@ -638,6 +673,12 @@ Status UcxTransport::Init(const Options& options, int my_rank, int nranks) {
   }
   if (TlsMayInclude({"cma"})) DefaultOption(config, "MEMORY_INVALIDATE", "y", {"UCX_CMA_MEMORY_INVALIDATE"});
   if (options.eager) DefaultOption(config, "RNDV_THRESH", "inf", {"UCX_RNDV_THRESH"});
+  // Fused only where every chunk is eager: a rendezvous into a generic datatype would
+  // lose its zero copy.
+  if (options.eager && std::getenv("UCX_RNDV_THRESH") == nullptr &&
+      ucp_dt_create_generic(&kUnpackReduceOps, nullptr, &worker_->reduce_dt) != UCS_OK) {
+    worker_->reduce_dt = 0;  // reduce through staging instead
+  }
 
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS | UCP_PARAM_FIELD_NAME;
