@@ -14,6 +14,10 @@ using Clock = std::chrono::steady_clock;
 class Deadline {
  public:
   static Deadline AfterMs(int64_t ms) { return Deadline(Clock::now() + std::chrono::milliseconds(ms)); }
+  // `ms` after `now_us`, a NowMicros() the caller already read.
+  static Deadline AfterMsFrom(int64_t now_us, int64_t ms) {
+    return Deadline(Clock::time_point(std::chrono::microseconds(now_us) + std::chrono::milliseconds(ms)));
+  }
   explicit Deadline(Clock::time_point when) : when_(when) {}
 
   bool Expired() const { return Clock::now() >= when_; }

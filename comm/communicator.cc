@@ -347,17 +347,17 @@ ExecutionSite Communicator::Site() {
   site.premulsum = &premulsum_;
   site.recorder = &flight_;
   site.activity = &activity_;
-  site.context = [this] { return Context(); };
+  site.context = [this](int64_t now_us) { return Context(now_us); };
   site.fail = [this](const Status& s) { return Break(s); };
   return site;
 }
 
-CollectiveContext Communicator::Context() const {
+CollectiveContext Communicator::Context(int64_t now_us) const {
   CollectiveContext ctx;
   ctx.rank = rank_;
   ctx.nranks = nranks_;
   ctx.links = links_.get();
-  ctx.exchange.deadline = Deadline::AfterMs(settings_.timeout_ms);
+  ctx.exchange.deadline = Deadline::AfterMsFrom(now_us, settings_.timeout_ms);
   ctx.exchange.timeout_ms = settings_.timeout_ms;
   ctx.exchange.progress = progress_.get();
   ctx.exchange.abort = &abort_;

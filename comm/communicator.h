@@ -121,7 +121,8 @@ class Communicator {
  private:
   Communicator() = default;
   Status Init(const Settings& settings, const UniqueIdData& id, int nranks, int rank);
-  CollectiveContext Context() const;
+  // `now_us`: NowMicros(), which the exchange deadline (TESSERA_TIMEOUT_MS) counts from.
+  CollectiveContext Context(int64_t now_us = NowMicros()) const;
   ExecutionSite Site();
   Status SetUpWith(const RankTable& all, const Deadline& deadline);
   Status FailCreation(const Status& cause);

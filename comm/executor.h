@@ -46,7 +46,8 @@ struct ExecutionSite {
   FlightRecorder* recorder = nullptr;  // the communicator's last operations
   Activity* activity = nullptr;        // what this rank is doing, for peers' diagnosis
   // A host-path context with a fresh deadline: the links, grids and exchange options.
-  std::function<CollectiveContext()> context;
+  // `now_us`: NowMicros() at the call's start, which the deadline counts from.
+  std::function<CollectiveContext(int64_t now_us)> context;
   // Records a communication failure as the communicator's sticky error; returns it.
   std::function<Status(const Status&)> fail;
 };
@@ -80,7 +81,7 @@ class Executor {
  private:
   // Whether host-path reductions widen half types (TESSERA_HALF_WIRE is not "half").
   bool widens_half() const;
-  CollectiveContext HostContext();
+  CollectiveContext HostContext(int64_t now_us);
   // `device`: the whole group's context on the device path; null on the host path.
   Status RunGroupIn(const std::vector<Operation>& ops, const CollectiveContext* device, ElementwiseOps& elementwise);
   void StampCollective(const Operation& op);

@@ -62,7 +62,15 @@ FlightEntry* FlightRecorder::Current() {
   return &ring_[(recorded_ - 1) % ring_.size()];
 }
 
-void FlightRecorder::Begin(const char* what, uint64_t bytes, uint64_t seq) {
+int64_t FlightRecorder::WallFrom(int64_t now_us) {
+  if (offset_taken_us_ < 0 || now_us - offset_taken_us_ >= 1000000) {
+    wall_minus_now_us_ = WallMicros() - NowMicros();
+    offset_taken_us_ = now_us;
+  }
+  return now_us + wall_minus_now_us_;
+}
+
+void FlightRecorder::Begin(const char* what, uint64_t bytes, uint64_t seq, int64_t now_us) {
   std::lock_guard<std::mutex> lock(mu_);
   if (ring_.empty()) return;
   FlightEntry& e = ring_[recorded_++ % ring_.size()];
@@ -70,7 +78,7 @@ void FlightRecorder::Begin(const char* what, uint64_t bytes, uint64_t seq) {
   e.seq = seq;
   e.what = what;
   e.bytes = bytes;
-  e.start_us = WallMicros();
+  e.start_us = WallFrom(now_us);
 }
 
 void FlightRecorder::SetAlgorithm(const char* label) {
@@ -78,11 +86,11 @@ void FlightRecorder::SetAlgorithm(const char* label) {
   if (FlightEntry* e = Current()) e->algorithm = label;
 }
 
-void FlightRecorder::End(bool ok) {
+void FlightRecorder::End(bool ok, int64_t now_us) {
   std::lock_guard<std::mutex> lock(mu_);
   FlightEntry* e = Current();
   if (e == nullptr || e->state != FlightEntry::State::kRunning) return;
-  e->end_us = WallMicros();
+  e->end_us = WallFrom(now_us);
   e->state = ok ? FlightEntry::State::kDone : FlightEntry::State::kFailed;
 }
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "base/deadline.h"
 #include "base/status.h"
 
 namespace tessera {
@@ -49,9 +50,11 @@ class FlightRecorder {
   void SetCapacity(size_t capacity);  // empties the ring
 
   // A new operation, running from now; `seq`: its collective sequence number (0: none).
-  void Begin(const char* what, uint64_t bytes, uint64_t seq);
+  // `now_us`: NowMicros() (monotonic), passed where the caller has just read it; the
+  // entries hold wall-clock times.
+  void Begin(const char* what, uint64_t bytes, uint64_t seq, int64_t now_us = NowMicros());
   void SetAlgorithm(const char* label);
-  void End(bool ok);
+  void End(bool ok, int64_t now_us = NowMicros());
 
   // The entries, oldest first.
   std::vector<FlightEntry> Entries() const;
@@ -65,11 +68,16 @@ class FlightRecorder {
  private:
   FlightEntry* Current();
   std::vector<FlightEntry> EntriesLocked() const;
+  // The wall-clock time of a NowMicros() reading: one wall-clock read a second, not two
+  // per call.
+  int64_t WallFrom(int64_t now_us);
 
   mutable std::mutex mu_;
   mutable std::mutex dump_mu_;  // one Dump at a time
   std::vector<FlightEntry> ring_;
   uint64_t recorded_ = 0;  // entries ever begun
+  int64_t wall_minus_now_us_ = 0;  // WallFrom's offset, taken at offset_taken_us_
+  int64_t offset_taken_us_ = -1;
 };
 
 const char* FlightStateName(FlightEntry::State state);  // "running", "done", "failed"

@@ -15,8 +15,7 @@ const char* ActivityStateName(ActivitySnapshot::State state) {
 
 Activity::Activity() : state_since_us_(NowMicros()) {}
 
-void Activity::BeginCall(const CallStamp& call) {
-  const int64_t now = NowMicros();
+void Activity::BeginCall(const CallStamp& call, int64_t now) {
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ == ActivitySnapshot::State::kBroken) return;
   state_ = ActivitySnapshot::State::kInCall;
@@ -26,8 +25,7 @@ void Activity::BeginCall(const CallStamp& call) {
   waiting_on_.clear();
 }
 
-void Activity::EndCall(bool ok) {
-  const int64_t now = NowMicros();
+void Activity::EndCall(bool ok, int64_t now) {
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ != ActivitySnapshot::State::kInCall) return;
   if (ok && call_.seq != 0) last_done_seq_ = call_.seq;

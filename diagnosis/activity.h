@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/call_stamp.h"
+#include "base/deadline.h"
 #include "transport/exchange.h"
 
 namespace tessera {
@@ -37,8 +38,9 @@ const char* ActivityStateName(ActivitySnapshot::State state);  // "idle", "in a 
 class Activity : public ExchangeObserver {
  public:
   Activity();
-  void BeginCall(const CallStamp& call);
-  void EndCall(bool ok);
+  // `now_us`: NowMicros(), passed where the caller has just read it.
+  void BeginCall(const CallStamp& call, int64_t now_us = NowMicros());
+  void EndCall(bool ok, int64_t now_us = NowMicros());
   // ExchangeObserver: the running call's exchange is about to sleep.
   void Waiting(const int* peers, size_t count, int64_t last_progress_us) override;
   // The communicator broke; a verdict given later (SetVerdict) is what peers adopt.
