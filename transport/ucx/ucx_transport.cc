@@ -213,22 +213,29 @@ void OnChunkReceived(void*, ucs_status_t status, const ucp_tag_recv_info_t* info
 
 class UcxLink : public Link {
  public:
-  UcxLink(int my_rank, UcxTransport::Peer* peer, UcxTransport::Worker* worker, size_t chunk_bytes, size_t in_flight)
+  // `credited`: sends wait for credits (eager links, below).
+  UcxLink(int my_rank, UcxTransport::Peer* peer, UcxTransport::Worker* worker, size_t chunk_bytes, size_t in_flight,
+          bool credited)
       : Link(peer->rank), my_rank_(my_rank), peer_(peer), worker_(worker), chunk_bytes_(chunk_bytes),
-        in_flight_(in_flight), recv_slots_(in_flight) {}
+        in_flight_(in_flight), credited_(credited), credits_(in_flight), recv_slots_(in_flight) {}
   // Reducing receives go through UnpackReduce (worker->reduce_dt) when there is one.
 
   ~UcxLink() override {
     AbandonSend();
     AbandonRecv();
+    for (CreditSend& c : credit_sends_) {
+      if (c.request != nullptr) ucp_request_free(c.request);  // UCX still sends it
+    }
     ReleaseStaging();
   }
 
   const char* kind() const override { return "ucx"; }
 
   void SetCall(const CallStamp& call) override {
+    if (call == call_ && digest_valid_) return;  // the same call's next step: same digest
     call_ = call;
     digest_ = UcxCallDigest(call);
+    digest_valid_ = true;
   }
 
   void BeginSend(const void* data, size_t len) override {
@@ -255,14 +262,18 @@ class UcxLink : public Link {
   Status ProgressSend(size_t available, bool* progressed, bool* done) override {
     *progressed = false;
     TESSERA_RETURN_IF_ERROR(send_error_);
-    // Post the chunks the window and the producer allow: whole chunks only.
+    // Post the chunks the window, the credits and the producer allow: whole chunks only.
     while (send_ops_.size() < in_flight_ && send_next_ < send_.count && send_.End(send_next_) <= available) {
       if (peer_->ep == nullptr) return send_error_ = peer_->FailureStatus();  // unreachable
+      if (credited_) {
+        if (credits_ == 0 && !TakeCredits()) break;
+        --credits_;
+      }
       const size_t k = send_next_++;
       peer_->used = true;
       ucp_request_param_t param{};
-      void* req = ucp_tag_send_nbx(peer_->ep, send_data_ + send_.Begin(k), send_.Length(k),
-                                   UcxDataTag(my_rank_, send_seq_now_, digest_, k, k + 1 == send_.count), &param);
+      const uint64_t tag = UcxDataTag(my_rank_, send_seq_now_, digest_, k, k + 1 == send_.count);
+      void* req = ucp_tag_send_nbx(peer_->ep, send_data_ + send_.Begin(k), send_.Length(k), tag, &param);
       if (UCS_PTR_IS_ERR(req)) return send_error_ = SendFailed(UCS_PTR_STATUS(req), k);
       *progressed = true;
       if (req == nullptr) {
@@ -356,6 +367,7 @@ class UcxLink : public Link {
       TESSERA_RETURN_IF_ERROR(ChunkReceived(k, slot.status, slot.info));
     }
     while (recv_ready_ < recv_next_ && recv_slots_[recv_ready_ % in_flight_].handled) ++recv_ready_;
+    GrantCredits();
     *done = recv_ready_ == recv_.count;
     if (!*done && !*progressed && peer_->failed()) return recv_error_ = peer_->FailureStatus();
     return Status::Ok();
@@ -465,7 +477,59 @@ class UcxLink : public Link {
       recv_reducer_->fn(recv_dst_ + at, recv_acc_ + at, Landing(k), recv_.Length(k) / recv_reducer_->elem_size);
     }
     recv_bytes_ += recv_.Length(k);
+    ++consumed_;
     return Status::Ok();
+  }
+
+  // Credits. An eager chunk is taken in by the receiver's worker whether or not a
+  // receive waits for it, so a receiver busy elsewhere would hold all a sender sends.
+  // On eager links a sender therefore has in_flight_ credits, one per chunk sent, and
+  // the receiver hands them back (a credit message of the count) once it has taken in
+  // half a window's chunks: a receiver holds at most in_flight_ chunks it did not ask
+  // for, on each link.
+  //
+  // Takes the credits the peer sent; true if there are some now.
+  bool TakeCredits() {
+    ucp_tag_recv_info_t info{};
+    while (ucp_tag_message_h msg = ucp_tag_probe_nb(worker_->worker, UcxCreditTag(peer()), ~uint64_t{0}, 1, &info)) {
+      uint64_t count = 0;
+      ucp_request_param_t param{};
+      void* req = ucp_tag_msg_recv_nbx(worker_->worker, &count, sizeof(count), msg, &param);
+      if (UCS_PTR_IS_PTR(req)) {
+        // An 8-byte eager message that was probed whole: completes in this worker.
+        const Deadline d = Deadline::AfterMs(kCloseMs);
+        while (ucp_request_check_status(req) == UCS_INPROGRESS && !d.Expired()) worker_->Progress();
+        const bool ok = ucp_request_check_status(req) == UCS_OK;
+        if (!ok) ucp_request_cancel(worker_->worker, req);
+        ucp_request_free(req);
+        if (!ok) continue;
+      } else if (UCS_PTR_IS_ERR(req)) {
+        continue;
+      }
+      if (info.length == sizeof(count)) credits_ += static_cast<size_t>(count);
+    }
+    return credits_ > 0;
+  }
+
+  // Hands back the credits of the chunks taken in, half a window at a time.
+  void GrantCredits() {
+    credit_sends_.erase(std::remove_if(credit_sends_.begin(), credit_sends_.end(),
+                                       [](CreditSend& c) {
+                                         if (c.request != nullptr && ucp_request_check_status(c.request) == UCS_INPROGRESS) {
+                                           return false;
+                                         }
+                                         if (c.request != nullptr) ucp_request_free(c.request);
+                                         return true;
+                                       }),
+                        credit_sends_.end());
+    if (!credited_ || consumed_ < std::max<size_t>(1, in_flight_ / 2) || peer_->ep == nullptr) return;
+    credit_sends_.push_back(CreditSend{std::make_unique<uint64_t>(consumed_), nullptr});
+    CreditSend& c = credit_sends_.back();
+    ucp_request_param_t param{};
+    void* req = ucp_tag_send_nbx(peer_->ep, c.count.get(), sizeof(uint64_t), UcxCreditTag(my_rank_), &param);
+    if (UCS_PTR_IS_ERR(req)) return;  // the peer failed: its link fails on its own
+    c.request = UCS_PTR_IS_PTR(req) ? req : nullptr;
+    consumed_ = 0;
   }
 
   void ChunkSent(size_t k) {
@@ -560,9 +624,21 @@ class UcxLink : public Link {
   UcxTransport::Peer* const peer_;
   CallStamp call_;       // of this link's messages, both ways (SetCall)
   uint8_t digest_ = 0;   // UcxCallDigest(call_)
+  bool digest_valid_ = false;
   UcxTransport::Worker* const worker_;
   const size_t chunk_bytes_;
   const size_t in_flight_;
+
+  // Credits (TakeCredits): chunks this rank may still send, chunks it took in and has
+  // not handed back, and credit messages on their way.
+  struct CreditSend {
+    std::unique_ptr<uint64_t> count;
+    void* request = nullptr;
+  };
+  const bool credited_;
+  size_t credits_;
+  size_t consumed_ = 0;
+  std::vector<CreditSend> credit_sends_;
 
   // The active send: chunks [0, send_next_) posted, send_done_ of them complete.
   const char* send_data_ = nullptr;
@@ -784,7 +860,7 @@ Status UcxTransport::Connect(int peer, const Deadline&, std::unique_ptr<Link>* o
   // peer may have sent in a notice).
   if (!s.ok() && s.code() != Code::kRemoteError) return s;
   *out = std::make_unique<UcxLink>(my_rank_, p, worker_.get(), static_cast<size_t>(options_.chunk_bytes),
-                                   static_cast<size_t>(options_.chunks_in_flight));
+                                   static_cast<size_t>(options_.chunks_in_flight), options_.eager);
   return Status::Ok();
 }
 
@@ -829,7 +905,7 @@ Status UcxTransport::CheckNotices(int wait_ms) {
   for (;;) {
     worker_->Progress();
     ucp_tag_recv_info_t info{};
-    ucp_tag_message_h msg = ucp_tag_probe_nb(worker_->worker, kUcxNoticeFlag, kUcxNoticeFlag, 1, &info);
+    ucp_tag_message_h msg = ucp_tag_probe_nb(worker_->worker, kUcxNoticeFlag, kUcxNoticeMatchMask, 1, &info);
     if (msg != nullptr) {
       const int sender = UcxTagSender(info.sender_tag);
       std::string payload(std::min(info.length, kMaxUcxNoticeBytes), '\0');

@@ -495,6 +495,54 @@ TEST_P(UcxTransportTest, PeerKilledMidTransfer) {
   EXPECT_EQ(Failures(out), "");
 }
 
+// A receiver busy elsewhere (its worker progressing, no receive posted) holds at most
+// the sender's window of a large message: eager chunks of it complete only once
+// matched, so the sender does not pour the whole message into the receiver's memory.
+TEST_P(UcxTransportTest, BusyReceiverHoldsAtMostTheWindow) {
+  constexpr size_t kLen = 64u << 20, kChunk = 512 << 10, kWindow = 8;
+  auto out = RunRanks(Config(2, kChunk, kWindow), [&](const Rank& me) {
+    std::string f;
+    Link* peer = me.Get(1 - me.rank, &f);
+    if (peer == nullptr || !ArriveAndWait(0, 2, Milliseconds(20000))) return f + "set-up failed\n";
+    std::vector<uint8_t> buf(kLen, static_cast<uint8_t>(me.rank + 1));
+    uint64_t word = 7;
+    // Rank 0 sends the large message and counts what completed after 300 ms; rank 1
+    // sends a word, which keeps its worker progressing, and posts its receive only
+    // after 600 ms (well after rank 0 counted, whatever their start skew).
+    const size_t send_len = me.rank == 0 ? kLen : sizeof(word);
+    peer->BeginSend(me.rank == 0 ? static_cast<void*>(buf.data()) : &word, send_len);
+    bool sent = false, received = false;
+    auto drive = [&](bool receiving) -> Status {
+      bool p = false;  // a finished send's ProgressSend still progresses the worker
+      TESSERA_RETURN_IF_ERROR(peer->ProgressSend(send_len, &p, &sent));
+      if (receiving && !received) TESSERA_RETURN_IF_ERROR(peer->ProgressRecv(&p, &received));
+      return Status::Ok();
+    };
+    const Deadline busy = Deadline::AfterMs(me.rank == 0 ? 300 : 600);
+    while (!busy.Expired()) {
+      Status s = drive(false);
+      if (!s.ok()) return "while busy: " + s.ToString();
+    }
+    if (me.rank == 0 && peer->sent_bytes() > kWindow * kChunk) {
+      f += std::to_string(peer->sent_bytes()) + " bytes completed before the receiver posted, more than the window\n";
+    }
+    if (me.rank == 0) {
+      peer->BeginRecv(&word, sizeof(word), nullptr, nullptr);
+    } else {
+      peer->BeginRecv(buf.data(), kLen, nullptr, nullptr);
+    }
+    const Deadline finish = Deadline::AfterMs(30000);
+    while (!(sent && received) && !finish.Expired()) {
+      Status s = drive(true);
+      if (!s.ok()) return f + "finishing: " + s.ToString();
+    }
+    if (!(sent && received)) f += "not finished in 30 s\n";
+    if (me.rank == 1 && (buf.front() != 1 || buf.back() != 1)) f += "received the wrong bytes\n";
+    return f;
+  });
+  EXPECT_EQ(Failures(out), "");
+}
+
 // A peer that is alive but never takes part: the exchange times out naming it, and
 // the interrupted sends and receives are abandoned and torn down in bounded time (the
 // harness checks teardown).

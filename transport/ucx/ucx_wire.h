@@ -26,14 +26,18 @@ std::string EncodeUcxCard(const std::string& worker_address);
 Status DecodeUcxCard(const std::string& card, std::string* worker_address);
 
 // --- Tags ---------------------------------------------------------------------------------
-// bit 63      failure notice (1) or data (0)
+// bit 63      failure notice or credit (1), or data (0)
 // bits 62..45 sending rank (18 bits)
+// Notices and credits: bit 0 is 1 for a credit (its payload: a uint64_t count of chunks).
 // bits 44..29 the link's message sequence number, modulo 2^16
 // bits 28..21 digest of the sender's call (CallDigest)
 // bit 20      last chunk of its message
 // bits 19..0  chunk index within the message
 constexpr int kUcxRankBits = 18;
 constexpr uint64_t kUcxNoticeFlag = uint64_t{1} << 63;
+constexpr uint64_t kUcxCreditFlag = 1;
+// What a notice matches: the flag, and not a credit.
+constexpr uint64_t kUcxNoticeMatchMask = kUcxNoticeFlag | kUcxCreditFlag;
 constexpr uint64_t kUcxLastFlag = uint64_t{1} << 20;
 constexpr uint64_t kUcxDigestMask = uint64_t{0xFF} << 21;
 constexpr uint64_t kUcxMaxChunks = uint64_t{1} << 20;
@@ -43,6 +47,7 @@ constexpr uint64_t kUcxDataMatchMask = ~(kUcxLastFlag | kUcxDigestMask);
 
 uint64_t UcxDataTag(int sender, uint64_t seq, uint8_t digest, uint64_t chunk, bool last);
 uint64_t UcxNoticeTag(int sender);
+uint64_t UcxCreditTag(int sender);
 int UcxTagSender(uint64_t tag);
 uint8_t UcxTagDigest(uint64_t tag);
 // CRC-8 (polynomial x^8 + x^2 + x + 1) of the stamp's fields, byte by byte (not its

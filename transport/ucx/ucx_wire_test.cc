@@ -57,6 +57,14 @@ TEST(UcxTags, FieldsComeBackFromTheTag) {
   EXPECT_NE(UcxNoticeTag(12) & kUcxNoticeFlag, 0u);
 }
 
+TEST(UcxTags, CreditsAreNeitherDataNorNotices) {
+  const uint64_t credit = UcxCreditTag(12);
+  EXPECT_EQ(UcxTagSender(credit), 12);
+  EXPECT_NE(credit & kUcxNoticeFlag, 0u);  // no data receive matches it
+  EXPECT_NE(credit & kUcxNoticeMatchMask, UcxNoticeTag(12) & kUcxNoticeMatchMask);
+  EXPECT_EQ(UcxNoticeTag(12) & kUcxNoticeMatchMask, kUcxNoticeFlag);  // what a notice probe matches
+}
+
 TEST(UcxTags, DigestTellsCallsApart) {
   CallStamp a;
   a.count = 1024;
