@@ -23,8 +23,10 @@
 // few chunks per direction are in flight at once (`chunks_in_flight`). Received chunks
 // land directly in the destination; when reducing they land in a staging chunk (memory
 // mapped with ucp_mem_map, so registered once for zero-copy) and are reduced into the
-// destination as they complete. ready_bytes() is the completed contiguous prefix, so
-// a gated sender forwards a block chunk by chunk while it arrives.
+// destination as they complete, or, on eager links, are reduced fragment by fragment
+// as UCX copies them out (transport/ucx/fragment_reduce.h). ready_bytes() is the
+// completed contiguous prefix, so a gated sender forwards a block chunk by chunk while
+// it arrives.
 //
 // User buffers are sent contiguously (UCP_DATATYPE_CONTIG). With RDMA, UCX chooses
 // eager or rendezvous per chunk; its rendezvous protocol is the zero-copy path (RDMA
@@ -33,8 +35,11 @@
 // cache already avoids. Without RDMA (`Options::eager`) every chunk goes eager: through
 // shared memory or TCP UCX's rendezvous saves one copy but adds a round trip per chunk
 // and leaves the receiver to copy and reduce alone, while eager chunks are copied by
-// the sender as the receiver reduces the previous ones (one host: 2-4x faster from
-// 32 KiB, docs/performance.md#ucx).
+// the sender as the receiver reduces the previous ones (one host: 2-3x faster from
+// 32 KiB, docs/performance.md#ucx). Eager chunks are taken in by the receiver's worker
+// whether or not it waits for them, so eager links limit them with credits: a sender
+// spends one per chunk from a window of `chunks_in_flight`, and the receiver hands
+// them back (a tagged count) each half window it takes in.
 //
 // Waiting: the engine sleeps on the worker's event fd (ucp_worker_get_efd, armed with
 // ucp_worker_arm), so an idle rank spins no core. Failures: an endpoint error (UCX
