@@ -1,6 +1,7 @@
 #include "transport/ucx/fragment_reduce.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace tessera {
@@ -11,7 +12,17 @@ bool FragmentReduce::Fragment(size_t offset, const void* src, size_t bytes) {
   const char* from = static_cast<const char*>(src);
   const size_t end = offset + bytes;
   const size_t first = (offset + e - 1) / e, last = end / e;  // whole elements [first, last)
-  if (first < last) reducer->fn(dst + first * e, acc + first * e, from + (first * e - offset), last - first);
+  if (first < last) {
+    // UCX's buffers may put a fragment at any address (its TCP receive buffers do); a
+    // reducer takes its operands aligned to their type, so such a fragment goes
+    // through staging, which is.
+    const char* whole = from + (first * e - offset);
+    if (reinterpret_cast<uintptr_t>(whole) % e != 0) {
+      std::memcpy(staging + first * e, whole, (last - first) * e);
+      whole = staging + first * e;
+    }
+    reducer->fn(dst + first * e, acc + first * e, whole, last - first);
+  }
   // The bytes outside whole elements: a head and a tail, or all of a fragment that
   // lies inside one element.
   const size_t head_end = first < last ? first * e : end;

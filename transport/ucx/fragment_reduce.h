@@ -4,7 +4,9 @@
 // reduced straight into the destination, saving a pass through staging; the bytes of
 // an element that a fragment boundary cuts wait in staging at their own offset, and
 // Finish reduces those elements once every fragment has arrived. Fragments may come in
-// any order and at any byte boundary.
+// any order, at any byte boundary and at any address (a misaligned one is reduced from
+// staging: reducers take operands aligned to their type). `staging` and `dst` are
+// aligned to the element size.
 #ifndef TESSERA_TRANSPORT_UCX_FRAGMENT_REDUCE_H_
 #define TESSERA_TRANSPORT_UCX_FRAGMENT_REDUCE_H_
 

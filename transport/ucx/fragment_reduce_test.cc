@@ -86,6 +86,35 @@ TEST(FragmentReduce, InPlaceWhereTheDestinationIsTheOperand) {
   EXPECT_EQ(dst, (std::vector<uint32_t>{11, 22, 33, 44}));
 }
 
+// A reducer that notes operands not aligned to their type.
+bool g_misaligned = false;
+void AlignedSum32(void* dst, const void* a, const void* b, size_t count) {
+  for (const void* p : {static_cast<const void*>(dst), a, b}) {
+    if (reinterpret_cast<uintptr_t>(p) % 4 != 0) g_misaligned = true;
+  }
+  Sum<uint32_t>(dst, a, b, count);
+}
+
+TEST(FragmentReduce, MisalignedFragmentsReachTheReducerAligned) {
+  Reducer sum;
+  sum.elem_size = 4;
+  sum.fn = AlignedSum32;
+  std::vector<uint32_t> dst(64, 1), acc(64, 2), staging(64, 0);
+  std::vector<char> wire(64 * 4 + 1);  // the received bytes, one byte off alignment
+  for (size_t i = 0; i < 64; ++i) {
+    const uint32_t v = static_cast<uint32_t>(i);
+    std::memcpy(wire.data() + 1 + 4 * i, &v, 4);
+  }
+  FragmentReduce chunk{reinterpret_cast<char*>(dst.data()), reinterpret_cast<const char*>(acc.data()),
+                       reinterpret_cast<char*>(staging.data()), 256, &sum, {}};
+  g_misaligned = false;
+  ASSERT_TRUE(chunk.Fragment(0, wire.data() + 1, 100));
+  ASSERT_TRUE(chunk.Fragment(100, wire.data() + 101, 156));
+  chunk.Finish();
+  EXPECT_FALSE(g_misaligned);
+  for (size_t i = 0; i < 64; ++i) ASSERT_EQ(dst[i], 2 + i) << i;
+}
+
 TEST(FragmentReduce, RefusesBytesOutsideTheChunk) {
   const Reducer sum = SumOf(4);
   std::vector<char> dst(8, 1), acc(8, 1), staging(8, 0), data(16, 5);

@@ -48,6 +48,7 @@ constexpr int kCloseMs = 1000;
 constexpr int kDrainMs = 100;
 constexpr size_t kMaxDiscardBytes = 4096;
 constexpr int kNoticeSendMs = 500;
+constexpr int kLocalNoticeSendMs = 50;
 // Progress rounds per call: enough to drain a burst, bounded so one call stays short.
 constexpr int kProgressRounds = 8;
 
@@ -824,6 +825,10 @@ bool UcxTransport::CanConnect(int peer) const {
 
 Status UcxTransport::EnsureEndpoint(Peer* peer) {
   if (peer->ep != nullptr) return Status::Ok();
+  // A rank of this host that has exited: UCX would fail to attach its shared memory
+  // (and UCX 1.13 leaks on that path), so do not ask it.
+  peer->CheckProcess();
+  if (peer->exited) return peer->FailureStatus();
   ucp_ep_params_t p{};
   p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                  UCP_EP_PARAM_FIELD_ERR_HANDLER;
@@ -870,28 +875,35 @@ void UcxTransport::PublishFailure(const Status& failure) {
   // Every peer, linked or not: a rank whose set-up failed before it linked to anyone
   // (its endpoint to a dead rank failed) still tells the ranks that would have linked
   // to it. Creating an endpoint does not wait for the peer.
+  std::vector<bool> local;  // by request: to a rank of this host
   for (const auto& peer : peers_) {
     if (!peer || peer->address.empty() || peer->failed() || !EnsureEndpoint(peer.get()).ok()) continue;
     peer->used = true;
     ucp_request_param_t param{};
     void* r = ucp_tag_send_nbx(peer->ep, notice_payload_.data(), notice_payload_.size(), UcxNoticeTag(my_rank_), &param);
-    if (UCS_PTR_IS_PTR(r)) notice_requests_.push_back(r);
+    if (!UCS_PTR_IS_PTR(r)) continue;
+    notice_requests_.push_back(r);
+    local.push_back(peer->pid != 0);
   }
-  // Best effort, bounded: push them out (they are small, so eager).
+  // Best effort, bounded: push them out (they are small, so eager). A rank of this host
+  // takes a notice out of shared memory at once unless it is not draining it (stopped,
+  // hung, or its FIFO full of eager chunks it has not taken): wait less for those.
   const Deadline deadline = Deadline::AfterMs(kNoticeSendMs);
+  const Deadline local_deadline = Deadline::AfterMs(kLocalNoticeSendMs);
   while (!deadline.Expired()) {
     worker_->Progress();
-    bool pending = false;
-    for (void*& r : notice_requests_) {
+    bool pending_remote = false, pending_local = false;
+    for (size_t i = 0; i < notice_requests_.size(); ++i) {
+      void*& r = notice_requests_[i];
       if (r == nullptr) continue;
       if (ucp_request_check_status(r) == UCS_INPROGRESS) {
-        pending = true;
+        (local[i] ? pending_local : pending_remote) = true;
       } else {
         ucp_request_free(r);
         r = nullptr;
       }
     }
-    if (!pending) break;
+    if (!pending_remote && (!pending_local || local_deadline.Expired())) break;
     worker_->Wait(1);
   }
   notice_requests_.erase(std::remove(notice_requests_.begin(), notice_requests_.end(), nullptr),

@@ -114,7 +114,9 @@ class UcxTransport : public Transport {
   Status Connect(int peer, const Deadline& deadline, std::unique_ptr<Link>* out) override;
 
   // Failure notices are tagged messages to every peer with an address (best effort,
-  // bounded: half a second).
+  // bounded: half a second, 50 ms for ranks of this host, which take a notice at once
+  // unless they are not draining their shared memory: stopped, hung, or full of eager
+  // chunks they have not taken).
   void PublishFailure(const Status& failure) override;
   void AddNoticeWaits(WaitSet* set) override;
   Status CheckNotices(int wait_ms) override;
