@@ -224,9 +224,6 @@ class UcxLink : public Link {
   ~UcxLink() override {
     AbandonSend();
     AbandonRecv();
-    for (CreditSend& c : credit_sends_) {
-      if (c.request != nullptr) ucp_request_free(c.request);  // UCX still sends it
-    }
     ReleaseStaging();
   }
 
@@ -485,51 +482,31 @@ class UcxLink : public Link {
   // Credits. An eager chunk is taken in by the receiver's worker whether or not a
   // receive waits for it, so a receiver busy elsewhere would hold all a sender sends.
   // On eager links a sender therefore has in_flight_ credits, one per chunk sent, and
-  // the receiver hands them back (a credit message of the count) once it has taken in
-  // half a window's chunks: a receiver holds at most in_flight_ chunks it did not ask
-  // for, on each link.
+  // the receiver hands them back (an empty message whose tag holds the count) once it
+  // has taken in half a window's chunks: a receiver holds at most in_flight_ chunks it
+  // did not ask for, on each link.
   //
   // Takes the credits the peer sent; true if there are some now.
   bool TakeCredits() {
     ucp_tag_recv_info_t info{};
-    while (ucp_tag_message_h msg = ucp_tag_probe_nb(worker_->worker, UcxCreditTag(peer()), ~uint64_t{0}, 1, &info)) {
-      uint64_t count = 0;
+    while (ucp_tag_message_h msg =
+               ucp_tag_probe_nb(worker_->worker, UcxCreditTag(peer(), 0), kUcxCreditMatchMask, 1, &info)) {
+      credits_ += static_cast<size_t>(UcxCreditCount(info.sender_tag));
       ucp_request_param_t param{};
-      void* req = ucp_tag_msg_recv_nbx(worker_->worker, &count, sizeof(count), msg, &param);
-      if (UCS_PTR_IS_PTR(req)) {
-        // An 8-byte eager message that was probed whole: completes in this worker.
-        const Deadline d = Deadline::AfterMs(kCloseMs);
-        while (ucp_request_check_status(req) == UCS_INPROGRESS && !d.Expired()) worker_->Progress();
-        const bool ok = ucp_request_check_status(req) == UCS_OK;
-        if (!ok) ucp_request_cancel(worker_->worker, req);
-        ucp_request_free(req);
-        if (!ok) continue;
-      } else if (UCS_PTR_IS_ERR(req)) {
-        continue;
-      }
-      if (info.length == sizeof(count)) credits_ += static_cast<size_t>(count);
+      void* req = ucp_tag_msg_recv_nbx(worker_->worker, nullptr, 0, msg, &param);  // empty: done at once
+      if (UCS_PTR_IS_PTR(req)) ucp_request_free(req);  // released when complete
     }
     return credits_ > 0;
   }
 
-  // Hands back the credits of the chunks taken in, half a window at a time.
+  // Hands back the credits of the chunks taken in, half a window at a time: an empty
+  // message whose tag holds the count, so nothing of this link must outlive its send.
   void GrantCredits() {
-    credit_sends_.erase(std::remove_if(credit_sends_.begin(), credit_sends_.end(),
-                                       [](CreditSend& c) {
-                                         if (c.request != nullptr && ucp_request_check_status(c.request) == UCS_INPROGRESS) {
-                                           return false;
-                                         }
-                                         if (c.request != nullptr) ucp_request_free(c.request);
-                                         return true;
-                                       }),
-                        credit_sends_.end());
     if (!credited_ || consumed_ < std::max<size_t>(1, in_flight_ / 2) || peer_->ep == nullptr) return;
-    credit_sends_.push_back(CreditSend{std::make_unique<uint64_t>(consumed_), nullptr});
-    CreditSend& c = credit_sends_.back();
     ucp_request_param_t param{};
-    void* req = ucp_tag_send_nbx(peer_->ep, c.count.get(), sizeof(uint64_t), UcxCreditTag(my_rank_), &param);
+    void* req = ucp_tag_send_nbx(peer_->ep, nullptr, 0, UcxCreditTag(my_rank_, consumed_), &param);
     if (UCS_PTR_IS_ERR(req)) return;  // the peer failed: its link fails on its own
-    c.request = UCS_PTR_IS_PTR(req) ? req : nullptr;
+    if (UCS_PTR_IS_PTR(req)) ucp_request_free(req);  // released when sent
     consumed_ = 0;
   }
 
@@ -630,16 +607,11 @@ class UcxLink : public Link {
   const size_t chunk_bytes_;
   const size_t in_flight_;
 
-  // Credits (TakeCredits): chunks this rank may still send, chunks it took in and has
-  // not handed back, and credit messages on their way.
-  struct CreditSend {
-    std::unique_ptr<uint64_t> count;
-    void* request = nullptr;
-  };
+  // Credits (TakeCredits): chunks this rank may still send, and chunks it took in and
+  // has not handed back (at most in_flight_, far below kUcxMaxCredits).
   const bool credited_;
   size_t credits_;
   size_t consumed_ = 0;
-  std::vector<CreditSend> credit_sends_;
 
   // The active send: chunks [0, send_next_) posted, send_done_ of them complete.
   const char* send_data_ = nullptr;

@@ -70,7 +70,11 @@ uint64_t UcxDataTag(int sender, uint64_t seq, uint8_t digest, uint64_t chunk, bo
 
 uint64_t UcxNoticeTag(int sender) { return kUcxNoticeFlag | (static_cast<uint64_t>(sender) << kRankShift); }
 
-uint64_t UcxCreditTag(int sender) { return UcxNoticeTag(sender) | kUcxCreditFlag; }
+uint64_t UcxCreditTag(int sender, uint64_t count) {
+  return UcxNoticeTag(sender) | ((count & kUcxMaxCredits) << 1) | kUcxCreditFlag;
+}
+
+uint64_t UcxCreditCount(uint64_t tag) { return (tag >> 1) & kUcxMaxCredits; }
 
 int UcxTagSender(uint64_t tag) {
   return static_cast<int>((tag >> kRankShift) & ((uint64_t{1} << kUcxRankBits) - 1));

@@ -28,7 +28,8 @@ Status DecodeUcxCard(const std::string& card, std::string* worker_address);
 // --- Tags ---------------------------------------------------------------------------------
 // bit 63      failure notice or credit (1), or data (0)
 // bits 62..45 sending rank (18 bits)
-// Notices and credits: bit 0 is 1 for a credit (its payload: a uint64_t count of chunks).
+// Notices and credits: bit 0 is 1 for a credit, whose bits 20..1 hold its count of
+// chunks (a credit has no payload, so its send holds no buffer).
 // bits 44..29 the link's message sequence number, modulo 2^16
 // bits 28..21 digest of the sender's call (CallDigest)
 // bit 20      last chunk of its message
@@ -36,6 +37,9 @@ Status DecodeUcxCard(const std::string& card, std::string* worker_address);
 constexpr int kUcxRankBits = 18;
 constexpr uint64_t kUcxNoticeFlag = uint64_t{1} << 63;
 constexpr uint64_t kUcxCreditFlag = 1;
+constexpr uint64_t kUcxMaxCredits = (uint64_t{1} << 20) - 1;
+// What a probe for one sender's credits matches: all but the count.
+constexpr uint64_t kUcxCreditMatchMask = ~(kUcxMaxCredits << 1);
 // What a notice matches: the flag, and not a credit.
 constexpr uint64_t kUcxNoticeMatchMask = kUcxNoticeFlag | kUcxCreditFlag;
 constexpr uint64_t kUcxLastFlag = uint64_t{1} << 20;
@@ -47,7 +51,8 @@ constexpr uint64_t kUcxDataMatchMask = ~(kUcxLastFlag | kUcxDigestMask);
 
 uint64_t UcxDataTag(int sender, uint64_t seq, uint8_t digest, uint64_t chunk, bool last);
 uint64_t UcxNoticeTag(int sender);
-uint64_t UcxCreditTag(int sender);
+uint64_t UcxCreditTag(int sender, uint64_t count);  // count <= kUcxMaxCredits
+uint64_t UcxCreditCount(uint64_t tag);
 int UcxTagSender(uint64_t tag);
 uint8_t UcxTagDigest(uint64_t tag);
 // CRC-8 (polynomial x^8 + x^2 + x + 1) of the stamp's fields, byte by byte (not its

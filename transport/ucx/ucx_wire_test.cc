@@ -58,8 +58,11 @@ TEST(UcxTags, FieldsComeBackFromTheTag) {
 }
 
 TEST(UcxTags, CreditsAreNeitherDataNorNotices) {
-  const uint64_t credit = UcxCreditTag(12);
+  const uint64_t credit = UcxCreditTag(12, 4);
   EXPECT_EQ(UcxTagSender(credit), 12);
+  EXPECT_EQ(UcxCreditCount(credit), 4u);
+  EXPECT_EQ(credit & kUcxCreditMatchMask, UcxCreditTag(12, 0));
+  EXPECT_EQ(UcxCreditCount(UcxCreditTag(12, kUcxMaxCredits)), kUcxMaxCredits);
   EXPECT_NE(credit & kUcxNoticeFlag, 0u);  // no data receive matches it
   EXPECT_NE(credit & kUcxNoticeMatchMask, UcxNoticeTag(12) & kUcxNoticeMatchMask);
   EXPECT_EQ(UcxNoticeTag(12) & kUcxNoticeMatchMask, kUcxNoticeFlag);  // what a notice probe matches
