@@ -68,13 +68,14 @@ bool TlsMayInclude(std::initializer_list<const char*> names) {
   return false;
 }
 
-// Sets a UCX option unless the user chose it through the environment.
-void DefaultOption(ucp_config_t* config, const char* key, const char* value,
+// Sets a UCX option unless the user chose it through the environment; true if set.
+bool DefaultOption(ucp_config_t* config, const char* key, const char* value,
                    std::initializer_list<const char*> user_variables) {
   for (const char* v : user_variables) {
-    if (std::getenv(v) != nullptr) return;
+    if (std::getenv(v) != nullptr) return false;
   }
   ucp_config_modify(config, key, value);  // an unknown key is only warned about by UCX
+  return true;
 }
 
 }  // namespace
@@ -219,7 +220,6 @@ class UcxLink : public Link {
           bool credited)
       : Link(peer->rank), my_rank_(my_rank), peer_(peer), worker_(worker), chunk_bytes_(chunk_bytes),
         in_flight_(in_flight), credited_(credited), credits_(in_flight), recv_slots_(in_flight) {}
-  // Reducing receives go through UnpackReduce (worker->reduce_dt) when there is one.
 
   ~UcxLink() override {
     AbandonSend();
@@ -230,10 +230,9 @@ class UcxLink : public Link {
   const char* kind() const override { return "ucx"; }
 
   void SetCall(const CallStamp& call) override {
-    if (call == call_ && digest_valid_) return;  // the same call's next step: same digest
+    if (call == call_) return;  // the same call's next step: same digest
     call_ = call;
     digest_ = UcxCallDigest(call);
-    digest_valid_ = true;
   }
 
   void BeginSend(const void* data, size_t len) override {
@@ -398,6 +397,7 @@ class UcxLink : public Link {
     AbandonRecv();
   }
 
+  // Reducing receives go through UnpackReduce (worker->reduce_dt) when there is one.
   bool Fused() const { return recv_reducer_ != nullptr && worker_->reduce_dt != 0; }
 
   char* Landing(size_t k) const {
@@ -601,8 +601,7 @@ class UcxLink : public Link {
   const int my_rank_;
   UcxTransport::Peer* const peer_;
   CallStamp call_;       // of this link's messages, both ways (SetCall)
-  uint8_t digest_ = 0;   // UcxCallDigest(call_)
-  bool digest_valid_ = false;
+  uint8_t digest_ = UcxCallDigest(CallStamp{});  // UcxCallDigest(call_)
   UcxTransport::Worker* const worker_;
   const size_t chunk_bytes_;
   const size_t in_flight_;
@@ -721,11 +720,10 @@ Status UcxTransport::Init(const Options& options, int my_rank, int nranks) {
                   {"UCX_MM_ERROR_HANDLING", "UCX_POSIX_ERROR_HANDLING", "UCX_SYSV_ERROR_HANDLING"});
   }
   if (TlsMayInclude({"cma"})) DefaultOption(config, "MEMORY_INVALIDATE", "y", {"UCX_CMA_MEMORY_INVALIDATE"});
-  if (options.eager) DefaultOption(config, "RNDV_THRESH", "inf", {"UCX_RNDV_THRESH"});
+  const bool all_eager = options.eager && DefaultOption(config, "RNDV_THRESH", "inf", {"UCX_RNDV_THRESH"});
   // Fused only where every chunk is eager: a rendezvous into a generic datatype would
   // lose its zero copy.
-  if (options.eager && std::getenv("UCX_RNDV_THRESH") == nullptr &&
-      ucp_dt_create_generic(&kUnpackReduceOps, nullptr, &worker_->reduce_dt) != UCS_OK) {
+  if (all_eager && ucp_dt_create_generic(&kUnpackReduceOps, nullptr, &worker_->reduce_dt) != UCS_OK) {
     worker_->reduce_dt = 0;  // reduce through staging instead
   }
 
