@@ -2,6 +2,7 @@
 #include "trainer/trainer.h"
 
 #include <ATen/autocast_mode.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <chrono>
@@ -14,6 +15,25 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// Turns autocast on (computing in `type`) or off for CUDA or the CPU. libtorch 2.4 replaced
+// the per-device functions (set_enabled, set_cpu_enabled, ...) with ones that take the
+// device type; Debian's libtorch is 1.13, a CUDA machine's usually newer.
+void SetAutocast(bool cuda, bool enabled, at::ScalarType type) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  const at::DeviceType device = cuda ? at::kCUDA : at::kCPU;
+  at::autocast::set_autocast_enabled(device, enabled);
+  if (enabled) at::autocast::set_autocast_dtype(device, type);
+#else
+  if (cuda) {
+    at::autocast::set_enabled(enabled);
+    if (enabled) at::autocast::set_autocast_gpu_dtype(type);
+  } else {
+    at::autocast::set_cpu_enabled(enabled);
+    if (enabled) at::autocast::set_autocast_cpu_dtype(type);
+  }
+#endif
+}
+
 // Autocast for the forward pass, restored (and its cast cache cleared, so that updated
 // weights are cast afresh) when the scope ends.
 class AutocastScope {
@@ -21,29 +41,20 @@ class AutocastScope {
   AutocastScope(const TrainSettings& settings, bool cuda) : cuda_(cuda) {
     enabled_ = settings.precision != Precision::kFloat32;
     if (!enabled_) return;
-    at::ScalarType type = settings.precision == Precision::kFloat16 ? at::kHalf : at::kBFloat16;
-    if (cuda_) {
-      at::autocast::set_enabled(true);
-      at::autocast::set_autocast_gpu_dtype(type);
-    } else {
-      at::autocast::set_cpu_enabled(true);
-      at::autocast::set_autocast_cpu_dtype(type);
-    }
+    type_ = settings.precision == Precision::kFloat16 ? at::kHalf : at::kBFloat16;
+    SetAutocast(cuda_, true, type_);
     at::autocast::increment_nesting();
   }
   ~AutocastScope() {
     if (!enabled_) return;
     if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    if (cuda_) {
-      at::autocast::set_enabled(false);
-    } else {
-      at::autocast::set_cpu_enabled(false);
-    }
+    SetAutocast(cuda_, false, type_);
   }
 
  private:
   bool cuda_;
   bool enabled_;
+  at::ScalarType type_ = at::kFloat;
 };
 
 std::string CheckpointPath(const TrainSettings& settings) { return settings.out_dir + "/checkpoint.pt"; }
