@@ -5,6 +5,8 @@
 #include <cuda_runtime_api.h>
 
 #include <deque>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -15,7 +17,53 @@
 
 namespace tessera {
 namespace cuda {
+
+// Released scratch blocks by size, kept for the next call; all freed with the pool.
+struct ScratchPool {
+  explicit ScratchPool(int d) : device(d) {}
+  ~ScratchPool() {
+    DeviceGuard guard(device);
+    for (void* p : all) (void)cudaFree(p);
+    (void)cudaGetLastError();
+  }
+  const int device;
+  std::mutex mu;
+  std::multimap<size_t, void*> free;  // capacity -> block
+  std::vector<void*> all;
+  std::map<void*, size_t> capacity;
+};
+
 namespace {
+
+// A free block of at least `bytes` and at most twice that, else a new one (sizes rounded
+// up to a power of two, so that calls of similar sizes share blocks). The block goes back
+// to the pool when the last holder releases it.
+Status AllocateScratch(const std::shared_ptr<ScratchPool>& pool, size_t bytes, std::shared_ptr<void>* out) {
+  size_t rounded = 256;
+  while (rounded < bytes) rounded *= 2;
+  void* p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(pool->mu);
+    auto it = pool->free.lower_bound(rounded);
+    if (it != pool->free.end() && it->first <= 2 * rounded) {
+      p = it->second;
+      pool->free.erase(it);
+    }
+  }
+  if (p == nullptr) {
+    DeviceGuard guard(pool->device);
+    TESSERA_RETURN_IF_ERROR(guard.status());
+    TESSERA_RETURN_IF_ERROR(CudaCall(cudaMalloc(&p, rounded), "cudaMalloc of " + std::to_string(rounded) + " bytes"));
+    std::lock_guard<std::mutex> lock(pool->mu);
+    pool->all.push_back(p);
+    pool->capacity[p] = rounded;
+  }
+  *out = std::shared_ptr<void>(p, [pool](void* q) {
+    std::lock_guard<std::mutex> lock(pool->mu);
+    pool->free.emplace(pool->capacity[q], q);
+  });
+  return Status::Ok();
+}
 
 class CudaExported : public ExportedMemory {
  public:
@@ -54,14 +102,14 @@ class CudaMapped : public MappedMemory {
 
 class CudaStream : public DeviceStream {
  public:
-  CudaStream(int device, cudaStream_t stream) : device_(device), stream_(stream) {}
+  CudaStream(int device, cudaStream_t stream, std::shared_ptr<ScratchPool> scratch)
+      : device_(device), stream_(stream), scratch_(std::move(scratch)) {}
   ~CudaStream() override {
     DeviceGuard guard(device_);
     // Destroying a stream with work queued is allowed: CUDA releases it once done.
     (void)cudaStreamDestroy(stream_);
     for (const Pending& p : pending_) (void)cudaEventDestroy(p.event);
     for (cudaEvent_t e : free_) (void)cudaEventDestroy(e);
-    if (wide_ != nullptr) (void)cudaFree(wide_);
     (void)cudaGetLastError();
   }
 
@@ -85,14 +133,14 @@ class CudaStream : public DeviceStream {
     // Half types: scaled into float32, then rounded once into dst.
     if (wide_count_ < count) {
       TESSERA_RETURN_IF_ERROR(CudaCall(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (growing the scale buffer)"));
-      if (wide_ != nullptr) (void)cudaFree(wide_);
-      wide_ = nullptr;
+      wide_.reset();
       wide_count_ = 0;
-      TESSERA_RETURN_IF_ERROR(CudaCall(cudaMalloc(reinterpret_cast<void**>(&wide_), count * sizeof(float)), "cudaMalloc"));
+      TESSERA_RETURN_IF_ERROR(AllocateScratch(scratch_, count * sizeof(float), &wide_));
       wide_count_ = count;
     }
-    TESSERA_RETURN_IF_ERROR(LaunchScale(type, scalar, false, src, wide_, count, stream_));
-    return LaunchNarrowHalf(type, wide_, dst, count, stream_);
+    float* wide = static_cast<float*>(wide_.get());
+    TESSERA_RETURN_IF_ERROR(LaunchScale(type, scalar, false, src, wide, count, stream_));
+    return LaunchNarrowHalf(type, wide, dst, count, stream_);
   }
 
   Status Divide(DataType type, void* data, size_t count, int divisor) override {
@@ -145,7 +193,8 @@ class CudaStream : public DeviceStream {
   std::deque<Pending> pending_;
   std::vector<cudaEvent_t> free_;
   uint64_t recorded_ = 0, completed_ = 0;
-  float* wide_ = nullptr;  // PreMulSum of half types
+  std::shared_ptr<ScratchPool> scratch_;
+  std::shared_ptr<void> wide_;  // float32 room for PreMulSum of half types
   size_t wide_count_ = 0;
 };
 
@@ -208,18 +257,10 @@ Status CudaDeviceEngine::FlushRemoteWrites() {
                   "cudaDeviceFlushGPUDirectRDMAWrites");
 }
 
+CudaDeviceEngine::CudaDeviceEngine(int device) : device_(device), scratch_(std::make_shared<ScratchPool>(device)) {}
+
 Status CudaDeviceEngine::Allocate(size_t bytes, std::shared_ptr<void>* out) {
-  DeviceGuard guard(device_);
-  TESSERA_RETURN_IF_ERROR(guard.status());
-  void* p = nullptr;
-  TESSERA_RETURN_IF_ERROR(CudaCall(cudaMalloc(&p, bytes == 0 ? 1 : bytes), "cudaMalloc of " + std::to_string(bytes) + " bytes"));
-  const int device = device_;
-  *out = std::shared_ptr<void>(p, [device](void* q) {
-    DeviceGuard g(device);
-    (void)cudaFree(q);
-    (void)cudaGetLastError();
-  });
-  return Status::Ok();
+  return AllocateScratch(scratch_, bytes, out);
 }
 
 Status CudaDeviceEngine::CreateStream(std::unique_ptr<DeviceStream>* out) {
@@ -227,7 +268,7 @@ Status CudaDeviceEngine::CreateStream(std::unique_ptr<DeviceStream>* out) {
   TESSERA_RETURN_IF_ERROR(guard.status());
   cudaStream_t s = nullptr;
   TESSERA_RETURN_IF_ERROR(CudaCall(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate (cuda_ipc)"));
-  out->reset(new CudaStream(device_, s));
+  out->reset(new CudaStream(device_, s, scratch_));
   return Status::Ok();
 }
 

@@ -6,6 +6,9 @@
 //    a peer's mapped memory is reached directly), Reduce/Scale/Divide are the kernels of
 //    cuda/reduce_kernels.h; Record/Done are pooled CUDA events and cudaEventQuery.
 //  - IsDeviceMemory: cudaMalloc'd memory of the engine's device (not managed memory).
+//  - Allocate: scratch from a pool that only grows; blocks are freed with the engine.
+//    cudaFree waits for the whole device, and a staged call's stream waits (on the GPU)
+//    for the call that would free its scratch: freeing during a call deadlocks.
 // Every call runs with the engine's device current (cuda::DeviceGuard) and never
 // changes the caller's. Compiled in every build; never run here (no GPU): the host
 // engine (host_device_engine.h) runs the same protocol in the tests.
@@ -18,6 +21,8 @@
 
 namespace tessera {
 namespace cuda {
+
+struct ScratchPool;  // cuda_device_engine.cc
 
 class CudaDeviceEngine : public DeviceEngine {
  public:
@@ -36,8 +41,9 @@ class CudaDeviceEngine : public DeviceEngine {
   Status FlushRemoteWrites() override;
 
  private:
-  explicit CudaDeviceEngine(int device) : device_(device) {}
+  explicit CudaDeviceEngine(int device);
   const int device_;
+  std::shared_ptr<ScratchPool> scratch_;  // shared with the blocks handed out
   int flush_ = -1;  // -1: not asked yet; 0: nothing to do; 1: flush
 };
 

@@ -190,6 +190,7 @@ DeviceStager::~DeviceStager() {
     if (slot->input != nullptr) (void)cudaEventDestroy(slot->input);
     if (slot->done != nullptr) (void)cudaEventDestroy(slot->done);
   }
+  for (void* host : retired_) (void)cudaFreeHost(host);
   if (word_ != nullptr) (void)cudaFreeHost(word_);
   (void)cudaGetLastError();
 }
@@ -263,7 +264,7 @@ Status DeviceStager::ChooseAndPrepareSlot(size_t bytes, const std::vector<size_t
       slots_.push_back(std::move(slot));
     } else if (choice.action == SlotAction::kGrow) {
       Slot* slot = slots_[choice.index].get();
-      if (slot->host != nullptr) TESSERA_RETURN_IF_ERROR(CudaCall(cudaFreeHost(slot->host), "cudaFreeHost (staging slot)"));
+      if (slot->host != nullptr) retired_.push_back(slot->host);  // see retired_
       slot->host = nullptr;
       slot->capacity = 0;
     }

@@ -151,6 +151,9 @@ class DeviceStager {
   mutable std::mutex mu_;
   CompletionOrder order_;
   std::vector<std::unique_ptr<Slot>> slots_;
+  // Pinned buffers of slots that grew, freed with the stager: cudaFreeHost waits for the
+  // whole device, including streams that wait for the proxy, which needs mu_.
+  std::vector<void*> retired_;
   Status broken_;
 };
 

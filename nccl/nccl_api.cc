@@ -160,14 +160,30 @@ ncclResult_t InitRankWithConfig(const char* function, ncclComm_t* comm, int nran
                                                config != nullptr ? &converted : nullptr));
 }
 
+// NCCL's ncclMemAlloc gives device memory, which programs then use with CUDA (nccl-tests
+// cudaMemset it). The CUDA drop-in (TESSERA_NCCL_CUDA) does the same on the current device
+// when this process can use CUDA. Otherwise, and on the CPU build, where collectives take
+// host memory, it gives page-aligned host memory. Which kind is fixed per process.
+bool MemAllocOnDevice() {
+#ifdef TESSERA_NCCL_CUDA
+  static const bool on_device = [] {
+    int devices = 0;
+    const bool usable = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+    (void)cudaGetLastError();
+    return usable;
+  }();
+  return on_device;
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 extern "C" {
 
 // --- Memory ---------------------------------------------------------------------------
 
-// Honoured with host memory: on a CPU build the buffers of every collective are host
-// memory, so this is the memory a program should hand to the other calls.
 ncclResult_t pncclMemAlloc(void** ptr, size_t size) {
   const char* fn = "ncclMemAlloc";
   if (ptr == nullptr) return Fail(ncclInvalidArgument, fn, "ptr is NULL");
@@ -178,6 +194,16 @@ ncclResult_t pncclMemAlloc(void** ptr, size_t size) {
     return Fail(ncclInvalidArgument, fn, "size " + std::to_string(size) + " is too large");
   }
   const size_t rounded = (size + kMemAllocAlignment - 1) / kMemAllocAlignment * kMemAllocAlignment;
+#ifdef TESSERA_NCCL_CUDA
+  if (MemAllocOnDevice()) {
+    const cudaError_t e = cudaMalloc(ptr, rounded);
+    if (e == cudaSuccess) return ncclSuccess;
+    *ptr = nullptr;
+    (void)cudaGetLastError();
+    return Fail(ncclUnhandledCudaError, fn,
+                "cudaMalloc of " + std::to_string(rounded) + " bytes: " + cudaGetErrorString(e));
+  }
+#endif
   void* memory = aligned_alloc(kMemAllocAlignment, rounded);
   if (memory == nullptr) {
     return Fail(ncclSystemError, fn, "out of host memory for " + std::to_string(size) + " bytes");
@@ -188,6 +214,15 @@ ncclResult_t pncclMemAlloc(void** ptr, size_t size) {
 
 // Frees what pncclMemAlloc returned; NULL is a no-op, as free().
 ncclResult_t pncclMemFree(void* ptr) {
+  if (ptr == nullptr) return ncclSuccess;
+#ifdef TESSERA_NCCL_CUDA
+  if (MemAllocOnDevice()) {
+    const cudaError_t e = cudaFree(ptr);
+    if (e == cudaSuccess) return ncclSuccess;
+    (void)cudaGetLastError();
+    return Fail(ncclUnhandledCudaError, "ncclMemFree", std::string("cudaFree: ") + cudaGetErrorString(e));
+  }
+#endif
   free(ptr);
   return ncclSuccess;
 }

@@ -19,6 +19,16 @@ mkdir -p "$LOGS" "$B"
 SUMMARY="$LOGS/summary.txt"
 say() { echo "$*" | tee -a "$SUMMARY"; }
 step_on() { [[ ",$STEPS," == *",$1,"* ]]; }
+# Backtraces of every thread of the processes matching PATTERN that still run after
+# SECONDS (cuda-gdb: the CUDA image has no gdb), for a call that hangs.
+stacks_after() {
+  local seconds=$1 pattern=$2 pid
+  sleep "$seconds"
+  for pid in $(pgrep -f "$pattern"); do
+    echo "=== pid $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" | cut -c1-200)" >>"$LOGS/stacks.log"
+    timeout 40 "$(command -v cuda-gdb || echo /usr/local/cuda/bin/cuda-gdb)" -p "$pid" -batch -ex "thread apply all bt 25" >>"$LOGS/stacks.log" 2>&1
+  done
+}
 
 tar -C "$B" -xJf "$BUNDLE_TAR" || { say "cannot unpack $BUNDLE_TAR"; exit 1; }
 # Only the bundled system libraries this machine lacks.
@@ -43,12 +53,24 @@ if step_on suites; then
     args=()
     [ "$t" = cuda/cuda_compiled_test ] && args=("$B/bazel-bin/cuda/reduce_kernels_objects/reduce_kernels.pic.o")
     start=$SECONDS
-    (cd "$B/bazel-bin" && timeout -k 5 240 "./$t" "${args[@]}") >"$B/test.log" 2>&1
+    stacks_after 50 "$(basename "$t")" &
+    watcher=$!
+    (cd "$B/bazel-bin" && timeout -k 5 100 "./$t" "${args[@]}") >"$B/test.log" 2>&1
     rc=$?
+    kill "$watcher" 2>/dev/null
     cat "$B/test.log" >>"$LOGS/suites.log"
     say "$t: rc $rc, $((SECONDS - start)) s, $(grep -m1 '^\[  PASSED  \]' "$B/test.log")" \
         "$(grep -m1 '^\[  SKIPPED \] [0-9]' "$B/test.log") $(grep -m1 '^\[  FAILED  \] [0-9]' "$B/test.log")"
   done
+fi
+
+if step_on torch; then
+  stacks_after 70 torch_nccl_check &
+  watcher=$!
+  LD_PRELOAD="$B/bazel-bin/nccl/cuda/libnccl.so.2" PYTHONUNBUFFERED=1 timeout -k 5 110 \
+    python3 nccl/cuda/torch_nccl_check.py --ranks 2 >"$LOGS/torch.log" 2>&1
+  kill "$watcher" 2>/dev/null
+  say "torch_nccl_check (2 ranks): rc $? $(grep -E 'passed|busbw|PASS|FAIL|Error' "$LOGS/torch.log" | head -12 | tr '\n' ';')"
 fi
 
 if step_on nccl_tests; then
@@ -57,19 +79,13 @@ if step_on nccl_tests; then
     for lib in "$B/bazel-bin/nccl/cuda" "$REAL_NCCL"; do
       [ -n "$lib" ] || continue
       echo "=== ${t}_perf with $lib" >>"$LOGS/nccl_tests.log"
-      LD_LIBRARY_PATH="$lib:$LD_LIBRARY_PATH" timeout -k 5 120 "$B/nccl-tests/${t}_perf" \
+      LD_LIBRARY_PATH="$lib:$LD_LIBRARY_PATH" timeout -k 5 40 "$B/nccl-tests/${t}_perf" \
         -b 8 -e 64M -f 8 -g 1 -c 1 -n 20 -w 5 >>"$LOGS/nccl_tests.log" 2>&1
       rc=$?
       say "${t}_perf ($( [ "$lib" = "$REAL_NCCL" ] && echo NVIDIA NCCL || echo tessera drop-in)): rc $rc," \
           "$(sed -n "/=== ${t}_perf with ${lib//\//\\/}\$/,\$p" "$LOGS/nccl_tests.log" | grep -m2 -E '# (Out of bounds|Avg bus)' | tr '\n' ' ')"
     done
   done
-fi
-
-if step_on torch; then
-  LD_PRELOAD="$B/bazel-bin/nccl/cuda/libnccl.so.2" PYTHONUNBUFFERED=1 timeout -k 5 300 \
-    python3 nccl/cuda/torch_nccl_check.py --ranks 2 >"$LOGS/torch.log" 2>&1
-  say "torch_nccl_check (2 ranks): rc $? $(grep -E 'passed|busbw|PASS|FAIL|Error' "$LOGS/torch.log" | head -12 | tr '\n' ';')"
 fi
 
 if step_on trainer; then
@@ -80,7 +96,7 @@ if step_on trainer; then
     demo=(--data="$B/data" --blocks=1,1,1,1 --width=16 --crop_size=64 --val_resize=73 --batch=0:32,2:64
           --epochs=4 --warmup_epochs=1 --lr=0.4 --bucket_mb=0.25 --progress=lines --plot=0 --device=cuda:0)
     run_ranks() {  # run_ranks N OUTDIR ARGS...: N ranks of train_resnet on this host, torchrun's variables
-      local n=$1 out=$2; shift 2
+      local n=$1 out=$2 r pid; shift 2
       local pids=()
       for ((r = 0; r < n; r++)); do
         RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r LOCAL_WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=29533 \
@@ -88,7 +104,7 @@ if step_on trainer; then
         pids+=($!)
       done
       local rc=0
-      for p in "${pids[@]}"; do wait "$p" || rc=1; done
+      for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
       return $rc
     }
     start=$SECONDS
