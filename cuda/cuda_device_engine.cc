@@ -202,6 +202,12 @@ class CudaStream : public DeviceStream {
 
 Status CudaDeviceEngine::Create(int device, std::unique_ptr<CudaDeviceEngine>* out) {
   TESSERA_RETURN_IF_ERROR(CudaUsable().Annotate("CUDA device engine"));
+  {
+    // Loaded now, before any stream waits for a call that launches them (reduce_kernels.h).
+    DeviceGuard guard(device);
+    TESSERA_RETURN_IF_ERROR(guard.status());
+    TESSERA_RETURN_IF_ERROR(LoadKernels().Annotate("CUDA device engine"));
+  }
   out->reset(new CudaDeviceEngine(device));
   return Status::Ok();
 }

@@ -26,7 +26,8 @@ struct ScratchPool;  // cuda_device_engine.cc
 
 class CudaDeviceEngine : public DeviceEngine {
  public:
-  // An engine for `device`. kCudaError without usable CUDA (cuda/availability.h).
+  // An engine for `device`, its kernels loaded (LoadKernels). kCudaError without usable
+  // CUDA (cuda/availability.h).
   static Status Create(int device, std::unique_ptr<CudaDeviceEngine>* out);
 
   const char* name() const override { return "cuda"; }

@@ -221,6 +221,42 @@ Status LaunchReduceTyped(void* dst, const void* a, const void* b, size_t count, 
 
 }  // namespace
 
+namespace {
+
+// cudaFuncGetAttributes loads a kernel that lazy loading has not loaded yet.
+Status Load(const void* kernel, const char* name) {
+  cudaFuncAttributes attributes;
+  return CudaCall(cudaFuncGetAttributes(&attributes, kernel), std::string("loading the kernel ") + name);
+}
+
+template <typename T>
+Status LoadTyped() {
+  typedef std::conditional_t<sizeof(T) == 2, float, T> Out;
+  TESSERA_RETURN_IF_ERROR(Load(reinterpret_cast<const void*>(ReduceKernel<T, Sum>), "ReduceKernel (sum)"));
+  TESSERA_RETURN_IF_ERROR(Load(reinterpret_cast<const void*>(ReduceKernel<T, Prod>), "ReduceKernel (prod)"));
+  TESSERA_RETURN_IF_ERROR(Load(reinterpret_cast<const void*>(ReduceKernel<T, Max>), "ReduceKernel (max)"));
+  TESSERA_RETURN_IF_ERROR(Load(reinterpret_cast<const void*>(ReduceKernel<T, Min>), "ReduceKernel (min)"));
+  TESSERA_RETURN_IF_ERROR(Load(reinterpret_cast<const void*>(ScaleKernel<T, Out>), "ScaleKernel"));
+  return Load(reinterpret_cast<const void*>(DivideKernel<T>), "DivideKernel");
+}
+
+}  // namespace
+
+Status LoadKernels() {
+  TESSERA_RETURN_IF_ERROR(CudaUsable().Annotate("LoadKernels"));
+  for (DataType type : {DataType::kInt8, DataType::kUint8, DataType::kInt32, DataType::kUint32, DataType::kInt64,
+                        DataType::kUint64, DataType::kFloat16, DataType::kFloat32, DataType::kFloat64,
+                        DataType::kBfloat16}) {
+    TESSERA_RETURN_IF_ERROR(VisitType(type, "LoadKernels", [](auto tag) -> Status {
+      return LoadTyped<typename decltype(tag)::type>();
+    }));
+  }
+  TESSERA_RETURN_IF_ERROR(Load(reinterpret_cast<const void*>(WidenKernel<__half>), "WidenKernel (float16)"));
+  TESSERA_RETURN_IF_ERROR(Load(reinterpret_cast<const void*>(WidenKernel<__nv_bfloat16>), "WidenKernel (bfloat16)"));
+  TESSERA_RETURN_IF_ERROR(Load(reinterpret_cast<const void*>(NarrowKernel<__half>), "NarrowKernel (float16)"));
+  return Load(reinterpret_cast<const void*>(NarrowKernel<__nv_bfloat16>), "NarrowKernel (bfloat16)");
+}
+
 Status LaunchReduce(DataType type, RedOp op, void* dst, const void* a, const void* b, size_t count, void* stream) {
   if (op != RedOp::kSum && op != RedOp::kProd && op != RedOp::kMax && op != RedOp::kMin) {
     return InvalidArgument("LaunchReduce: op " + std::to_string(static_cast<int>(op)) +

@@ -29,6 +29,12 @@
 namespace tessera {
 namespace cuda {
 
+// Loads every kernel below into the current device's context. Under CUDA's lazy loading
+// (the default since CUDA 12.2) a kernel's first launch loads it, and loading may wait
+// for the whole context: a stream waiting on the GPU for tessera's proxy (staged calls)
+// then deadlocks the proxy's first launch. Call before any stream waits for tessera.
+Status LoadKernels();
+
 // dst[i] = a[i] op b[i]. dst may equal a or b exactly; other overlaps are not allowed.
 // op is sum, prod, max or min (avg is a sum followed by LaunchDivide). float16 and
 // bfloat16 operands are widened to float32, combined, and rounded back to the type.

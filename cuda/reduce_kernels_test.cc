@@ -55,6 +55,9 @@ TEST(NoDriver, LaunchersAnswerCudaErrorWithoutCrashing) {
   const float two = 2;
   EXPECT_EQ(LaunchScale(DataType::kFloat32, &two, false, x, x, 4, nullptr).code(), Code::kCudaError);
   EXPECT_EQ(LaunchDivide(DataType::kFloat32, x, 4, 2, nullptr).code(), Code::kCudaError);
+  const Status load = LoadKernels();
+  EXPECT_EQ(load.code(), Code::kCudaError);
+  EXPECT_EQ(load.message().rfind("LoadKernels: no usable CUDA", 0), 0u) << load.message();
 }
 
 // ---- On a GPU ------------------------------------------------------------------------------
@@ -138,6 +141,13 @@ struct DeviceBytes {
   char* at(size_t offset) const { return static_cast<char*>(p) + offset; }
   void* p = nullptr;
 };
+
+// Every kernel loads (lazy loading's first launch would otherwise load it; see LoadKernels).
+TEST(Gpu, EveryKernelLoads) {
+  TESSERA_SKIP_WITHOUT_GPU();
+  const Status s = LoadKernels();
+  EXPECT_TRUE(s.ok()) << s.message();
+}
 
 TEST(Gpu, ReduceMatchesTheHostKernelsForEveryTypeAndOp) {
   TESSERA_SKIP_WITHOUT_GPU();
