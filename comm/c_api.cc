@@ -295,10 +295,8 @@ Status ValidateOperation(tesseraComm* comm, const Operation& op, tesseraStream_t
     const uintptr_t s = reinterpret_cast<uintptr_t>(op.send), r = reinterpret_cast<uintptr_t>(op.recv);
     const size_t sb = bytes.send, rb = bytes.recv;
     const bool overlap = sb > 0 && rb > 0 && s < r + rb && r < s + sb;
-    if (overlap && (op.kind == OpKind::kAlltoAll || s != r)) {
-      return InvalidArgument(op.kind == OpKind::kAlltoAll
-                                 ? "sendbuff and recvbuff of an alltoall must not overlap"
-                                 : "sendbuff and recvbuff overlap without being equal (in-place needs sendbuff == recvbuff)");
+    if (overlap && s != r) {
+      return InvalidArgument("sendbuff and recvbuff overlap without being equal (in-place needs sendbuff == recvbuff)");
     }
   }
   TESSERA_RETURN_IF_ERROR(ValidateParts(op, bytes.recv));

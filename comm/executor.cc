@@ -273,6 +273,14 @@ Status Executor::RunOne(const Operation& op, const CollectiveContext& ctx, Eleme
   args.count = op.count;
   args.elem_size = SizeOf(op.type);
   args.root = op.root;
+  // An in-place alltoall (NCCL accepts one) reads its input from a copy.
+  Scratch input;
+  if (op.kind == OpKind::kAlltoAll && op.send == op.recv) {
+    const size_t bytes = op.count * args.elem_size * static_cast<size_t>(site_.nranks);
+    TESSERA_RETURN_IF_ERROR(input.Allocate(ctx, bytes));
+    TESSERA_RETURN_IF_ERROR(LocalCopy(ctx, input.data(), op.send, bytes));
+    args.send = input.data();
+  }
   return Dispatch(CollectiveOf(op.kind), ctx, args, on_device);
 }
 

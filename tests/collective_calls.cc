@@ -40,7 +40,6 @@ bool Rooted(Collective c) {
 }
 
 std::vector<bool> Placements(Collective c) {
-  if (c == Collective::kAlltoAll) return {false};
   if (c == Collective::kBcast) return {true};
   return {false, true};
 }
@@ -165,6 +164,8 @@ void* PreparedCall::RecvPointer() const {
       return spec_.in_place ? a_.data() + block : b_.data();
     case Collective::kScatter:
       return spec_.in_place && rank_ == spec_.root ? a_.data() + block : b_.data();
+    case Collective::kAlltoAll:
+      return spec_.in_place ? a_.data() : b_.data();
     default:
       return b_.data();
   }
@@ -270,11 +271,12 @@ std::string PreparedCall::Check() const {
   auto add = [&f](const std::string& line) {
     if (!line.empty()) f += (f.empty() ? "" : "; ") + line;
   };
-  // Block q of the receive buffer b_ must hold rank q's values from position `first`.
+  // Block q of the receive buffer must hold rank q's values from position `first`.
   auto check_blocks = [&](size_t first, const char* label) {
+    const unsigned char* blocks = static_cast<const unsigned char*>(recv);
     for (int q = 0; q < nranks_; ++q) {
       std::vector<unsigned char> want = TileRow(s.type, input_[q], count, first);
-      add(CompareElements(s.type, b_.data() + q * count * elem, want.data(), count,
+      add(CompareElements(s.type, blocks + q * count * elem, want.data(), count,
                           what_ + ": " + label + std::to_string(q)));
     }
   };
@@ -308,7 +310,7 @@ std::string PreparedCall::Check() const {
       break;
     case Collective::kAlltoAll:
       check_blocks(static_cast<size_t>(rank_) * count, "block from rank ");
-      add(CheckUnchanged(a_, a_before_, "sendbuff"));
+      if (!s.in_place) add(CheckUnchanged(a_, a_before_, "sendbuff"));
       break;
     case Collective::kGather:
       if (root) {

@@ -39,7 +39,6 @@ std::string RunAndCheck(Collective kind, tesseraDataType_t type, int rank, int n
                         int call_index, size_t count = 1031) {
   CallSpec s{kind, type, Reduces(kind) ? OpKind::kSum : OpKind::kCopy, call_index % 2 == 1,
              call_index % nranks, count, call_index};
-  if (kind == Collective::kAlltoAll) s.in_place = false;
   if (kind == Collective::kBcast) s.in_place = true;
   PreparedCall call(s, rank, nranks);
   std::string step;

@@ -333,7 +333,8 @@ tesseraResult_t tesseraReduceScatter(const void* sendbuff, void* recvbuff, size_
                                      tesseraStream_t stream);
 
 /* Rank i's block j (sendbuff + j * count) lands at rank j's recvbuff + i * count.
- * sendbuff and recvbuff must not overlap. */
+ * In place when sendbuff == recvbuff (the input is copied aside first); otherwise the
+ * two must not overlap. */
 tesseraResult_t tesseraAlltoAll(const void* sendbuff, void* recvbuff, size_t count, tesseraDataType_t datatype,
                                 tesseraComm_t comm, tesseraStream_t stream);
 
