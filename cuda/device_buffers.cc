@@ -134,6 +134,12 @@ Status CurrentDevice(int* device) {
   return CudaCall(cudaGetDevice(device), "cudaGetDevice");
 }
 
+Status CopyOnStream(void* dst, const void* src, size_t bytes, void* stream) {
+  TESSERA_RETURN_IF_ERROR(CudaUsable());
+  return CudaCall(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)),
+                  "cudaMemcpyAsync of " + std::to_string(bytes) + " bytes on the caller's stream");
+}
+
 Status NeedsStaging(const StagingRequest& req, bool* staged) {
   *staged = false;
   const void* buffers[3] = {req.send, req.recv, req.scalar};

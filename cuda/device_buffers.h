@@ -49,6 +49,10 @@ inline bool IsStaged(MemoryKind kind) { return kind == MemoryKind::kDevice || ki
 // The calling thread's current CUDA device (kCudaError without usable CUDA).
 Status CurrentDevice(int* device);
 
+// Enqueues dst = src (`bytes`, any kind of memory) on `stream` (NULL: CUDA's legacy
+// default stream) and returns at once.
+Status CopyOnStream(void* dst, const void* src, size_t bytes, void* stream);
+
 // The buffers of one operation on this rank, in bytes as the operation uses them here.
 // Buffers may overlap as the in-place rules of tessera.h allow (one inside the other):
 // they then share one staging buffer at the same relative offsets, so the host

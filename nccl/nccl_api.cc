@@ -164,8 +164,8 @@ ncclResult_t InitRankWithConfig(const char* function, ncclComm_t* comm, int nran
 // cudaMemset it). The CUDA drop-in (TESSERA_NCCL_CUDA) does the same on the current device
 // when this process can use CUDA. Otherwise, and on the CPU build, where collectives take
 // host memory, it gives page-aligned host memory. Which kind is fixed per process.
-bool MemAllocOnDevice() {
 #ifdef TESSERA_NCCL_CUDA
+bool MemAllocOnDevice() {
   static const bool on_device = [] {
     int devices = 0;
     const bool usable = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
@@ -173,10 +173,8 @@ bool MemAllocOnDevice() {
     return usable;
   }();
   return on_device;
-#else
-  return false;
-#endif
 }
+#endif
 
 }  // namespace
 

@@ -326,6 +326,54 @@ TEST(Gpu, DeviceBuffersOnAStream) {
   EXPECT_EQ("", Failures(results));
 }
 
+// One rank: every collective is a copy on the stream (device_path.cc, RunsAlone), in and
+// out of place and in a group; a PreMulSum still runs (through the proxy).
+TEST(Gpu, OneRankCopiesOnTheStream) {
+  SKIP_WITHOUT_GPU();
+  auto results = RunRanks(1, [](int, tesseraComm_t comm) {
+    RankChecks c;
+    cudaSetDevice(0);
+    cudaStream_t stream;
+    if (!c.Expect(cudaStreamCreate(&stream) == cudaSuccess, "cudaStreamCreate")) return c.str();
+    const size_t n = (1 << 20) + 3;
+    std::vector<float> values(n);
+    for (size_t i = 0; i < n; ++i) values[i] = static_cast<float>(i % 1000);
+    DeviceFloats in(n), out(n), again(n), scaled(n), scalar(1);
+    c.Expect(in.ok && out.ok && again.ok && scaled.ok && scalar.ok && in.Put(values) && scaled.Put(values),
+             "device buffers");
+    c.ExpectCode(tesseraAllReduce(in.p, out.p, n, tesseraFloat32, tesseraSum, comm, stream), tesseraSuccess,
+                 "allreduce out of place");
+    c.ExpectCode(tesseraAllReduce(in.p, in.p, n, tesseraFloat32, tesseraMax, comm, stream), tesseraSuccess,
+                 "allreduce in place");
+    c.ExpectCode(tesseraGroupStart(), tesseraSuccess, "GroupStart");
+    c.ExpectCode(tesseraAllGather(in.p, again.p, n, tesseraFloat32, comm, stream), tesseraSuccess, "allgather");
+    c.ExpectCode(tesseraAlltoAll(again.p, again.p, n, tesseraFloat32, comm, stream), tesseraSuccess,
+                 "alltoall in place");
+    c.ExpectCode(tesseraGroupEnd(), tesseraSuccess, "GroupEnd");
+    const float half = 0.5f;
+    c.Expect(cudaMemcpy(scalar.p, &half, 4, cudaMemcpyHostToDevice) == cudaSuccess, "scalar");
+    tesseraRedOp_t premul;
+    c.ExpectCode(tesseraRedOpCreatePreMulSum(&premul, scalar.p, tesseraFloat32, tesseraScalarDevice, comm),
+                 tesseraSuccess, "PreMulSum");
+    c.ExpectCode(tesseraAllReduce(scaled.p, scaled.p, n, tesseraFloat32, premul, comm, stream), tesseraSuccess,
+                 "PreMulSum allreduce");
+    c.ExpectCode(tesseraRedOpDestroy(premul, comm), tesseraSuccess, "destroy PreMulSum");
+    c.Expect(cudaStreamSynchronize(stream) == cudaSuccess, "cudaStreamSynchronize");
+    c.Expect(Mismatches(out.Get(), values) == 0, "allreduce out of place: wrong values");
+    c.Expect(Mismatches(in.Get(), values) == 0, "allreduce in place: changed");
+    c.Expect(Mismatches(again.Get(), values) == 0, "allgather then alltoall: wrong values");
+    std::vector<float> halves(n);
+    for (size_t i = 0; i < n; ++i) halves[i] = 0.5f * values[i];
+    c.Expect(Mismatches(scaled.Get(), halves) == 0, "PreMulSum: wrong values");
+    tesseraResult_t async = tesseraInternalError;
+    c.ExpectCode(tesseraCommGetAsyncError(comm, &async), tesseraSuccess, "GetAsyncError");
+    c.ExpectCode(async, tesseraSuccess, "async error");
+    cudaStreamDestroy(stream);
+    return c.str();
+  }, Options());
+  EXPECT_EQ("", Failures(results));
+}
+
 // A non-blocking communicator stages on its worker: calls answer tesseraInProgress, and
 // the stream carries the results.
 TEST(Gpu, NonBlockingCommunicatorStagesOnItsWorker) {
