@@ -96,14 +96,16 @@ std::string Blame(int r, const RankFacts& f, const CallStamp& call, int64_t wait
 
 // Why rank r, in a call, is to blame for being in another call than the others: still
 // in an earlier one, or in another at the same sequence number (mismatched calls); or
-// "". A rank still in an earlier call that waits there on a peer is not to blame when
-// some rank is already blamed: it waits on the culprit, directly or through a chain of
-// waiting ranks (a ring's neighbour finishing the previous call).
+// "". A rank still in an earlier call is not to blame when some rank is already blamed
+// and it either waits there on a peer (on the culprit, directly or through a chain of
+// waiting ranks: a ring's neighbour finishing the previous call) or has not waited in
+// that call yet: it is running (reducing, or kept off its core on a loaded host) and
+// will reach the culprit. Alone, a rank behind is the suspect.
 std::string BlameCall(int r, const RankFacts& f, const CallStamp& call, const std::vector<int32_t>& blamed) {
   const ActivitySnapshot& s = f.answer.snapshot;
   if (f.answer.kind != Kind::kAnswered || s.state == State::kIdle || s.call.seq == 0) return "";
-  const bool waits_on_culprit = !blamed.empty() && !s.waiting_on.empty();
-  if (s.call.seq < call.seq && !waits_on_culprit) {
+  const bool follows_culprit = !blamed.empty() && (!s.waiting_on.empty() || s.since_progress_us < 0);
+  if (s.call.seq < call.seq && !follows_culprit) {
     return Who(r, f) + " is still in " + DescribeCall(s.call) + " (for " + Ms(s.in_state_us) + ")";
   }
   if (s.call.seq == call.seq && s.call != call) {

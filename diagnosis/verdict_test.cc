@@ -62,6 +62,10 @@ TEST(VerdictTest, RankBehindWaitingOnTheCulpritIsAWaiter) {
   behind.waiting_on = {0};  // through a rank that is itself waiting: still a waiter
   v = Judge(0, ranks);
   EXPECT_EQ(v.culprits, std::vector<int32_t>{2}) << v.text;
+  behind.waiting_on.clear();  // running, not yet waiting in #72 (a loaded host): a waiter too
+  behind.since_progress_us = -1;
+  v = Judge(0, ranks);
+  EXPECT_EQ(v.culprits, std::vector<int32_t>{2}) << v.text;
   ranks[2] = ranks[1];  // nobody else to blame: the rank behind is the suspect
   v = Judge(0, ranks);
   EXPECT_EQ(v.culprits, std::vector<int32_t>{3}) << v.text;
