@@ -23,14 +23,13 @@ struct ScratchPool {
   explicit ScratchPool(int d) : device(d) {}
   ~ScratchPool() {
     DeviceGuard guard(device);
-    for (void* p : all) (void)cudaFree(p);
+    for (const auto& block : capacity) (void)cudaFree(block.first);
     (void)cudaGetLastError();
   }
   const int device;
   std::mutex mu;
   std::multimap<size_t, void*> free;  // capacity -> block
-  std::vector<void*> all;
-  std::map<void*, size_t> capacity;
+  std::map<void*, size_t> capacity;   // every block -> its capacity
 };
 
 namespace {
@@ -55,7 +54,6 @@ Status AllocateScratch(const std::shared_ptr<ScratchPool>& pool, size_t bytes, s
     TESSERA_RETURN_IF_ERROR(guard.status());
     TESSERA_RETURN_IF_ERROR(CudaCall(cudaMalloc(&p, rounded), "cudaMalloc of " + std::to_string(rounded) + " bytes"));
     std::lock_guard<std::mutex> lock(pool->mu);
-    pool->all.push_back(p);
     pool->capacity[p] = rounded;
   }
   *out = std::shared_ptr<void>(p, [pool](void* q) {

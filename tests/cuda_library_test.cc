@@ -253,6 +253,12 @@ size_t Mismatches(const std::vector<float>& got, const std::vector<float>& want)
   return wrong;
 }
 
+void ExpectNoAsyncError(RankChecks* c, tesseraComm_t comm, const std::string& what) {
+  tesseraResult_t async = tesseraInternalError;
+  c->ExpectCode(tesseraCommGetAsyncError(comm, &async), tesseraSuccess, "GetAsyncError");
+  c->ExpectCode(async, tesseraSuccess, what);
+}
+
 // Device buffers on a stream: an in-place allreduce, then a group of an allreduce and an
 // allgather on the same stream (they must not wait for each other), a PreMulSum with its
 // scalar in device memory, and a host call after the staged ones (issue order kept).
@@ -317,9 +323,7 @@ TEST(Gpu, DeviceBuffersOnAStream) {
     std::vector<float> want_scaled(n);
     for (size_t i = 0; i < n; ++i) want_scaled[i] = 0.5f * sums[i];
     c.Expect(Mismatches(scaled.Get(), want_scaled) == 0, "PreMulSum with a device scalar: wrong values");
-    tesseraResult_t async = tesseraInternalError;
-    c.ExpectCode(tesseraCommGetAsyncError(comm, &async), tesseraSuccess, "GetAsyncError");
-    c.ExpectCode(async, tesseraSuccess, "async error after staged calls");
+    ExpectNoAsyncError(&c, comm, "async error after staged calls");
     cudaStreamDestroy(stream);
     return c.str();
   }, Options());
@@ -365,9 +369,7 @@ TEST(Gpu, OneRankCopiesOnTheStream) {
     std::vector<float> halves(n);
     for (size_t i = 0; i < n; ++i) halves[i] = 0.5f * values[i];
     c.Expect(Mismatches(scaled.Get(), halves) == 0, "PreMulSum: wrong values");
-    tesseraResult_t async = tesseraInternalError;
-    c.ExpectCode(tesseraCommGetAsyncError(comm, &async), tesseraSuccess, "GetAsyncError");
-    c.ExpectCode(async, tesseraSuccess, "async error");
+    ExpectNoAsyncError(&c, comm, "async error");
     cudaStreamDestroy(stream);
     return c.str();
   }, Options());
