@@ -61,8 +61,7 @@ std::unique_ptr<TesseraBackend> TesseraBackend::Create(std::string* error) {
 
 TesseraBackend::~TesseraBackend() { tesseraCommDestroy(comm_); }
 
-Outcome TesseraBackend::Check(tesseraResult_t result, const std::string& call) const {
-  if (result == tesseraSuccess) return Outcome::Ok();
+Outcome TesseraBackend::Failure(tesseraResult_t result, const std::string& call) const {
   std::string message = call + ": " + ResultMessage(result, comm_);
   return result == tesseraInvalidArgument ? Outcome::Rejected(message) : Outcome::Failed(message);
 }
@@ -72,8 +71,9 @@ Outcome TesseraBackend::AllReduce(const void* sendbuff, void* recvbuff, size_t c
   tesseraResult_t result =
       tesseraAllReduce(sendbuff, recvbuff, count, static_cast<tesseraDataType_t>(type),
                        static_cast<tesseraRedOp_t>(op), comm_, nullptr);
-  return Check(result, std::string("tesseraAllReduce (") + DataTypeName(type) + ", " +
-                           ReduceOpName(op) + ")");
+  return Check(result, [&] {
+    return std::string("tesseraAllReduce (") + DataTypeName(type) + ", " + ReduceOpName(op) + ")";
+  });
 }
 
 Outcome TesseraBackend::Barrier() {
@@ -107,7 +107,7 @@ Outcome TesseraBackend::AllGather(const void* sendbuff, void* recvbuff, size_t s
                                   DataType type) {
   return Check(tesseraAllGather(sendbuff, recvbuff, sendcount,
                                 static_cast<tesseraDataType_t>(type), comm_, nullptr),
-               std::string("tesseraAllGather (") + DataTypeName(type) + ")");
+               [&] { return std::string("tesseraAllGather (") + DataTypeName(type) + ")"; });
 }
 
 Outcome TesseraBackend::ReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
@@ -115,37 +115,31 @@ Outcome TesseraBackend::ReduceScatter(const void* sendbuff, void* recvbuff, size
   return Check(tesseraReduceScatter(sendbuff, recvbuff, recvcount,
                                     static_cast<tesseraDataType_t>(type),
                                     static_cast<tesseraRedOp_t>(op), comm_, nullptr),
-               std::string("tesseraReduceScatter (") + DataTypeName(type) + ", " +
-                   ReduceOpName(op) + ")");
+               [&] { return std::string("tesseraReduceScatter (") + DataTypeName(type) + ", " + ReduceOpName(op) + ")"; });
 }
 
 Outcome TesseraBackend::Broadcast(const void* sendbuff, void* recvbuff, size_t count,
                                   DataType type, int root) {
   return Check(tesseraBroadcast(sendbuff, recvbuff, count, static_cast<tesseraDataType_t>(type),
                                 root, comm_, nullptr),
-               std::string("tesseraBroadcast (") + DataTypeName(type) + ", root " +
-                   std::to_string(root) + ")");
+               [&] { return std::string("tesseraBroadcast (") + DataTypeName(type) + ", root " + std::to_string(root) + ")"; });
 }
 
 Outcome TesseraBackend::Reduce(const void* sendbuff, void* recvbuff, size_t count, DataType type,
                                ReduceOp op, int root) {
   return Check(tesseraReduce(sendbuff, recvbuff, count, static_cast<tesseraDataType_t>(type),
                              static_cast<tesseraRedOp_t>(op), root, comm_, nullptr),
-               std::string("tesseraReduce (") + DataTypeName(type) + ", " + ReduceOpName(op) +
-                   ", root " + std::to_string(root) + ")");
+               [&] {
+                 return std::string("tesseraReduce (") + DataTypeName(type) + ", " + ReduceOpName(op) + ", root " +
+                        std::to_string(root) + ")";
+               });
 }
 
 Outcome TesseraBackend::AlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                                  DataType type) {
-  if (sendbuff == recvbuff) {
-    const size_t bytes = count * static_cast<size_t>(size_) * ElementSize(type);
-    if (scratch_.size() < bytes) scratch_.resize(bytes);
-    std::memcpy(scratch_.data(), sendbuff, bytes);
-    sendbuff = scratch_.data();
-  }
   return Check(tesseraAlltoAll(sendbuff, recvbuff, count, static_cast<tesseraDataType_t>(type),
                                comm_, nullptr),
-               std::string("tesseraAlltoAll (") + DataTypeName(type) + ")");
+               [&] { return std::string("tesseraAlltoAll (") + DataTypeName(type) + ")"; });
 }
 
 Outcome TesseraBackend::SendRecv(const void* sendbuff, void* recvbuff, size_t count,
@@ -157,13 +151,15 @@ Outcome TesseraBackend::SendRecv(const void* sendbuff, void* recvbuff, size_t co
     sendbuff = scratch_.data();
   }
   const auto t = static_cast<tesseraDataType_t>(type);
-  const std::string what = std::string(" (") + DataTypeName(type) + ", to " +
-                           std::to_string(send_peer) + ", from " + std::to_string(recv_peer) + ")";
+  const auto what = [&] {
+    return std::string(" (") + DataTypeName(type) + ", to " + std::to_string(send_peer) + ", from " +
+           std::to_string(recv_peer) + ")";
+  };
   Outcome outcome = Check(tesseraGroupStart(), "tesseraGroupStart");
   if (!outcome.ok()) return outcome;
-  Outcome send = Check(tesseraSend(sendbuff, count, t, send_peer, comm_, nullptr), "tesseraSend" + what);
-  Outcome recv = Check(tesseraRecv(recvbuff, count, t, recv_peer, comm_, nullptr), "tesseraRecv" + what);
-  Outcome end = Check(tesseraGroupEnd(), "tesseraGroupEnd (send/recv" + what + ")");
+  Outcome send = Check(tesseraSend(sendbuff, count, t, send_peer, comm_, nullptr), [&] { return "tesseraSend" + what(); });
+  Outcome recv = Check(tesseraRecv(recvbuff, count, t, recv_peer, comm_, nullptr), [&] { return "tesseraRecv" + what(); });
+  Outcome end = Check(tesseraGroupEnd(), [&] { return "tesseraGroupEnd (send/recv" + what() + ")"; });
   if (!send.ok()) return send;
   if (!recv.ok()) return recv;
   return end;

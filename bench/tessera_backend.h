@@ -51,16 +51,24 @@ class TesseraBackend : public CollectiveBackend {
 
  private:
   explicit TesseraBackend(tesseraComm_t comm) : comm_(comm) {}
-  // Ok for tesseraSuccess; otherwise `call` failed: Rejected for an invalid argument
-  // (refused locally, alike on every rank), Failed for anything else.
-  Outcome Check(tesseraResult_t result, const std::string& call) const;
+  // Ok for tesseraSuccess; otherwise the call that `describe()` names failed: Rejected
+  // for an invalid argument (refused locally, alike on every rank), Failed for anything
+  // else. The name is built only on failure, so timed calls do not pay for it.
+  template <typename Describe>
+  Outcome Check(tesseraResult_t result, const Describe& describe) const {
+    return result == tesseraSuccess ? Outcome::Ok() : Failure(result, describe());
+  }
+  Outcome Check(tesseraResult_t result, const char* call) const {
+    return result == tesseraSuccess ? Outcome::Ok() : Failure(result, call);
+  }
+  Outcome Failure(tesseraResult_t result, const std::string& call) const;
 
   tesseraComm_t comm_;
   int rank_ = 0;
   int size_ = 1;
   std::string description_;
-  // In-place alltoall and send/recv: tessera forbids overlapping buffers, so the
-  // send data is first copied here (as a user would), inside the timed call.
+  // In-place send/recv: tessera forbids overlapping buffers, so the send data is first
+  // copied here (as a user would), inside the timed call.
   std::vector<unsigned char> scratch_;
 };
 

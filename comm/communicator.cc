@@ -372,6 +372,7 @@ CollectiveContext Communicator::Context(int64_t now_us) const {
 }
 
 Status Communicator::sticky_error() const {
+  if (!broken_.load(std::memory_order_acquire)) return Status::Ok();
   std::lock_guard<std::mutex> lock(error_mu_);
   return error_;
 }
@@ -387,6 +388,7 @@ Status Communicator::Break(const Status& cause) {
     std::lock_guard<std::mutex> lock(error_mu_);
     if (!error_.ok()) return s;
     error_ = s;
+    broken_.store(true, std::memory_order_release);
   }
   // Tell the peers, so they fail now with this root cause instead of timing out on us.
   links_->PublishFailure(s);
@@ -432,7 +434,7 @@ Status Communicator::CreatePreMulSum(const void* scalar, DataType type, bool rea
 
 Status Communicator::DestroyRedOp(int op) { return premulsum_.Destroy(op); }
 
-Status Communicator::Run(const Operation& op) { return RunGroup({op}); }
+Status Communicator::Run(const Operation& op) { return RunOps(&op, 1); }
 
 // Split: two allgathers over this communicator. The first tells every rank each rank's
 // (color, key); the lowest-ranked member of each new group then creates its unique id
@@ -480,11 +482,13 @@ Status Communicator::Split(int color, int key, const Settings& settings, std::un
       .Annotate("split: color " + std::to_string(color) + ", new rank " + std::to_string(new_rank));
 }
 
-Status Communicator::RunGroup(const std::vector<Operation>& ops) {
+Status Communicator::RunGroup(const std::vector<Operation>& ops) { return RunOps(ops.data(), ops.size()); }
+
+Status Communicator::RunOps(const Operation* ops, size_t count) {
   std::lock_guard<std::mutex> running(run_mu_);
   TESSERA_RETURN_IF_ERROR(sticky_error());
   if (abort_.load()) return Break(RemoteError("the communicator was aborted"));
-  return Revoked(executor_->RunGroup(ops));
+  return Revoked(executor_->RunGroup(ops, count));
 }
 
 // A call that ended while a revoke arrived from another thread: it is revoked too, and

@@ -139,6 +139,8 @@ class Communicator {
   // this rank saw. The verdict is also published for peers to adopt. Else `cause`.
   Status Diagnosed(const Status& cause, bool in_creation = false);
   Status Revoked(const Status& s);
+  // Run and RunGroup: `count` operations from `ops`, as one group.
+  Status RunOps(const Operation* ops, size_t count);
   // The watch service, started before the rendezvous (its address is this rank's
   // "watch" card), and after it everyone's addresses, pids and hosts.
   Status StartWatch(const Settings& settings, uint64_t secret, RankInfo* mine);
@@ -165,6 +167,7 @@ class Communicator {
   std::atomic<bool> abort_{false};
   mutable std::mutex error_mu_;
   Status error_;
+  std::atomic<bool> broken_{false};  // error_ is set (read without error_mu_ by every call)
   PreMulSumOps premulsum_;
   // The last TESSERA_FLIGHT_RECORDER operations, and who this rank is in its dumps.
   FlightRecorder flight_{0};

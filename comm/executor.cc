@@ -203,9 +203,9 @@ CollectiveContext Executor::HostContext(int64_t now_us) {
   return ctx;
 }
 
-Status Executor::RunGroup(const std::vector<Operation>& ops) {
+Status Executor::RunGroup(const Operation* ops, size_t count) {
   HostElementwiseOps elementwise(widens_half());
-  return RunGroupIn(ops, nullptr, elementwise);
+  return RunGroupIn(ops, count, nullptr, elementwise);
 }
 
 Status Executor::RunGroupOnDevice(const std::vector<Operation>& ops, CollectiveContext ctx, DeviceEngine* engine,
@@ -213,13 +213,14 @@ Status Executor::RunGroupOnDevice(const std::vector<Operation>& ops, CollectiveC
   EngineMemory memory(engine, stream, ctx.exchange);
   ctx.local_memory = &memory;
   DeviceElementwiseOps elementwise(stream, ctx.exchange, site_.rank);
-  return RunGroupIn(ops, &ctx, elementwise);
+  return RunGroupIn(ops.data(), ops.size(), &ctx, elementwise);
 }
 
-Status Executor::RunGroupIn(const std::vector<Operation>& ops, const CollectiveContext* device,
+Status Executor::RunGroupIn(const Operation* ops, size_t count, const CollectiveContext* device,
                             ElementwiseOps& elementwise) {
   std::vector<Operation> p2p;
-  for (const Operation& op : ops) {
+  for (size_t i = 0; i < count; ++i) {
+    const Operation& op = ops[i];
     if (IsPointToPoint(op.kind)) {
       p2p.push_back(op);
       continue;
@@ -241,6 +242,7 @@ Status Executor::RunGroupIn(const std::vector<Operation>& ops, const CollectiveC
     site_.activity->EndCall(s.ok(), s.ok() ? end_us : NowMicros());
     if (!s.ok()) return s;
   }
+  if (p2p.empty()) return Status::Ok();
   return RunPointToPointGroup(p2p, device ? *device : HostContext(NowMicros()));
 }
 
@@ -385,7 +387,6 @@ Status Executor::Dispatch(Collective c, const CollectiveContext& ctx, const Coll
 }
 
 Status Executor::RunPointToPointGroup(const std::vector<Operation>& p2p, const CollectiveContext& ctx) {
-  if (p2p.empty()) return Status::Ok();
   // Sends to self must pair with receives from self: a local mistake, checked before
   // communicating, so it does not break the communicator.
   size_t self_sends = 0, self_recvs = 0;

@@ -71,7 +71,7 @@ class Executor {
   // context (its own deadline), then all sends and receives together (so they cannot
   // deadlock whatever their order). Arguments are validated by the caller. A failure
   // while communicating goes to ExecutionSite::fail; InvalidArgument does not.
-  Status RunGroup(const std::vector<Operation>& ops);
+  Status RunGroup(const Operation* ops, size_t count);
   // The same on the device path: `ctx` has the device links; every temporary buffer and
   // local copy is device memory of `engine`, and reductions' element-wise work runs on
   // `stream` (comm/communicator.h: RunGroupOnDevice).
@@ -83,7 +83,7 @@ class Executor {
   bool widens_half() const;
   CollectiveContext HostContext(int64_t now_us);
   // `device`: the whole group's context on the device path; null on the host path.
-  Status RunGroupIn(const std::vector<Operation>& ops, const CollectiveContext* device, ElementwiseOps& elementwise);
+  Status RunGroupIn(const Operation* ops, size_t count, const CollectiveContext* device, ElementwiseOps& elementwise);
   void StampCollective(const Operation& op);
   Status RunOne(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise, bool on_device);
   Status RunReduction(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise, bool on_device);

@@ -1,6 +1,8 @@
 #include "transport/exchange.h"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <vector>
 
 #include "transport/wait_loop.h"
@@ -16,33 +18,62 @@ std::string Describe(const Transfer& t) {
 
 std::string Direction(const Transfer& t) { return t.is_send ? "sending to " : "receiving from "; }
 
-// The transfers of one link in one direction, which run one after the other.
+constexpr size_t kEnd = SIZE_MAX;  // no transfer
+
+// Up to N elements in place, more on the heap: an exchange of a few transfers (most
+// are one send and one receive) allocates nothing.
+template <typename T, size_t N>
+class SmallArray {
+ public:
+  SmallArray(size_t n, const T& fill) {
+    if (n > N) heap_.assign(n, fill);
+    data_ = n > N ? heap_.data() : inline_.data();
+    std::fill_n(data_, std::min(n, N), fill);
+  }
+  SmallArray(const SmallArray&) = delete;
+  SmallArray& operator=(const SmallArray&) = delete;
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
+
+ private:
+  std::array<T, N> inline_;
+  std::vector<T> heap_;
+  T* data_ = nullptr;
+};
+
+// The transfers of one link in one direction, which run one after the other: a list
+// through Engine::next_, in the order given.
 struct Queue {
-  Link* link;
-  bool is_send;
-  std::vector<size_t> items;  // indices into the transfer array, in order
-  size_t head = 0;            // first transfer not done
-  bool busy() const { return head < items.size(); }
+  Link* link = nullptr;
+  bool is_send = false;
+  size_t head = kEnd;  // first transfer not done
+  size_t tail = kEnd;  // last transfer
+  bool busy() const { return head != kEnd; }
 };
 
 class Engine : public Waitable {
  public:
   Engine(Transfer* ts, size_t n, const ExchangeOptions& opt)
-      : ts_(ts), opt_(opt), state_(n, State::kWaiting), start_us_(opt.tracer != nullptr ? n : 0) {
+      : ts_(ts), opt_(opt), state_(n, State::kWaiting), next_(n, kEnd), queues_(n, Queue{}),
+        start_us_(opt.tracer != nullptr ? n : 0, 0) {
     for (size_t i = 0; i < n; ++i) {
       size_t q = 0;
-      while (q < queues_.size() && !(queues_[q].link == ts[i].link && queues_[q].is_send == ts[i].is_send)) ++q;
-      if (q == queues_.size()) queues_.push_back(Queue{ts[i].link, ts[i].is_send, {}, 0});
-      queues_[q].items.push_back(i);
+      while (q < nqueues_ && !(queues_[q].link == ts[i].link && queues_[q].is_send == ts[i].is_send)) ++q;
+      if (q == nqueues_) {
+        queues_[nqueues_++] = Queue{ts[i].link, ts[i].is_send, i, i};
+      } else {
+        next_[queues_[q].tail] = i;
+        queues_[q].tail = i;
+      }
     }
     remaining_ = n;
   }
 
   Status Run() {
     const CallStamp call = opt_.check_calls && opt_.stamp != nullptr ? *opt_.stamp : CallStamp{};
-    for (Queue& q : queues_) {
-      q.link->SetCall(call);
-      Activate(q);
+    for (size_t q = 0; q < nqueues_; ++q) {
+      queues_[q].link->SetCall(call);
+      Activate(queues_[q]);
     }
     return WaitFor(this, opt_);
   }
@@ -50,8 +81,8 @@ class Engine : public Waitable {
   bool Done() const override { return remaining_ == 0; }
   Status Progress(bool* moved) override;
   void AddWaits(WaitSet* set) override {
-    for (Queue& q : queues_) {
-      if (q.busy()) q.link->AddWaits(set, q.is_send, !q.is_send);
+    for (size_t q = 0; q < nqueues_; ++q) {
+      if (queues_[q].busy()) queues_[q].link->AddWaits(set, queues_[q].is_send, !queues_[q].is_send);
     }
   }
   Status CheckPeers() override;
@@ -59,10 +90,12 @@ class Engine : public Waitable {
   std::string PendingSummary() const override;
 
  private:
+  static constexpr size_t kInline = 8;
+
   // Starts the head of q, skipping (completing) zero-length transfers.
   void Activate(Queue& q) {
     while (q.busy()) {
-      const size_t i = q.items[q.head];
+      const size_t i = q.head;
       if (ts_[i].len != 0) {
         state_[i] = State::kActive;
         if (opt_.tracer != nullptr) start_us_[i] = NowMicros();
@@ -75,7 +108,7 @@ class Engine : public Waitable {
       }
       state_[i] = State::kDone;
       --remaining_;
-      ++q.head;
+      q.head = next_[i];
     }
   }
 
@@ -89,19 +122,22 @@ class Engine : public Waitable {
 
   Transfer* ts_;
   const ExchangeOptions& opt_;
-  std::vector<State> state_;
+  SmallArray<State, kInline> state_;
+  SmallArray<size_t, kInline> next_;  // the next transfer of the same queue, or kEnd
+  SmallArray<Queue, kInline> queues_;
+  size_t nqueues_ = 0;
   std::vector<int64_t> start_us_;  // when each transfer began (tracing only)
-  std::vector<Queue> queues_;
   size_t remaining_ = 0;
 };
 
 // One pass over the active transfers.
 Status Engine::Progress(bool* moved) {
   *moved = false;
-  for (Queue& q : queues_) {
+  for (size_t k = 0; k < nqueues_; ++k) {
+    Queue& q = queues_[k];
     // Keep going on this queue while transfers complete within the pass.
     while (q.busy()) {
-      const size_t i = q.items[q.head];
+      const size_t i = q.head;
       bool p = false, done = false;
       Status s = q.is_send ? q.link->ProgressSend(Available(i), &p, &done) : q.link->ProgressRecv(&p, &done);
       if (!s.ok()) return s.Annotate(Direction(ts_[i]) + Describe(ts_[i]));
@@ -112,7 +148,7 @@ Status Engine::Progress(bool* moved) {
       }
       state_[i] = State::kDone;
       --remaining_;
-      ++q.head;
+      q.head = next_[i];
       Activate(q);
     }
   }
@@ -121,31 +157,35 @@ Status Engine::Progress(bool* moved) {
 
 std::string Engine::PendingSummary() const {
   std::string out;
-  for (const Queue& q : queues_) {
+  for (size_t k = 0; k < nqueues_; ++k) {
+    const Queue& q = queues_[k];
     if (!q.busy()) continue;
-    const Transfer& t = ts_[q.items[q.head]];
+    const Transfer& t = ts_[q.head];
     if (!out.empty()) out += "; ";
     out += Direction(t) + Describe(t) + ", " +
            std::to_string(t.is_send ? t.link->sent_bytes() : t.link->received_bytes()) + " of " +
            std::to_string(t.len) + " bytes moved";
-    const size_t later = q.items.size() - q.head - 1;
+    size_t later = 0;
+    for (size_t i = next_[q.head]; i != kEnd; i = next_[i]) ++later;
     if (later > 0) out += " (" + std::to_string(later) + " more message(s) queued)";
   }
   return out;
 }
 
 void Engine::WaitingPeers(std::vector<int>* peers) const {
-  for (const Queue& q : queues_) {
+  for (size_t k = 0; k < nqueues_; ++k) {
+    const Queue& q = queues_[k];
     const int peer = q.link->peer();
     if (q.busy() && std::find(peers->begin(), peers->end(), peer) == peers->end()) peers->push_back(peer);
   }
 }
 
 Status Engine::CheckPeers() {
-  for (Queue& q : queues_) {
+  for (size_t k = 0; k < nqueues_; ++k) {
+    const Queue& q = queues_[k];
     if (!q.busy()) continue;
     Status s = q.link->CheckPeer();
-    if (!s.ok()) return s.Annotate(Direction(ts_[q.items[q.head]]) + Describe(ts_[q.items[q.head]]));
+    if (!s.ok()) return s.Annotate(Direction(ts_[q.head]) + Describe(ts_[q.head]));
   }
   return Status::Ok();
 }
