@@ -66,7 +66,7 @@ class ExchangeObserver {
 };
 
 struct ExchangeOptions {
-  Deadline deadline = Deadline::AfterMs(0);
+  Deadline deadline = Deadline::Past();
   int64_t timeout_ms = 0;                  // for messages only
   ProgressPolicy* progress = nullptr;      // how a wait polls before sleeping; null: sleep at once
   const std::atomic<bool>* abort = nullptr;  // set by another thread: give up promptly

@@ -61,7 +61,7 @@ struct FinishContext {
   std::vector<std::string> cards;  // this backend's card of every rank; "" where it has none
   std::vector<LocalRank> local;    // the ranks of this host, in rank order
   PeerExchange* exchange = nullptr;  // valid for the transport's lifetime
-  Deadline deadline = Deadline::AfterMs(0);
+  Deadline deadline = Deadline::Past();
 };
 
 // A backend between Open and Finish.

@@ -46,7 +46,10 @@ struct ChannelHeader {
 };
 
 // The first line of a slot. `call` is written and read in a message's first slot only.
+// `published` is written last, with release: the slot's number in the channel plus one
+// once it holds data, so the receiver polls the line it then reads (not `head`).
 struct SlotHeader {
+  std::atomic<uint64_t> published;
   uint64_t message_bytes;
   uint64_t offset;
   CallStamp call;  // the sender's call (Link::SetCall)
@@ -167,6 +170,7 @@ class ShmLink : public Link {
         peer_map_(theirs), peer_header_(theirs->header()), theirs_(&peer_header_->doorbell) {
     // Both sides start from the counters as they are (fresh segments hold zero).
     send_head_ = out_.ch->head.load(std::memory_order_relaxed);
+    send_tail_ = out_.ch->tail.load(std::memory_order_relaxed);
     recv_tail_ = in_.ch->tail.load(std::memory_order_relaxed);
   }
 
@@ -190,15 +194,17 @@ class ShmLink : public Link {
 
   Status ProgressSend(size_t available, bool* progressed, bool* done) override {
     *progressed = false;
-    const uint64_t tail = out_.ch->tail.load(std::memory_order_acquire);
+    // The receiver's tail is read only when the ring looks full (a line it writes).
+    if (send_head_ - send_tail_ >= out_.nslots) send_tail_ = out_.ch->tail.load(std::memory_order_acquire);
     // A full slot, or the end of the message: never a sliver of a gated message.
     const size_t piece = std::min(out_.slot_bytes, send_len_ - send_off_);
-    if (send_head_ - tail < out_.nslots && send_off_ + piece <= available) {
+    if (send_head_ - send_tail_ < out_.nslots && send_off_ + piece <= available) {
       SlotHeader* h = out_.slot_header(send_head_);
       h->message_bytes = send_len_;
       h->offset = send_off_;
       if (send_off_ == 0) h->call = call_;
       std::memcpy(out_.payload(send_head_), send_data_ + send_off_, piece);
+      h->published.store(send_head_ + 1, std::memory_order_release);
       out_.ch->head.store(++send_head_, std::memory_order_release);
       theirs_->Ring();
       send_off_ += piece;
@@ -210,9 +216,8 @@ class ShmLink : public Link {
 
   Status ProgressRecv(bool* progressed, bool* done) override {
     *progressed = false;
-    const uint64_t head = in_.ch->head.load(std::memory_order_acquire);
-    if (recv_tail_ != head) {
-      const SlotHeader* h = in_.slot_header(recv_tail_);
+    const SlotHeader* h = in_.slot_header(recv_tail_);
+    if (h->published.load(std::memory_order_acquire) == recv_tail_ + 1) {
       if (recv_off_ == 0 && h->offset == 0 && h->call != call_) {
         return MismatchedCalls(my_rank_, call_, peer(), h->call);  // before anything is consumed
       }
@@ -259,6 +264,7 @@ class ShmLink : public Link {
   SegmentHeader* peer_header_;
   Doorbell* theirs_;
   uint64_t send_head_ = 0, recv_tail_ = 0;
+  uint64_t send_tail_ = 0;  // the receiver's tail as last read
   CallStamp call_;  // of this link's messages, both ways
   const char* send_data_ = nullptr;
   size_t send_len_ = 0, send_off_ = 0;
