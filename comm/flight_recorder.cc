@@ -52,14 +52,15 @@ const char* FlightStateName(FlightEntry::State state) {
 }
 
 void FlightRecorder::SetCapacity(size_t capacity) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ring_.assign(capacity, FlightEntry());
-  recorded_ = 0;
+  ring_.reset(capacity > 0 ? new Slot[capacity] : nullptr);
+  capacity_ = capacity;
+  recorded_.store(0, std::memory_order_release);
 }
 
-FlightEntry* FlightRecorder::Current() {
-  if (ring_.empty() || recorded_ == 0) return nullptr;
-  return &ring_[(recorded_ - 1) % ring_.size()];
+FlightRecorder::Slot* FlightRecorder::Current() {
+  const uint64_t n = recorded_.load(std::memory_order_relaxed);
+  if (capacity_ == 0 || n == 0) return nullptr;
+  return &ring_[(n - 1) % capacity_];
 }
 
 int64_t FlightRecorder::WallFrom(int64_t now_us) {
@@ -71,38 +72,59 @@ int64_t FlightRecorder::WallFrom(int64_t now_us) {
 }
 
 void FlightRecorder::Begin(const char* what, uint64_t bytes, uint64_t seq, int64_t now_us) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (ring_.empty()) return;
-  FlightEntry& e = ring_[recorded_++ % ring_.size()];
-  e = FlightEntry();
-  e.seq = seq;
-  e.what = what;
-  e.bytes = bytes;
-  e.start_us = WallFrom(now_us);
+  if (capacity_ == 0) return;
+  const uint64_t n = recorded_.load(std::memory_order_relaxed);
+  Slot& e = ring_[n % capacity_];
+  e.lock.BeginWrite();
+  e.index.set(n);
+  e.seq.set(seq);
+  e.what.set(what);
+  e.bytes.set(bytes);
+  e.algorithm.set("");
+  e.start_us.set(WallFrom(now_us));
+  e.end_us.set(0);
+  e.state.set(static_cast<int>(FlightEntry::State::kRunning));
+  e.lock.EndWrite();
+  recorded_.store(n + 1, std::memory_order_release);
 }
 
 void FlightRecorder::SetAlgorithm(const char* label) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (FlightEntry* e = Current()) e->algorithm = label;
+  Slot* e = Current();
+  if (e == nullptr) return;
+  e->lock.BeginWrite();
+  e->algorithm.set(label);
+  e->lock.EndWrite();
 }
 
 void FlightRecorder::End(bool ok, int64_t now_us) {
-  std::lock_guard<std::mutex> lock(mu_);
-  FlightEntry* e = Current();
-  if (e == nullptr || e->state != FlightEntry::State::kRunning) return;
-  e->end_us = WallFrom(now_us);
-  e->state = ok ? FlightEntry::State::kDone : FlightEntry::State::kFailed;
+  Slot* e = Current();
+  if (e == nullptr || e->state.get() != static_cast<int>(FlightEntry::State::kRunning)) return;
+  e->lock.BeginWrite();
+  e->end_us.set(WallFrom(now_us));
+  e->state.set(static_cast<int>(ok ? FlightEntry::State::kDone : FlightEntry::State::kFailed));
+  e->lock.EndWrite();
 }
 
 std::vector<FlightEntry> FlightRecorder::Entries() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return EntriesLocked();
-}
-
-std::vector<FlightEntry> FlightRecorder::EntriesLocked() const {
   std::vector<FlightEntry> out;
-  const uint64_t first = recorded_ > ring_.size() ? recorded_ - ring_.size() : 0;
-  for (uint64_t i = first; i < recorded_; ++i) out.push_back(ring_[i % ring_.size()]);
+  const uint64_t n = recorded_.load(std::memory_order_acquire);
+  const uint64_t first = n > capacity_ ? n - capacity_ : 0;
+  for (uint64_t i = first; i < n; ++i) {
+    const Slot& slot = ring_[i % capacity_];
+    FlightEntry e;
+    uint64_t index = 0;
+    slot.lock.Read([&] {
+      index = slot.index.get();
+      e.seq = slot.seq.get();
+      e.what = slot.what.get();
+      e.bytes = slot.bytes.get();
+      e.algorithm = slot.algorithm.get();
+      e.start_us = slot.start_us.get();
+      e.end_us = slot.end_us.get();
+      e.state = static_cast<FlightEntry::State>(slot.state.get());
+    });
+    if (index == i) out.push_back(e);  // else a later entry took the slot meanwhile
+  }
   return out;
 }
 
@@ -113,7 +135,7 @@ std::string FlightRecorder::ToJson(const FlightIdentity& who, const std::string&
                     ", \"nranks\": " + std::to_string(who.nranks) + ", \"pid\": " + std::to_string(who.pid) +
                     ", \"host\": " + Quoted(who.host) + ", \"reason\": " + Quoted(reason) +
                     ", \"dumped_us\": " + std::to_string(WallMicros()) + ",\n \"entries\": [";
-  const std::vector<FlightEntry> entries = Entries();  // locks
+  const std::vector<FlightEntry> entries = Entries();
   for (size_t i = 0; i < entries.size(); ++i) out += std::string(i ? ",\n  " : "\n  ") + EntryJson(entries[i]);
   return out + "\n]}\n";
 }

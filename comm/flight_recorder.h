@@ -6,19 +6,24 @@
 // hosts) and how it ended. When the communicator breaks, the ring is written as JSON
 // (TESSERA_FLIGHT_RECORDER_DIR); tools/flight_report.py reads every rank's file.
 //
-// Thread-safety: every method locks (uncontended: the thread that runs the operations
-// calls Begin, SetAlgorithm and End; Dump may also come from the watch service's thread
-// or tesseraCommDumpFlightRecord on any thread).
+// Thread-safety: one thread at a time writes (Begin, SetAlgorithm, End: the thread that
+// runs the operations, under the communicator's run lock), without a lock: each entry
+// is a seqlock (base/seqlock.h). Entries, ToJson and Dump may come from any thread at
+// any time (the watch service's, tesseraCommDumpFlightRecord's). SetCapacity only
+// before the first Begin and before any reader exists.
 #ifndef TESSERA_COMM_FLIGHT_RECORDER_H_
 #define TESSERA_COMM_FLIGHT_RECORDER_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "base/deadline.h"
+#include "base/seqlock.h"
 #include "base/status.h"
 
 namespace tessera {
@@ -46,7 +51,7 @@ struct FlightIdentity {
 class FlightRecorder {
  public:
   // `capacity` 0: records nothing.
-  explicit FlightRecorder(size_t capacity) : ring_(capacity) {}
+  explicit FlightRecorder(size_t capacity) { SetCapacity(capacity); }
   void SetCapacity(size_t capacity);  // empties the ring
 
   // A new operation, running from now; `seq`: its collective sequence number (0: none).
@@ -66,17 +71,25 @@ class FlightRecorder {
               std::string* path) const;
 
  private:
-  FlightEntry* Current();
-  std::vector<FlightEntry> EntriesLocked() const;
+  // One entry of the ring, and which entry it is (entries are numbered from 0).
+  struct Slot {
+    SeqLock lock;
+    SeqField<uint64_t> index, seq, bytes;
+    SeqField<const char*> what, algorithm;
+    SeqField<int64_t> start_us, end_us;
+    SeqField<int> state;
+  };
+  // The slot of the latest entry, or null (none yet, or capacity 0).
+  Slot* Current();
   // The wall-clock time of a NowMicros() reading: one wall-clock read a second, not two
   // per call.
   int64_t WallFrom(int64_t now_us);
 
-  mutable std::mutex mu_;
-  mutable std::mutex dump_mu_;  // one Dump at a time
-  std::vector<FlightEntry> ring_;
-  uint64_t recorded_ = 0;  // entries ever begun
-  int64_t wall_minus_now_us_ = 0;  // WallFrom's offset, taken at offset_taken_us_
+  std::unique_ptr<Slot[]> ring_;
+  size_t capacity_ = 0;
+  std::atomic<uint64_t> recorded_{0};  // entries ever begun
+  mutable std::mutex dump_mu_;         // one Dump at a time
+  int64_t wall_minus_now_us_ = 0;      // WallFrom's offset, taken at offset_taken_us_
   int64_t offset_taken_us_ = -1;
 };
 

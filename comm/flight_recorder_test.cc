@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace tessera {
 namespace {
@@ -37,6 +39,40 @@ TEST(FlightRecorder, AnOpenOperationIsRunning) {
   ASSERT_EQ(e.size(), 2u);
   EXPECT_EQ(e[1].state, FlightEntry::State::kRunning);
   EXPECT_EQ(e[1].end_us, 0);
+}
+
+// The writer takes no lock: a reader on another thread sees every entry whole (its
+// fields from one write), never a mix of two operations (ThreadSanitizer runs this).
+TEST(FlightRecorder, AReaderOnAnotherThreadSeesWholeEntries) {
+  static const char* const kAlgorithms[] = {"ring", "board", "recursive doubling"};
+  FlightRecorder r(4);
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (uint64_t i = 1; i <= 20000; ++i) {
+      r.Begin("allreduce", 8 * i, i);
+      r.SetAlgorithm(kAlgorithms[i % 3]);
+      r.End(i % 5 != 0);
+    }
+    done.store(true);
+  });
+  size_t seen = 0;
+  while (!done.load()) {
+    for (const FlightEntry& e : r.Entries()) {
+      ASSERT_EQ(e.bytes, 8 * e.seq);
+      if (e.algorithm[0] != '\0') ASSERT_STREQ(e.algorithm, kAlgorithms[e.seq % 3]);
+      if (e.state == FlightEntry::State::kRunning) ASSERT_EQ(e.end_us, 0);
+      if (e.state != FlightEntry::State::kRunning) {
+        ASSERT_EQ(e.state == FlightEntry::State::kFailed, e.seq % 5 == 0);
+        ASSERT_GE(e.end_us, e.start_us);
+      }
+      ++seen;
+    }
+  }
+  writer.join();
+  EXPECT_GT(seen, 0u);
+  const std::vector<FlightEntry> last = r.Entries();
+  ASSERT_EQ(last.size(), 4u);
+  EXPECT_EQ(last[3].seq, 20000u);
 }
 
 TEST(FlightRecorder, CapacityZeroRecordsNothing) {

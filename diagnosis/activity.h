@@ -1,12 +1,14 @@
 // Activity: what one rank of a communicator is doing, for diagnosis. The thread that
 // runs the communicator's calls writes it (BeginCall, EndCall, and, through the
-// exchange engine, Waiting); the watch service (watch.h) reads snapshots of it from its
-// own thread to answer peers, even while the calls' thread is blocked or outside
-// tessera. All methods are thread-safe; the calls' thread takes an uncontended lock
-// twice per call.
+// exchange engine, Waiting), one thread at a time (the communicator's run lock); the
+// watch service (watch.h) reads snapshots of it from its own thread to answer peers,
+// even while the calls' thread is blocked or outside tessera. All methods are
+// thread-safe; BeginCall and EndCall take no lock (the call's state is a seqlock,
+// base/seqlock.h): they are on every call's path.
 #ifndef TESSERA_DIAGNOSIS_ACTIVITY_H_
 #define TESSERA_DIAGNOSIS_ACTIVITY_H_
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -14,6 +16,7 @@
 
 #include "base/call_stamp.h"
 #include "base/deadline.h"
+#include "base/seqlock.h"
 #include "transport/exchange.h"
 
 namespace tessera {
@@ -49,13 +52,21 @@ class Activity : public ExchangeObserver {
   ActivitySnapshot Snapshot() const;
 
  private:
-  mutable std::mutex mu_;
-  ActivitySnapshot::State state_ = ActivitySnapshot::State::kIdle;
-  CallStamp call_;
-  uint32_t last_done_seq_ = 0;
-  int64_t state_since_us_ = 0;       // NowMicros when the state began
-  int64_t last_progress_us_ = -1;    // from the exchange; -1: the call has not waited
+  // The running call's part, written by BeginCall, EndCall and Waiting.
+  SeqLock call_lock_;
+  SeqField<bool> in_call_;
+  SeqField<uint64_t> call_words_[3];  // the CallStamp, as 3 words
+  SeqField<uint32_t> last_done_seq_;
+  SeqField<int64_t> call_since_us_;      // NowMicros when the call, or idleness, began
+  SeqField<int64_t> last_progress_us_;  // from the exchange; -1: the call has not waited
+  SeqField<uint64_t> calls_;            // BeginCalls so far: which call waiting_on_ is of
+  uint32_t running_seq_ = 0;            // the call's sequence number (the writers' own)
+
+  mutable std::mutex mu_;  // the rest
+  std::atomic<bool> broken_{false};  // for good: the call's part stays as it was
+  int64_t broken_since_us_ = 0;
   std::vector<int32_t> waiting_on_;
+  uint64_t waiting_call_ = 0;  // calls_ when waiting_on_ was set
   std::string verdict_;
   std::vector<int32_t> culprits_;
 };

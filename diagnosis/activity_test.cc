@@ -1,0 +1,84 @@
+// Activity: what a snapshot shows, and that a snapshot taken on another thread while the
+// calls' thread writes without a lock is always one consistent state.
+#include "diagnosis/activity.h"
+
+#include <atomic>
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace tessera {
+namespace {
+
+CallStamp Call(uint32_t seq) {
+  CallStamp c;
+  c.seq = seq;
+  c.count = 8ull * seq;
+  c.root = static_cast<int32_t>(seq % 7);
+  return c;
+}
+
+TEST(Activity, ShowsTheCallItsWaitAndTheLastOneDone) {
+  Activity a;
+  a.BeginCall(Call(1), NowMicros());
+  a.EndCall(true, NowMicros());
+  a.BeginCall(Call(2), NowMicros());
+  const int peers[] = {3, 5};
+  a.Waiting(peers, 2, NowMicros());
+  ActivitySnapshot s = a.Snapshot();
+  EXPECT_EQ(s.state, ActivitySnapshot::State::kInCall);
+  EXPECT_EQ(s.call.seq, 2u);
+  EXPECT_EQ(s.last_done_seq, 1u);
+  EXPECT_EQ(s.waiting_on, (std::vector<int32_t>{3, 5}));
+  EXPECT_GE(s.since_progress_us, 0);
+  a.EndCall(false, NowMicros());  // failed: not done
+  a.BeginCall(Call(3), NowMicros());
+  s = a.Snapshot();
+  EXPECT_EQ(s.last_done_seq, 1u);
+  EXPECT_TRUE(s.waiting_on.empty());  // that wait was the previous call's
+  EXPECT_EQ(s.since_progress_us, -1);
+}
+
+TEST(Activity, BrokenStaysBroken) {
+  Activity a;
+  a.BeginCall(Call(1), NowMicros());
+  a.Break();
+  a.EndCall(true, NowMicros());
+  a.BeginCall(Call(2), NowMicros());
+  const ActivitySnapshot s = a.Snapshot();
+  EXPECT_EQ(s.state, ActivitySnapshot::State::kBroken);
+  EXPECT_EQ(s.call.seq, 1u);
+  EXPECT_EQ(s.last_done_seq, 0u);
+}
+
+// ThreadSanitizer runs this.
+TEST(Activity, ASnapshotOnAnotherThreadIsConsistent) {
+  Activity a;
+  std::atomic<bool> done{false};
+  std::thread calls([&] {
+    const int peers[] = {1};
+    for (uint32_t seq = 1; seq <= 20000; ++seq) {
+      a.BeginCall(Call(seq), NowMicros());
+      if (seq % 3 == 0) a.Waiting(peers, 1, NowMicros());
+      a.EndCall(true, NowMicros());
+    }
+    done.store(true);
+  });
+  size_t seen = 0;
+  while (!done.load()) {
+    const ActivitySnapshot s = a.Snapshot();
+    ++seen;
+    if (s.call.seq == 0) continue;
+    ASSERT_EQ(s.call.count, 8ull * s.call.seq);
+    ASSERT_EQ(s.call.root, static_cast<int32_t>(s.call.seq % 7));
+    if (s.state == ActivitySnapshot::State::kIdle) ASSERT_EQ(s.last_done_seq, s.call.seq);
+    if (s.state == ActivitySnapshot::State::kInCall) ASSERT_EQ(s.last_done_seq + 1, s.call.seq);
+    if (!s.waiting_on.empty()) ASSERT_EQ(s.call.seq % 3, 0u);
+  }
+  calls.join();
+  EXPECT_GT(seen, 0u);
+  EXPECT_EQ(a.Snapshot().last_done_seq, 20000u);
+}
+
+}  // namespace
+}  // namespace tessera
