@@ -3,6 +3,8 @@
 #ifndef TESSERA_BASE_DEADLINE_H_
 #define TESSERA_BASE_DEADLINE_H_
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -38,6 +40,15 @@ class Deadline {
 
 inline int64_t NowMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch()).count();
+}
+
+// NowMicros at the kernel's last tick (CLOCK_MONOTONIC_COARSE: the same clock, at most
+// a tick, 1-4 ms, behind): 3 ns a read against 20 ns. For what every call stamps
+// (its deadline, its flight record and activity), read in milliseconds.
+inline int64_t CoarseNowMicros() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
 
 }  // namespace tessera
