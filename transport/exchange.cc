@@ -21,14 +21,13 @@ std::string Direction(const Transfer& t) { return t.is_send ? "sending to " : "r
 constexpr size_t kEnd = SIZE_MAX;  // no transfer
 
 // Up to N elements in place, more on the heap: an exchange of a few transfers (most
-// are one send and one receive) allocates nothing.
+// are one send and one receive) allocates nothing. Elements start unset (T is trivial).
 template <typename T, size_t N>
 class SmallArray {
  public:
-  SmallArray(size_t n, const T& fill) {
-    if (n > N) heap_.assign(n, fill);
+  explicit SmallArray(size_t n) {
+    if (n > N) heap_.resize(n);
     data_ = n > N ? heap_.data() : inline_.data();
-    std::fill_n(data_, std::min(n, N), fill);
   }
   SmallArray(const SmallArray&) = delete;
   SmallArray& operator=(const SmallArray&) = delete;
@@ -44,19 +43,20 @@ class SmallArray {
 // The transfers of one link in one direction, which run one after the other: a list
 // through Engine::next_, in the order given.
 struct Queue {
-  Link* link = nullptr;
-  bool is_send = false;
-  size_t head = kEnd;  // first transfer not done
-  size_t tail = kEnd;  // last transfer
+  Link* link;
+  bool is_send;
+  size_t head;  // first transfer not done, or kEnd
+  size_t tail;  // last transfer
   bool busy() const { return head != kEnd; }
 };
 
 class Engine : public Waitable {
  public:
   Engine(Transfer* ts, size_t n, const ExchangeOptions& opt)
-      : ts_(ts), opt_(opt), state_(n, State::kWaiting), next_(n, kEnd), queues_(n, Queue{}),
-        start_us_(opt.tracer != nullptr ? n : 0, 0) {
+      : ts_(ts), opt_(opt), state_(n), next_(n), queues_(n), start_us_(opt.tracer != nullptr ? n : 0, 0) {
     for (size_t i = 0; i < n; ++i) {
+      state_[i] = State::kWaiting;
+      next_[i] = kEnd;
       size_t q = 0;
       while (q < nqueues_ && !(queues_[q].link == ts[i].link && queues_[q].is_send == ts[i].is_send)) ++q;
       if (q == nqueues_) {
