@@ -53,28 +53,54 @@ void Move(Link* from, Link* to, const std::vector<char>& src, std::vector<char>*
   }
 }
 
-TEST(ShmTransport, AMessageCrossesTheSmallestRingsWhole) {
-  ShmTransport::Options o;
-  o.segment_bytes = 1 << 20;
-  o.slot_bytes = 1 << 20;  // asks for more than fits: 2 slots of what does
-  const int n = 3;
-  std::vector<ShmTransport::Member> local;
-  for (int r = 0; r < n; ++r) local.push_back({r, getpid(), ShmTransport::NewSegmentName()});
-  std::vector<std::unique_ptr<ShmTransport>> t(n);
-  std::vector<std::thread> threads;
-  std::vector<Status> made(n);
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] { made[r] = ShmTransport::Create(o, r, local, Deadline::AfterMs(10000), &t[r]); });
+// Three ranks' transports on the smallest rings: 2 slots of what 1 MiB segments hold.
+class SmallRings {
+ public:
+  SmallRings() {
+    o_.segment_bytes = 1 << 20;
+    o_.slot_bytes = 1 << 20;  // asks for more than fits: 2 slots of what does
+    std::vector<ShmTransport::Member> local;
+    for (int r = 0; r < kRanks; ++r) local.push_back({r, getpid(), ShmTransport::NewSegmentName()});
+    std::vector<std::thread> threads;
+    for (int r = 0; r < kRanks; ++r) {
+      threads.emplace_back([&, r] { made_[r] = ShmTransport::Create(o_, r, local, Deadline::AfterMs(10000), &t_[r]); });
+    }
+    for (std::thread& th : threads) th.join();
   }
-  for (std::thread& th : threads) th.join();
-  for (int r = 0; r < n; ++r) ASSERT_TRUE(made[r].ok()) << made[r].message();
+  static constexpr int kRanks = 3;
+  ShmTransport::Options o_;
+  std::unique_ptr<ShmTransport> t_[kRanks];
+  Status made_[kRanks];
+};
+
+TEST(ShmTransport, AMessageCrossesTheSmallestRingsWhole) {
+  SmallRings rings;
+  for (const Status& s : rings.made_) ASSERT_TRUE(s.ok()) << s.message();
   std::unique_ptr<Link> out, in;
-  ASSERT_TRUE(t[0]->Connect(2, Deadline::AfterMs(1000), &out).ok());
-  ASSERT_TRUE(t[2]->Connect(0, Deadline::AfterMs(1000), &in).ok());
+  ASSERT_TRUE(rings.t_[0]->Connect(2, Deadline::AfterMs(1000), &out).ok());
+  ASSERT_TRUE(rings.t_[2]->Connect(0, Deadline::AfterMs(1000), &in).ok());
   std::vector<char> src(1000003), dst(src.size());
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<char>(i * 7 + 3);
   Move(out.get(), in.get(), src, &dst);
   EXPECT_EQ(src, dst);
+}
+
+// Pieces small enough to travel in a slot's first line and full ones, one after the
+// other through the same slots: each message arrives whole.
+TEST(ShmTransport, SmallAndLargePiecesShareTheSlots) {
+  SmallRings rings;
+  for (const Status& s : rings.made_) ASSERT_TRUE(s.ok()) << s.message();
+  const size_t slot = ShmTransport::ShapeFor(rings.o_, SmallRings::kRanks).slot_bytes;
+  std::unique_ptr<Link> out, in;
+  ASSERT_TRUE(rings.t_[1]->Connect(0, Deadline::AfterMs(1000), &out).ok());
+  ASSERT_TRUE(rings.t_[0]->Connect(1, Deadline::AfterMs(1000), &in).ok());
+  for (size_t len : {size_t{1}, size_t{8}, size_t{16}, size_t{17}, slot + 16, slot - 1, size_t{4}, 2 * slot + 15,
+                     size_t{16}, slot, size_t{3}}) {
+    std::vector<char> src(len), dst(len, 0);
+    for (size_t i = 0; i < len; ++i) src[i] = static_cast<char>(i * 13 + len);
+    Move(out.get(), in.get(), src, &dst);
+    EXPECT_EQ(src, dst) << len;
+  }
 }
 
 }  // namespace
