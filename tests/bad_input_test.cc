@@ -2,12 +2,14 @@
 // tesseraInvalidUsage for inconsistencies between ranks), names the offending argument
 // in tesseraGetLastError, and neither crashes nor hangs. Calls that need a communicator
 // or a rendezvous run in real rank processes (rank_harness).
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -156,6 +158,39 @@ TEST(CommQueries, CountAndRank) {
   EXPECT_EQ("", Failures(results));
 }
 
+// Calls on other threads while the handle is destroyed: each finds it live (and the
+// destroy waits for it) or rejects it, never touching freed memory (ASan runs this).
+TEST(DestroyedComm, CallsOnOtherThreadsSeeItLiveOrRejected) {
+  auto results = RunRanksRaw(2, [](const RankContext& ctx) {
+    tesseraComm_t comm = nullptr;
+    std::string err = InitComm(ctx, &comm);
+    if (!err.empty()) return err;
+    std::atomic<int> rejected{0}, wrong{0}, ready{0};
+    std::vector<std::thread> callers;
+    for (int t = 0; t < 3; ++t) {
+      callers.emplace_back([&] {
+        ready.fetch_add(1);
+        for (;;) {
+          int n = 0;
+          const tesseraResult_t r = tesseraCommCount(comm, &n);
+          if (r == tesseraInvalidArgument) break;
+          if (r != tesseraSuccess || n != 2) wrong.fetch_add(1);
+        }
+        rejected.fetch_add(1);
+      });
+    }
+    while (ready.load() < 3) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    RankChecks c;
+    c.ExpectCode(tesseraCommDestroy(comm), tesseraSuccess, "tesseraCommDestroy beside calls");
+    for (std::thread& t : callers) t.join();
+    c.Expect(rejected.load() == 3, "every caller saw the handle rejected");
+    c.Expect(wrong.load() == 0, "a call on a live handle failed");
+    return c.str();
+  });
+  EXPECT_EQ("", Failures(results));
+}
+
 // A destroyed handle is answered with InvalidArgument by every function, not a crash.
 TEST(DestroyedComm, EveryFunctionRejectsIt) {
   auto results = RunRanksRaw(2, [](const RankContext& ctx) {
@@ -163,6 +198,8 @@ TEST(DestroyedComm, EveryFunctionRejectsIt) {
     std::string err = InitComm(ctx, &comm);
     if (!err.empty()) return err;
     RankChecks c;
+    int count = 0;  // this thread has validated the handle: a later check may skip the lock
+    c.ExpectCode(tesseraCommCount(comm, &count), tesseraSuccess, "tesseraCommCount before destroying");
     c.ExpectCode(tesseraCommDestroy(comm), tesseraSuccess, "first tesseraCommDestroy");
     float buf[4] = {1, 2, 3, 4};
     ExpectRejected(&c, tesseraAllReduce(buf, buf, 4, tesseraFloat32, tesseraSum, comm, nullptr),

@@ -12,6 +12,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 targets=(
   //tests:comm_test                       # incl. non-blocking communicators, splits
   //tests:group_test
+  //tests:bad_input_test                  # incl. handles destroyed beside calls on other threads
   //tests:failure_test
   //tests:shrink_test                     # revoke and shrink after a kill and a stop
   //tests:collectives_allreduce_test
