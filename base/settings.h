@@ -167,7 +167,7 @@ namespace tessera {
     "(at least 1000 when UCX carries some pair; docs/performance.md#contention).")      \
   X(std::string, poll, "TESSERA_POLL", "auto",                                           \
     "How a waiting rank polls. auto: each poll yields the core when the host's ranks "  \
-    "outnumber its online cores, else pauses the CPU (yielding every 64 polls); where " \
+    "outnumber its online cores, else pauses the CPU (yielding every 64 polls once a wait is 20 us old); where " \
     "most recent yields came back a slice late, as when other work holds the core, "    \
     "yielding stops for 100 ms. yield, pause: always that way.")                        \
   X(int64_t, check_calls, "TESSERA_CHECK_CALLS", 1,                                     \

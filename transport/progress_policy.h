@@ -4,8 +4,9 @@
 // How a rank waits for its peers inside an exchange: it polls its links for a budget of
 // microseconds after the last progress, then sleeps in the kernel (futex or poll) until
 // a link can move. Polling either pauses the CPU between polls, yielding the core now
-// and then (the ranks fit their cores), or yields the core at each poll (ranks
-// outnumber cores: the peer it waits for may be queued on this very core).
+// and then once a wait is 20 us old (the ranks fit their cores), or yields the core at
+// each poll (ranks outnumber cores: the peer it waits for may be queued on this very
+// core).
 // docs/performance.md#contention has the measurements behind each choice.
 //
 // The budget is long enough (2 ms by default, below a scheduler slice) to keep two
