@@ -62,8 +62,12 @@ TEST(FlightRecorder, AReaderOnAnotherThreadSeesWholeEntries) {
     if (entries.empty()) continue;
     for (const FlightEntry& e : entries) {
       ASSERT_EQ(e.bytes, 8 * e.seq);
-      if (e.algorithm[0] != '\0') ASSERT_STREQ(e.algorithm, kAlgorithms[e.seq % 3]);
-      if (e.state == FlightEntry::State::kRunning) ASSERT_EQ(e.end_us, 0);
+      if (e.algorithm[0] != '\0') {
+        ASSERT_STREQ(e.algorithm, kAlgorithms[e.seq % 3]);
+      }
+      if (e.state == FlightEntry::State::kRunning) {
+        ASSERT_EQ(e.end_us, 0);
+      }
       if (e.state != FlightEntry::State::kRunning) {
         ASSERT_EQ(e.state == FlightEntry::State::kFailed, e.seq % 5 == 0);
         ASSERT_GE(e.end_us, e.start_us);

@@ -72,9 +72,15 @@ TEST(Activity, ASnapshotOnAnotherThreadIsConsistent) {
     reads.fetch_add(1);
     ASSERT_EQ(s.call.count, 8ull * s.call.seq);
     ASSERT_EQ(s.call.root, static_cast<int32_t>(s.call.seq % 7));
-    if (s.state == ActivitySnapshot::State::kIdle) ASSERT_EQ(s.last_done_seq, s.call.seq);
-    if (s.state == ActivitySnapshot::State::kInCall) ASSERT_EQ(s.last_done_seq + 1, s.call.seq);
-    if (!s.waiting_on.empty()) ASSERT_EQ(s.call.seq % 3, 0u);
+    if (s.state == ActivitySnapshot::State::kIdle) {
+      ASSERT_EQ(s.last_done_seq, s.call.seq);
+    }
+    if (s.state == ActivitySnapshot::State::kInCall) {
+      ASSERT_EQ(s.last_done_seq + 1, s.call.seq);
+    }
+    if (!s.waiting_on.empty()) {
+      ASSERT_EQ(s.call.seq % 3, 0u);
+    }
   }
   calls.join();
   EXPECT_EQ(a.Snapshot().last_done_seq, written.load());

@@ -48,8 +48,12 @@ void Move(Link* from, Link* to, const std::vector<char>& src, std::vector<char>*
   bool sent = false, received = false;
   while (!sent || !received) {
     bool progressed = false;
-    if (!sent) ASSERT_TRUE(from->ProgressSend(src.size(), &progressed, &sent).ok());
-    if (!received) ASSERT_TRUE(to->ProgressRecv(&progressed, &received).ok());
+    if (!sent) {
+      ASSERT_TRUE(from->ProgressSend(src.size(), &progressed, &sent).ok());
+    }
+    if (!received) {
+      ASSERT_TRUE(to->ProgressRecv(&progressed, &received).ok());
+    }
   }
 }
 
