@@ -38,7 +38,7 @@ class Loop {
 
  private:
   Status Iterate();
-  void Poll(int64_t now_us, int64_t waited_us, uint32_t polls);
+  void Poll(int64_t now_us, bool yields, uint32_t polls);
   Status CheckAbortAndDeadline();
   Status Sleep(WaitSet* waits, bool* moved);
 
@@ -94,7 +94,7 @@ Status Loop::Iterate() {
       if (last_peer_check_us < 0) last_peer_check_us = now;
     }
     if (now - last_progress_us_ < budget_us) {
-      Poll(now, now - last_progress_us_, ++polls);
+      Poll(now, yielding, ++polls);
       continue;
     }
     TESSERA_RETURN_IF_ERROR(CheckAbortAndDeadline());
@@ -113,11 +113,12 @@ Status Loop::Iterate() {
 // One poll of a waiting rank: yield the core, or pause the CPU (yielding now and then:
 // a peer woken onto this core, as the scheduler likes to put a wakee beside its waker,
 // would otherwise wait for this rank's time slice to end).
-void Loop::Poll(int64_t now_us, int64_t waited_us, uint32_t polls) {
-  if (opt_.progress != nullptr && opt_.progress->Yields(now_us)) {
+// `yields`: the policy's choice at `now_us`.
+void Loop::Poll(int64_t now_us, bool yields, uint32_t polls) {
+  if (yields) {
     sched_yield();
     opt_.progress->YieldTook(NowMicros() - now_us, now_us);
-  } else if (waited_us >= kRelaxYieldAfterUs && (polls & 63) == 0) {
+  } else if (now_us - last_progress_us_ >= kRelaxYieldAfterUs && (polls & 63) == 0) {
     sched_yield();
   } else {
     CpuRelax();

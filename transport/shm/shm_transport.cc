@@ -140,7 +140,7 @@ struct Ring {
   SlotHeader* slot_header(uint64_t n) const { return reinterpret_cast<SlotHeader*>(slots + (n % nslots) * SlotStride(slot_bytes)); }
   // Where slot n's piece of `piece` bytes is: in its first line when small enough.
   char* payload(uint64_t n, size_t piece) const {
-    return piece <= kInlineBytes ? slot_header(n)->inline_bytes : slots + (n % nslots) * SlotStride(slot_bytes) + kLine;
+    return piece <= kInlineBytes ? slot_header(n)->inline_bytes : reinterpret_cast<char*>(slot_header(n)) + kLine;
   }
 };
 
