@@ -166,8 +166,9 @@ namespace tessera {
     "in step, and a rank blocked for long burns only this much of its core per wait "   \
     "(at least 1000 when UCX carries some pair; docs/performance.md#contention).")      \
   X(std::string, poll, "TESSERA_POLL", "auto",                                           \
-    "How a waiting rank polls. auto: each poll yields the core when the host's ranks "  \
-    "outnumber its online cores, else pauses the CPU (yielding every 64 polls once a wait is 20 us old); where " \
+    "How a waiting rank polls. auto: each poll yields the core when the ranks on this "  \
+    "kernel (the host's, and those of hosts emulated on it) outnumber its online cores, " \
+    "else pauses the CPU (yielding every 64 polls once a wait is 20 us old); where "      \
     "most recent yields came back a slice late, as when other work holds the core, "    \
     "yielding stops for 100 ms. yield, pause: always that way.")                        \
   X(int64_t, check_calls, "TESSERA_CHECK_CALLS", 1,                                     \

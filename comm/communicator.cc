@@ -35,15 +35,30 @@ Communicator::~Communicator() {
 
 namespace {
 
+// The card that tells the others which kernel (and so which cores) a rank runs on.
+constexpr const char* kKernelCard = "kernel";
+
 // The host's online cores. Not this process's affinity mask: mpirun binds each of 2
 // ranks to a core of its own, and the ranks together still fit the host.
 int HostCores() { return static_cast<int>(std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN))); }
 
+// How many of the communicator's ranks share this rank's kernel, so its cores: the
+// host's ranks, and those of other hosts emulated on this machine.
+Status CountRanksOnMyKernel(const RankTable& all, int my_rank, int* count) {
+  std::vector<std::string> kernels(all.size());
+  for (int r = 0; r < all.size(); ++r) {
+    TESSERA_RETURN_IF_ERROR(all.FindCard(r, kKernelCard, &kernels[r]).Annotate("rank " + std::to_string(r)));
+  }
+  *count = RanksOnMyKernel(kernels, my_rank);
+  return Status::Ok();
+}
+
 // How this rank's waits poll (transport/progress_policy.h), from TESSERA_POLL and
 // TESSERA_SPIN_US; a backend may ask for a longer budget (UCX wakes slowly).
-ProgressSettings ChooseProgress(const Settings& settings, int local_ranks, int64_t spin_hint_us) {
+// `kernel_ranks`: the ranks whose processes share this rank's cores.
+ProgressSettings ChooseProgress(const Settings& settings, int kernel_ranks, int64_t spin_hint_us) {
   ProgressSettings p;
-  const bool crowded = local_ranks > HostCores();
+  const bool crowded = kernel_ranks > HostCores();
   const bool yields = settings.poll == "yield" || (settings.poll == "auto" && crowded);
   p.mode = yields ? PollMode::kYield : PollMode::kRelax;
   p.spin_us = std::max(settings.spin_us, spin_hint_us);
@@ -82,6 +97,7 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
                                         "\nTESSERA_DETERMINISTIC_PLAN=" + settings.deterministic_plan + "\n",
                                     &mine));
   for (const auto& [name, bytes] : transports_.cards()) TESSERA_RETURN_IF_ERROR(AddCard(name, bytes, &mine));
+  TESSERA_RETURN_IF_ERROR(AddCard(kKernelCard, KernelIdentity(), &mine));
 
   CallStamp creation;
   creation.flags = kStampCreation;
@@ -114,14 +130,18 @@ Status Communicator::SetUpWith(const RankTable& all, const Deadline& deadline) {
   // Before the shape: the cost-model probe's waits must poll as every later call's do
   // (without a policy they sleep at once, and the probe measured 17-20 us per step
   // on 4 ranks of 2 cores, whose calls take 2.5).
-  const ProgressSettings progress = ChooseProgress(settings_, local_ranks, transports_.spin_us_hint());
+  int kernel_ranks = 0;
+  TESSERA_RETURN_IF_ERROR(CountRanksOnMyKernel(all, rank_, &kernel_ranks));
+  const ProgressSettings progress =
+      ChooseProgress(settings_, std::max(local_ranks, kernel_ranks), transports_.spin_us_hint());
   progress_ = std::make_unique<ProgressPolicy>(progress);
   TESSERA_RETURN_IF_ERROR(InitShape(hosts));
   if (!settings_.trace_dir.empty()) tracer_ = std::make_unique<Tracer>();
 
   Log(log_level_, LogLevel::kInfo,
       "rank " + std::to_string(rank_) + " of " + std::to_string(nranks_) + " ready: host " + hosts[rank_] + ", " +
-          std::to_string(local_ranks) + " rank(s) on this host, transports " + transports_.description() +
+          std::to_string(local_ranks) + " rank(s) on this host, " + std::to_string(kernel_ranks) +
+          " on its kernel, transports " + transports_.description() +
           ", waits poll " + (progress.mode == PollMode::kYield ? "yielding" : "pausing") + " for " +
           std::to_string(progress.spin_us) + " us");
   return Status::Ok();

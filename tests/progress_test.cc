@@ -1,11 +1,17 @@
 // How a waiting rank spends its core (transport/progress_policy.h): a rank blocked for a
 // second in a collective, because a peer comes late, uses under 5% of a core, whether
-// its polls pause the CPU or yield the core.
+// its polls pause the CPU or yield the core. And which of the two TESSERA_POLL=auto
+// picks: yielding when the ranks on this kernel outnumber its cores, counting the
+// ranks of other hosts emulated on it.
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,6 +55,68 @@ TEST_P(Progress, ABlockedRankUsesLittleOfItsCore) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Polls, Progress, ::testing::Values("auto", "yield", "pause"));
+
+// Creates the communicator with its stderr in a file and returns the "ready" line the
+// info log writes there (how its waits poll), or a failure starting "error: ".
+std::string ReadyLine(const RankContext& ctx) {
+  char path[] = "/tmp/tessera_progress_XXXXXX";
+  const int file = mkstemp(path);
+  if (file < 0) return "error: mkstemp failed";
+  fflush(stderr);
+  const int saved = dup(2);
+  dup2(file, 2);
+  tesseraComm_t comm = nullptr;
+  const std::string init = InitComm(ctx, &comm);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(file);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  unlink(path);
+  if (!init.empty()) return "error: " + init;
+  if (tesseraCommDestroy(comm) != tesseraSuccess) return "error: tesseraCommDestroy failed";
+  std::string line;
+  while (std::getline(text, line)) {
+    if (line.find(" ready: ") != std::string::npos) return line;
+  }
+  return "error: no ready line in: " + text.str();
+}
+
+// Two emulated hosts (TESSERA_HOST_ID) on this machine, `per_host` ranks each: every
+// rank's waits must poll `expected` ("yielding" or "pausing").
+std::string EmulatedHostsPoll(int per_host, const std::string& expected) {
+  RankOptions opts;
+  opts.env["TESSERA_DEBUG"] = "INFO";
+  opts.ranks_per_host = per_host;
+  const int nranks = 2 * per_host;
+  auto results = RunRanksRaw(nranks, [&](const RankContext& ctx) {
+    const std::string line = ReadyLine(ctx);
+    if (line.rfind("error: ", 0) == 0) return line;
+    RankChecks c;
+    c.ExpectContains(line, std::to_string(per_host) + " rank(s) on this host, " + std::to_string(nranks) +
+                               " on its kernel", "the ranks counted");
+    c.ExpectContains(line, "waits poll " + expected, "the poll mode");
+    return c.str();
+  }, opts);
+  return Failures(results);
+}
+
+long OnlineCores() { return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)); }
+
+// Ranks of two emulated hosts that each fit the cores but together outnumber them share
+// those cores: a rank's peer may be queued on its core, so its waits yield.
+TEST(AutoPoll, YieldsWhenTheKernelsRanksOutnumberItsCores) {
+  const int per_host = static_cast<int>(OnlineCores() / 2 + 1);  // 2 x per_host > cores >= per_host
+  if (per_host > 16) GTEST_SKIP() << OnlineCores() << " cores: too many ranks to start here";
+  EXPECT_EQ("", EmulatedHostsPoll(per_host, "yielding"));
+}
+
+TEST(AutoPoll, PausesWhenTheKernelsRanksFitItsCores) {
+  if (OnlineCores() < 2) GTEST_SKIP() << "one core: two ranks outnumber it";
+  EXPECT_EQ("", EmulatedHostsPoll(1, "pausing"));
+}
 
 }  // namespace
 }  // namespace tessera_test

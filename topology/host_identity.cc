@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 namespace tessera {
@@ -14,10 +15,22 @@ std::string HostIdentity(const std::string& override_id) {
   std::string id = host;
   struct stat st;
   if (stat("/proc/self/ns/net", &st) == 0) id += "/net:" + std::to_string(st.st_ino);
+  const std::string boot_id = KernelIdentity();
+  if (!boot_id.empty()) id += "/boot:" + boot_id.substr(0, 8);
+  return id;
+}
+
+std::string KernelIdentity() {
   std::ifstream boot("/proc/sys/kernel/random/boot_id");
   std::string boot_id;
-  if (boot >> boot_id) id += "/boot:" + boot_id.substr(0, 8);
-  return id;
+  boot >> boot_id;
+  return boot_id;
+}
+
+int RanksOnMyKernel(const std::vector<std::string>& kernels, int my_rank) {
+  const std::string& mine = kernels[my_rank];
+  if (mine.empty()) return 1;
+  return static_cast<int>(std::count(kernels.begin(), kernels.end(), mine));
 }
 
 std::vector<LocalRank> LocalRanks(const std::vector<std::string>& hosts, const std::vector<int>& pids, int my_rank) {

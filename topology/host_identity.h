@@ -22,6 +22,14 @@ struct LocalRank {
 // are indexed by rank.
 std::vector<LocalRank> LocalRanks(const std::vector<std::string>& hosts, const std::vector<int>& pids, int my_rank);
 
+// The kernel this process runs on (its boot id), "" when it cannot be read. Ranks on
+// one kernel share its cores even where the network sees different hosts: the emulated
+// hosts of tools/cluster, or containers of one machine. TESSERA_HOST_ID does not change it.
+std::string KernelIdentity();
+// How many ranks run on my_rank's kernel (`kernels` indexed by rank, KernelIdentity's);
+// 1 when my_rank's is "" (unknown: no rank is counted with it).
+int RanksOnMyKernel(const std::vector<std::string>& kernels, int my_rank);
+
 }  // namespace tessera
 
 #endif  // TESSERA_TOPOLOGY_HOST_IDENTITY_H_

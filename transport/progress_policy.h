@@ -5,8 +5,9 @@
 // microseconds after the last progress, then sleeps in the kernel (futex or poll) until
 // a link can move. Polling either pauses the CPU between polls, yielding the core now
 // and then once a wait is 20 us old (the ranks fit their cores), or yields the core at
-// each poll (ranks outnumber cores: the peer it waits for may be queued on this very
-// core).
+// each poll (the ranks on this kernel outnumber its cores: the peer it waits for may be
+// queued on this very core; the communicator counts the ranks of hosts emulated on the
+// same kernel too).
 // docs/performance.md#contention has the measurements behind each choice.
 //
 // The budget is long enough (2 ms by default, below a scheduler slice) to keep two
