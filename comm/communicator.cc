@@ -238,40 +238,61 @@ namespace {
 // creations against the 80 us a call's step takes.
 constexpr int kSmallRingsPerTiming = 16;
 
-// alpha and beta of one ring of the probe: ring allreduces of one element per rank and
-// of 1 MiB over `group` (the best of five timings, after a round that connects the
-// links; the small rings kSmallRingsPerTiming to a timing).
+// The ranks of `group` the small probe times together: neighbours in pairs (positions
+// 2j, 2j+1), the last three together when the group is odd. A latency-bound schedule's
+// step is one exchange between two ranks, all pairs at once; a small ring round the
+// whole group chains its steps through every rank, and where ranks outnumber cores each
+// link of that chain waits for its receiver to be scheduled: on 4x2 emulated hosts
+// (2 cores) a ring round 4 hosts measured alpha_inter 48-187 us between creations, where
+// recursive doubling's steps across hosts took about 30.
+RingGroup ProbePairOf(const RingGroup& group) {
+  const int q = static_cast<int>(group.ranks.size());
+  const int first = q % 2 == 1 && group.pos >= q - 3 ? q - 3 : group.pos - group.pos % 2;
+  const int end = std::min(q, first == q - 3 ? q : first + 2);
+  return RingGroup{std::vector<int>(group.ranks.begin() + first, group.ranks.begin() + end), group.pos - first};
+}
+
+// Best of five timings of `rings` ring allreduces of `count` float32 over `group`
+// (seconds per ring).
+Status TimeRings(const CollectiveContext& ctx, const RingGroup& group, size_t count, int rings, char* buf,
+                 double* seconds) {
+  Reducer sum;
+  TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat32, RedOp::kSum, &sum));
+  const int phases = kRingReduceScatter | kRingAllGather;
+  *seconds = 1e30;
+  for (int rep = 0; rep < 5; ++rep) {
+    const int64_t start = NowMicros();
+    for (int i = 0; i < rings; ++i) TESSERA_RETURN_IF_ERROR(RunRing(ctx, group, buf, buf, count, 4, &sum, phases));
+    *seconds = std::min(*seconds, (NowMicros() - start) * 1e-6 / rings);
+  }
+  return Status::Ok();
+}
+
+// alpha and beta of the links of `group`: alpha from ring allreduces of one element
+// per rank over this rank's probe pair (ProbePairOf; kSmallRingsPerTiming to a timing),
+// beta from a ring allreduce of 1 MiB round the whole group (the best of five timings
+// each, after a round that connects the links).
 Status MeasureRing(const CollectiveContext& ctx, const RingGroup& group, LinkCost* cost) {
   const int q = static_cast<int>(group.ranks.size());
   if (q < 2) return Status::Ok();
-  Reducer sum;
-  TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat32, RedOp::kSum, &sum));
   const size_t big = 1 << 20;
   std::vector<char> buf(big, 0);
-  const int phases = kRingReduceScatter | kRingAllGather;
-  TESSERA_RETURN_IF_ERROR(RunRing(ctx, group, buf.data(), buf.data(), 2, 4, &sum, phases));
-  double t[2];
+  double warm = 0;
+  TESSERA_RETURN_IF_ERROR(TimeRings(ctx, group, 2, 1, buf.data(), &warm));
   // The small ring sends one element per step: fewer elements than ranks would leave
   // blocks empty, and empty blocks are not sent, which once made alpha look 3-4x smaller.
-  const size_t sizes[2] = {4 * static_cast<size_t>(q), big};
-  for (int k = 0; k < 2; ++k) {
-    const int rings = k == 0 ? kSmallRingsPerTiming : 1;
-    t[k] = 1e30;
-    for (int rep = 0; rep < 5; ++rep) {
-      const int64_t start = NowMicros();
-      for (int i = 0; i < rings; ++i) {
-        TESSERA_RETURN_IF_ERROR(RunRing(ctx, group, buf.data(), buf.data(), sizes[k] / 4, 4, &sum, phases));
-      }
-      t[k] = std::min(t[k], (NowMicros() - start) * 1e-6 / rings);
-    }
-  }
+  const RingGroup pair = ProbePairOf(group);
+  const int g = static_cast<int>(pair.ranks.size());
+  double small = 0, large = 0;
+  TESSERA_RETURN_IF_ERROR(TimeRings(ctx, pair, static_cast<size_t>(g), kSmallRingsPerTiming, buf.data(), &small));
+  TESSERA_RETURN_IF_ERROR(TimeRings(ctx, group, big / 4, 1, buf.data(), &large));
   const double steps = 2.0 * (q - 1);
-  cost->alpha = std::max(1e-7, t[0] / steps);
+  cost->alpha = std::max(1e-7, small / (2.0 * (g - 1)));
   // beta comes from a difference of two timings, so a slow small ring (8 ranks on 2
   // cores stall now and then) once made it near zero and the model chose recursive
   // doubling for 512 KiB-8 MiB. At least half of the large ring's time is taken as
   // transfer: true by far on any link where 1 MiB takes longer than a few steps.
-  const double transfer = std::max(t[1] - t[0], t[1] / 2);
+  const double transfer = std::max(large - cost->alpha * steps, large / 2);
   cost->beta = std::max(1e-12, transfer / (steps / q * static_cast<double>(big)));
   return Status::Ok();
 }
@@ -295,6 +316,33 @@ Status MeasureGamma(double* gamma) {
   return Status::Ok();
 }
 
+// Every rank's parameters, and each one's median over the ranks (the lower middle for
+// an even count: the same on every rank). Gathered as a max-allreduce of a table where
+// each rank fills its own row and leaves the others 0 (every parameter is positive).
+// The median, not the maximum: each rank's figures are the best of five timings of
+// its own pair or ring, and on 4x2 emulated hosts (2 cores) one slow pair made the
+// maximum alpha_inter 48-187 us between creations, with typical pairs at 11-45 us;
+// the choice at 32 KiB flipped with it (recursive doubling 2.4x slower than
+// Rabenseifner there).
+constexpr int kModelParams = 5;
+Status AgreeOnMedians(const CollectiveContext& ctx, const double (&mine)[kModelParams], double (&agreed)[kModelParams]) {
+  Reducer max;
+  TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat64, RedOp::kMax, &max));
+  const size_t p = static_cast<size_t>(ctx.nranks);
+  std::vector<double> table(p * kModelParams, 0.0);
+  std::copy(mine, mine + kModelParams, table.begin() + static_cast<size_t>(ctx.rank) * kModelParams);
+  char* bytes = reinterpret_cast<char*>(table.data());
+  TESSERA_RETURN_IF_ERROR(
+      RunRing(ctx, WholeRing(ctx), bytes, bytes, table.size(), 8, &max, kRingReduceScatter | kRingAllGather));
+  std::vector<double> column(p);
+  for (int k = 0; k < kModelParams; ++k) {
+    for (size_t r = 0; r < p; ++r) column[r] = table[r * kModelParams + k];
+    std::nth_element(column.begin(), column.begin() + (p - 1) / 2, column.end());
+    agreed[k] = column[(p - 1) / 2];
+  }
+  return Status::Ok();
+}
+
 // The hosts a column's probe ring goes round: parts of at most kProbeHosts consecutive
 // hosts of the column (RingPartOf). alpha and beta are per step, so a ring round 16
 // hosts measures what one round 12,500 would, in a bounded number of steps; every part
@@ -308,8 +356,8 @@ RingGroup ProbeBlock(const std::vector<int>& column, int pos) {
 }  // namespace
 
 // Measures alpha and beta of the intra-host rows and the inter-host columns of the host
-// grid (MeasureRing; columns in blocks of at most kProbeHosts hosts), then takes the maximum of every parameter over all ranks, so that
-// every rank's model, and so every choice of algorithm, is the same. All rows (or all
+// grid (MeasureRing; columns in blocks of at most kProbeHosts hosts), then takes the median of every parameter over
+// all ranks (AgreeOnMedians), so that every rank's model, and so every choice of algorithm, is the same. All rows (or all
 // columns) are measured at once, so the figures include what the real schedules meet:
 // links shared by a host's ranks, and processes waiting for a core when ranks outnumber
 // cores. The maximum is taken over the whole ring (2(p-1) steps; recursive doubling
@@ -342,14 +390,13 @@ Status Communicator::ProbeAndAgree() {
   }
   if (!measure_rows && !measure_columns && settings_.tuning_file.empty()) return Status::Ok();
   if (measure_rows || measure_columns) TESSERA_RETURN_IF_ERROR(MeasureGamma(&model_.gamma));
-  Reducer max;
-  TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat64, RedOp::kMax, &max));
-  double params[5] = {model_.intra.alpha, model_.intra.beta, model_.inter.alpha, model_.inter.beta, model_.gamma};
-  TESSERA_RETURN_IF_ERROR(RunRing(ctx, WholeRing(ctx), reinterpret_cast<char*>(params),
-                                  reinterpret_cast<char*>(params), 5, 8, &max, kRingReduceScatter | kRingAllGather));
-  model_.intra = LinkCost{params[0], params[1]};
-  model_.inter = LinkCost{params[2], params[3]};
-  model_.gamma = params[4];
+  const double mine[kModelParams] = {model_.intra.alpha, model_.intra.beta, model_.inter.alpha, model_.inter.beta,
+                                     model_.gamma};
+  double agreed[kModelParams];
+  TESSERA_RETURN_IF_ERROR(AgreeOnMedians(ctx, mine, agreed));
+  model_.intra = LinkCost{agreed[0], agreed[1]};
+  model_.inter = LinkCost{agreed[2], agreed[3]};
+  model_.gamma = agreed[4];
   Log(log_level_, LogLevel::kInfo, "rank " + std::to_string(rank_) + ": cost model " + model_.ToString());
   return Status::Ok();
 }
