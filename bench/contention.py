@@ -9,7 +9,8 @@ tessera, alternating round by round (--rounds; the median time per size is repor
   2x2, 4x2  emulated hosts (tools/cluster, links shaped to --rate)
 In 1x4, 2x2 and 4x2 tessera also runs with every allreduce algorithm forced
 (TESSERA_ALGO; those that do not apply are left out), to show how far its automatic
-choice is from the best forced one at each size.
+choice is from the best forced one at each size ("auto ran": what the choice ran there,
+in every round).
 
 Libraries: tessera (all_reduce_perf), Open MPI's MPI_Allreduce (mpi_all_reduce_perf,
 its own choice) and Gloo (gloo_all_reduce_perf, ring_chunked and halving_doubling, the
@@ -60,14 +61,32 @@ def command(a, hosts, per_host, name, program, env, args):
 
 
 def ran_algorithms(stdout):
-    """The algorithms all_reduce_perf says it ran ("# algorithm ring: 8 to 1024 B")."""
-    return {line.split()[2].rstrip(":") for line in stdout.splitlines() if line.startswith("# algorithm ")}
+    """{algorithm: (first, last size)} all_reduce_perf says it ran ("# algorithm ring: 8 to 1024 B")."""
+    ranges = {}
+    for line in stdout.splitlines():
+        f = line.split()
+        if line.startswith("# algorithm ") and len(f) == 7:
+            ranges[f[2].rstrip(":")] = (int(f[3]), int(f[5]))
+    return ranges
 
 
-def run(cmd, forced=None):
+def algorithms_at(rounds, size):
+    """The algorithm(s) the rounds' ranges (ran_algorithms) ran at `size`, "/" between differing ones."""
+    names = []
+    for ranges in rounds:
+        name = next((n for n, (lo, hi) in ranges.items() if lo <= size <= hi), "?")
+        if name not in names:
+            names.append(name)
+    return "/".join(names)
+
+
+def run(cmd, forced=None, ranges=None):
     """{bytes: time_us} of the out-of-place group; RuntimeError when the program fails,
-    or when `forced` (TESSERA_ALGO) did not run (it does not apply: the model chose)."""
+    or when `forced` (TESSERA_ALGO) did not run (it does not apply: the model chose).
+    `ranges`, when given, gets the algorithms tessera ran (ran_algorithms) appended."""
     out = subprocess.run(cmd, capture_output=True, text=True)
+    if ranges is not None:
+        ranges.append(ran_algorithms(out.stdout))
     if out.returncode == 0 and forced and forced not in ran_algorithms(out.stdout):
         raise RuntimeError("%s does not apply here" % forced)
     rows = parse_rows(out.stdout, 1.0)
@@ -104,12 +123,14 @@ def measure(a, case, flags):
         cluster("up", "--name", name, "--hosts", str(hosts), "--rate", a.rate)
     hogs = start_hogs(hogs_per_core)
     times = {}
+    auto_ranges = []  # per round
     try:
         for r in range(a.rounds):
             for label, program, env, extra in plan(forced, not a.without_gloo):
                 progress("%s: round %d/%d, %s" % (case, r + 1, a.rounds, label))
                 try:
-                    rows = run(command(a, hosts, per_host, name, program, env, extra + flags), env.get("TESSERA_ALGO"))
+                    rows = run(command(a, hosts, per_host, name, program, env, extra + flags), env.get("TESSERA_ALGO"),
+                               auto_ranges if label == "tessera" else None)
                 except RuntimeError as e:
                     if not label.startswith("tessera "):  # a forced algorithm may not apply
                         sys.exit("contention: %s" % e)
@@ -122,8 +143,9 @@ def measure(a, case, flags):
             h.wait()
         if hosts:
             cluster("down", "--name", name, check=False)
-    return {label: {size: statistics.median(run_rows[size] for run_rows in rounds) for size in rounds[0]}
-            for label, rounds in times.items()}
+    medians = {label: {size: statistics.median(run_rows[size] for run_rows in rounds) for size in rounds[0]}
+               for label, rounds in times.items()}
+    return medians, auto_ranges
 
 
 def us(t):
@@ -131,14 +153,14 @@ def us(t):
     return "%.2f" % t if t < 10 else "%.1f" % t
 
 
-def table(case, med):
+def table(case, med, auto_ranges):
     sizes = sorted(med["tessera"])
     gloo = [label for label in med if label.startswith("Gloo ")]
     forced = [label for label in med if label.startswith("tessera ")]
     head = ["size (B)", "tessera (us)", "Open MPI (us)"] + (["Gloo best (us)"] if gloo else [])
     head += ["x OMPI"] + (["x Gloo"] if gloo else [])
     if forced:
-        head += ["best forced", "auto / best"]
+        head += ["auto ran", "best forced", "auto / best"]
     lines = ["### %s" % case, "", "| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
     for size in sizes:
         t = med["tessera"][size]
@@ -150,7 +172,8 @@ def table(case, med):
             cells.append("%.2f" % (t / min(med[g][size] for g in gloo)))
         if forced:
             best = min(forced, key=lambda label: med[label][size])
-            cells += ["%s %s" % (best[len("tessera "):], us(med[best][size])), "%.2f" % (t / med[best][size])]
+            cells += [algorithms_at(auto_ranges, size), "%s %s" % (best[len("tessera "):], us(med[best][size])),
+                      "%.2f" % (t / med[best][size])]
         lines.append("| " + " | ".join(cells) + " |")
     return lines + [""]
 
@@ -170,7 +193,7 @@ def main():
     out = ["nccl-tests flags: `%s`; %d rounds, median; %d cores here." % (" ".join(flags), a.rounds,
                                                                         len(os.sched_getaffinity(0))), ""]
     for case in cases:
-        out += table(case, measure(a, case, flags))
+        out += table(case, *measure(a, case, flags))
         print("\n".join(out), flush=True)
         out = []
     return 0
