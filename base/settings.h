@@ -148,12 +148,12 @@ namespace tessera {
     "hosts (X = ranks per host, Y = hosts).")                                            \
   X(int64_t, probe, "TESSERA_PROBE", 1,                                                 \
     "Cost-model probe at communicator creation (ring allreduces of one element per " \
-    "rank and of 1 MiB, across at most 16 hosts at a time, and the float32 sum in "   \
-    "cache): 1 measures, when there are several hosts, the links across and inside "  \
-    "hosts, all at once, and on one host whose ranks outnumber its cores the inside " \
-    "of it; 2 also the inside of any single host; 0 none (built-in defaults or "      \
-    "TESSERA_TUNING_FILE). Every rank ends with the same parameters (the maximum "     \
-    "over ranks).")                                                                     \
+    "rank between neighbours in pairs, of 1 MiB round at most 16 hosts at a time, "    \
+    "and the float32 sum in cache): 1 measures, when there are several hosts, the "    \
+    "links across and inside hosts, all at once, and on one host whose ranks "         \
+    "outnumber its cores the inside of it; 2 also the inside of any single host; 0 "   \
+    "none (built-in defaults or TESSERA_TUNING_FILE). Every rank ends with the same "  \
+    "parameters (each one's median over ranks).")                                      \
   X(std::string, tuning_file, "TESSERA_TUNING_FILE", "",                                 \
     "File of cost-model parameters (alpha_intra_us, beta_intra_gbps, alpha_inter_us, "   \
     "beta_inter_gbps, gamma_gbps as 'key = value' lines). Empty: built-in defaults.")    \

@@ -2,9 +2,12 @@
 // in one job and interleaved, so that what drifts on a machine (other work, which cores
 // the scheduler gives, a shaped link's bursts) falls on all of them alike.
 //
-// Every rank creates one communicator left to choose ("auto": the job's, made by
-// tesseraCommInitFromEnv with TESSERA_ALGO=auto) and one per algorithm, each created with
-// TESSERA_ALGO set to its name (rank 0's unique id broadcast over the first). For each
+// Every rank joins the job (tesseraCommInitFromEnv), then creates over it one
+// communicator left to choose ("auto") and one per algorithm, each with TESSERA_ALGO set
+// to its name (rank 0's unique id broadcast over the job's). The job's communicator
+// carries only the ids and the times, so every timed one is made and used alike (timing
+// the job's own communicator as "auto" once had it 15-50% slower than the forced one of
+// the algorithm it ran, at some sizes). For each
 // size, -r rounds; in each round every communicator in turn (each round starting at the
 // next one) runs -w warmup calls, a barrier and -n timed calls (float sum, out of place); its time is the timed calls'
 // average, the maximum over ranks. A forced algorithm that does not apply at a size
@@ -76,6 +79,7 @@ bool ParseFlags(int argc, char** argv, Flags* f, std::string* error) {
   }
   if (f->sizes.min_bytes < 4 || f->sizes.min_bytes > f->sizes.max_bytes) return *error = "need 4 <= -b <= -e", false;
   f->algorithms = SplitCommas(algorithms);
+  f->algorithms.insert(f->algorithms.begin(), "auto");
   return true;
 }
 
@@ -191,15 +195,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   setenv("TESSERA_ALGO", "auto", 1);
-  std::vector<Candidate> all(1, Candidate{"auto", nullptr});
-  if (!Check(tesseraCommInitFromEnv(&all[0].comm), "tesseraCommInitFromEnv", -1, nullptr)) return 1;
+  tesseraComm_t world = nullptr;
+  if (!Check(tesseraCommInitFromEnv(&world), "tesseraCommInitFromEnv", -1, nullptr)) return 1;
   int rank = 0, nranks = 1;
-  tesseraCommUserRank(all[0].comm, &rank);
-  tesseraCommCount(all[0].comm, &nranks);
+  tesseraCommUserRank(world, &rank);
+  tesseraCommCount(world, &nranks);
+  std::vector<Candidate> all;
   bool ok = true;
   for (const std::string& algo : f.algorithms) {
     Candidate c;
-    if (!(ok = CreateForced(algo, all[0].comm, rank, nranks, &c))) break;
+    if (!(ok = CreateForced(algo, world, rank, nranks, &c))) break;
     all.push_back(c);
   }
   if (ok && rank == 0) {
@@ -211,10 +216,11 @@ int main(int argc, char** argv) {
   }
   for (size_t bytes : tessera_bench::SizeSeries(f.sizes)) {
     if (!ok) break;
-    ok = SweepSize(all, f, bytes / 4, all[0].comm, rank);
+    ok = SweepSize(all, f, bytes / 4, world, rank);
   }
   for (Candidate& c : all) {
     if (c.comm != nullptr) tesseraCommDestroy(c.comm);
   }
+  tesseraCommDestroy(world);
   return ok ? 0 : 1;
 }
