@@ -157,6 +157,11 @@ namespace tessera {
   X(std::string, tuning_file, "TESSERA_TUNING_FILE", "",                                 \
     "File of cost-model parameters (alpha_intra_us, beta_intra_gbps, alpha_inter_us, "   \
     "beta_inter_gbps, gamma_gbps as 'key = value' lines). Empty: built-in defaults.")    \
+  X(std::string, algo_table, "TESSERA_ALGO_TABLE", "",                                  \
+    "File of measured algorithm choices for given layouts ('allreduce 2x2 8192 "       \
+    "hierarchical_leader' lines, as bench/algorithm_sweep -o writes them), used "      \
+    "before the cost model's predictions where the communicator's layout matches. "     \
+    "Every rank must read the same text. Empty: the model alone.")                     \
   X(std::string, trace_dir, "TESSERA_TRACE_DIR", "",                                     \
     "Directory where each rank writes a Chrome trace of every message when its "         \
     "communicator is destroyed (tessera-trace-<pid>-rank<r>.json). Empty: no tracing.")  \

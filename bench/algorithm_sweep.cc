@@ -21,7 +21,10 @@
 //   bash tools/cluster/cluster.sh run --hosts 2 --ranks-per-host 2 -- bazel-bin/bench/algorithm_sweep ...
 //
 // Flags: -b minbytes (8) -e maxbytes (32M) -f factor (4) -n iterations (100) -w warmup
-// (10) -r rounds (5) -a algorithms (comma-separated; default every allreduce algorithm).
+// (10) -r rounds (5) -a algorithms (comma-separated; default every allreduce algorithm)
+// -o FILE -L HxR: rank 0 also writes the best forced algorithm per size as measured
+// choices for a layout of H hosts of R ranks (TESSERA_ALGO_TABLE's format: one line
+// where the best changes; docs/settings.md).
 // Exit code 0; 1 when a call fails (the error is printed, naming the call and rank);
 // 2 on bad flags.
 #include <algorithm>
@@ -46,6 +49,14 @@ struct Flags {
   int warmup = 10;
   int rounds = 5;
   std::vector<std::string> algorithms;
+  std::string out;     // -o
+  std::string layout;  // -L
+};
+
+// The best forced algorithm from each size on (rank 0).
+struct Best {
+  size_t bytes;
+  std::string algorithm;
 };
 
 std::vector<std::string> SplitCommas(const std::string& text) {
@@ -74,10 +85,13 @@ bool ParseFlags(int argc, char** argv, Flags* f, std::string* error) {
     else if (flag == "-w") ok = (f->warmup = std::atoi(value.c_str())) >= 0;
     else if (flag == "-r") ok = (f->rounds = std::atoi(value.c_str())) > 0;
     else if (flag == "-a") algorithms = value;
+    else if (flag == "-o") f->out = value;
+    else if (flag == "-L") f->layout = value;
     else return *error = "unknown flag " + flag, false;
     if (!ok) return *error = "bad value '" + value + "' for " + flag, false;
   }
   if (f->sizes.min_bytes < 4 || f->sizes.min_bytes > f->sizes.max_bytes) return *error = "need 4 <= -b <= -e", false;
+  if (f->out.empty() != f->layout.empty()) return *error = "-o and -L go together", false;
   f->algorithms = SplitCommas(algorithms);
   f->algorithms.insert(f->algorithms.begin(), "auto");
   return true;
@@ -151,7 +165,8 @@ std::string Us(double t) {
 
 // One size: every candidate's median time, or a negative number where a forced one
 // ran another algorithm. Prints the row on rank 0.
-bool SweepSize(const std::vector<Candidate>& all, const Flags& f, size_t count, tesseraComm_t world, int rank) {
+bool SweepSize(const std::vector<Candidate>& all, const Flags& f, size_t count, tesseraComm_t world, int rank,
+               std::vector<Best>* bests) {
   std::vector<float> send(count, 1.0f), recv(count);
   std::vector<std::vector<double>> times(all.size());
   std::vector<bool> applies(all.size());
@@ -178,10 +193,26 @@ bool SweepSize(const std::vector<Candidate>& all, const Flags& f, size_t count, 
     if (applies[k] && (best == 0 || Median(times[k]) < Median(times[best]))) best = k;
   }
   const std::string ratio = best == 0 ? "-" : Us(auto_us / Median(times[best]));
+  if (best != 0 && (bests->empty() || bests->back().algorithm != all[best].name)) {
+    bests->push_back(Best{count * 4, all[best].name});
+  }
   std::printf("| %zu | %s | %s%s | %s | %s |\n", count * 4, Us(auto_us).c_str(), chosen ? chosen : "?", cells.c_str(),
               best == 0 ? "-" : all[best].name.c_str(), ratio.c_str());
   std::fflush(stdout);
   return true;
+}
+
+// The measured choices file (-o) for layout -L.
+bool WriteChoices(const Flags& f, const std::vector<Best>& bests) {
+  FILE* out = std::fopen(f.out.c_str(), "w");
+  if (out == nullptr) {
+    std::fprintf(stderr, "algorithm_sweep: cannot write %s\n", f.out.c_str());
+    return false;
+  }
+  std::fprintf(out, "# bench/algorithm_sweep: the best forced allreduce from each size on, %d rounds of -n %d\n",
+               f.rounds, f.iters);
+  for (const Best& b : bests) std::fprintf(out, "allreduce %s %zu %s\n", f.layout.c_str(), b.bytes, b.algorithm.c_str());
+  return std::fclose(out) == 0;
 }
 
 }  // namespace
@@ -214,10 +245,12 @@ int main(int argc, char** argv) {
     for (size_t k = 1; k < all.size(); ++k) head += " | " + all[k].name, rule += "|---:";
     std::printf("%s | best forced | auto / best |\n%s|---:|---:|\n", head.c_str(), rule.c_str());
   }
+  std::vector<Best> bests;
   for (size_t bytes : tessera_bench::SizeSeries(f.sizes)) {
     if (!ok) break;
-    ok = SweepSize(all, f, bytes / 4, world, rank);
+    ok = SweepSize(all, f, bytes / 4, world, rank, &bests);
   }
+  if (ok && rank == 0 && !f.out.empty()) ok = WriteChoices(f, bests);
   for (Candidate& c : all) {
     if (c.comm != nullptr) tesseraCommDestroy(c.comm);
   }

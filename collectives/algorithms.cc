@@ -121,7 +121,35 @@ std::string PredictionsText(Collective c, const std::string& forced, const CostM
   return text;
 }
 
+// The measured choice of `c` on this layout for `bytes`: the row of the layout with the
+// largest from_bytes <= bytes, when its algorithm applies here; else null.
+const AlgorithmInfo* MeasuredAlgorithm(Collective c, const CostModel& m, const Shape& s, size_t bytes) {
+  const MeasuredChoice* best = nullptr;
+  for (const MeasuredChoice& row : m.measured) {
+    if (row.hosts != s.hosts || row.per_host != s.per_host || row.from_bytes > bytes) continue;
+    if (row.collective != CollectiveName(c)) continue;
+    if (best == nullptr || row.from_bytes >= best->from_bytes) best = &row;
+  }
+  const AlgorithmInfo* a = best != nullptr ? FindAlgorithm(c, best->algorithm) : nullptr;
+  return a != nullptr && a->applies(s) ? a : nullptr;
+}
+
 }  // namespace
+
+Status CheckMeasuredChoices(const std::vector<MeasuredChoice>& rows, const std::string& path) {
+  for (const MeasuredChoice& row : rows) {
+    int c = 0;
+    while (c < kNumCollectives && row.collective != CollectiveName(static_cast<Collective>(c))) ++c;
+    if (c == kNumCollectives) {
+      return InvalidArgument(path + ":" + std::to_string(row.line) + ": no collective '" + row.collective + "'");
+    }
+    if (FindAlgorithm(static_cast<Collective>(c), row.algorithm) == nullptr) {
+      return InvalidArgument(path + ":" + std::to_string(row.line) + ": " + row.collective + " has no algorithm '" +
+                             row.algorithm + "'");
+    }
+  }
+  return Status::Ok();
+}
 
 const char* CollectiveName(Collective c) {
   static const char* const kNames[kNumCollectives] = {"allreduce",      "broadcast", "reduce", "allgather",
@@ -174,6 +202,10 @@ Selection SelectAlgorithm(Collective c, const std::string& forced, const CostMod
       if (why != nullptr) *why = ForcedText(*a, s);
       return Selection{a, a->predict(m, s, bytes)};
     }
+  }
+  if (const AlgorithmInfo* a = MeasuredAlgorithm(c, m, s, bytes)) {
+    if (why != nullptr) *why = "measured on this layout (TESSERA_ALGO_TABLE)";
+    return Selection{a, a->predict(m, s, bytes)};
   }
   Selection fastest, pipelined;
   for (const AlgorithmInfo& a : AlgorithmsOf(c)) {

@@ -78,14 +78,20 @@ double PredictSeconds(Collective c, const std::string& name, const CostModel& m,
 // choose for it.
 Status CheckAlgorithmName(const std::string& name);
 
+// Every measured choice (CostModel::measured) names a collective and one of its
+// algorithms; InvalidArgument naming the file's line otherwise.
+Status CheckMeasuredChoices(const std::vector<MeasuredChoice>& rows, const std::string& path);
+
 struct Selection {
   const AlgorithmInfo* algo = nullptr;
   double predicted_s = -1;  // the model's prediction for the chosen algorithm
 };
 
 // The algorithm of `c` for `bytes` (PredictedBytes). A `forced` name (TESSERA_ALGO) is
-// chosen where its row applies. Otherwise, and for "auto", the automatic row with the
-// smallest prediction, or a pipelined one within kPipelinedPreference of it. Every call
+// chosen where its row applies. Otherwise, and for "auto", the model's measured choice
+// for this layout and size where it has one that applies (TESSERA_ALGO_TABLE), else
+// the automatic row with the smallest prediction, or a pipelined one within
+// kPipelinedPreference of it. Every call
 // returns a row: each collective has one that applies to every shape.
 // Text is built only when `why` is not null: then it says "forced by TESSERA_ALGO", or
 // lists every candidate's prediction (and, for a forced name that does not apply here,

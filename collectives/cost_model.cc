@@ -1,8 +1,10 @@
 #include "collectives/cost_model.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -77,6 +79,63 @@ Status CostModel::FromTuningText(const std::string& text, const std::string& pat
   }
   *out = m;
   return Status::Ok();
+}
+
+namespace {
+
+// "HxR" with both positive and at most 1e6.
+bool ParseLayout(const std::string& text, int* hosts, int* per_host) {
+  const size_t x = text.find('x');
+  if (x == std::string::npos || x == 0 || x + 1 == text.size() || text.size() > 15) return false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (i != x && !std::isdigit(static_cast<unsigned char>(text[i]))) return false;
+  }
+  const long h = std::strtol(text.c_str(), nullptr, 10), r = std::strtol(text.c_str() + x + 1, nullptr, 10);
+  if (h < 1 || r < 1 || h > 1000000 || r > 1000000) return false;
+  *hosts = static_cast<int>(h);
+  *per_host = static_cast<int>(r);
+  return true;
+}
+
+bool ParseBytes(const std::string& text, size_t* bytes) {
+  if (text.empty() || text.size() > 18) return false;
+  for (char ch : text) {
+    if (!std::isdigit(static_cast<unsigned char>(ch))) return false;
+  }
+  *bytes = static_cast<size_t>(std::strtoull(text.c_str(), nullptr, 10));
+  return true;
+}
+
+}  // namespace
+
+Status CostModel::ChoicesFromText(const std::string& text, const std::string& path,
+                                  std::vector<MeasuredChoice>* out) {
+  std::istringstream in(text);
+  std::vector<MeasuredChoice> rows;
+  std::string line;
+  for (int no = 1; std::getline(in, line); ++no) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream ls(line);
+    MeasuredChoice c;
+    std::string layout, bytes, extra;
+    if (!(ls >> c.collective)) continue;
+    c.line = no;
+    if (!(ls >> layout >> bytes >> c.algorithm) || (ls >> extra) || !ParseLayout(layout, &c.hosts, &c.per_host) ||
+        !ParseBytes(bytes, &c.from_bytes)) {
+      return InvalidArgument(path + ":" + std::to_string(no) +
+                             ": expected 'COLLECTIVE HOSTSxRANKS_PER_HOST FROM_BYTES ALGORITHM'");
+    }
+    rows.push_back(c);
+  }
+  *out = rows;
+  return Status::Ok();
+}
+
+Status CostModel::ChoicesFromFile(const std::string& path, std::vector<MeasuredChoice>* out) {
+  std::ifstream in(path);
+  if (!in) return InvalidArgument("TESSERA_ALGO_TABLE=" + path + ": cannot open");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return ChoicesFromText(text, path, out);
 }
 
 std::string CostModel::ToString() const {

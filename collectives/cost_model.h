@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -18,10 +19,25 @@ struct LinkCost {
   double beta = 0;   // seconds per byte
 };
 
+// A choice measured on one layout (TESSERA_ALGO_TABLE, as bench/algorithm_sweep -o
+// writes it): on `hosts` hosts of `per_host` ranks each, calls of `collective` from
+// `from_bytes` (PredictedBytes) up to the next row's run `algorithm`. The model's
+// formulas stay within about 20% of what schedules take; where two are closer than
+// that, only measuring tells them apart.
+struct MeasuredChoice {
+  std::string collective;  // CollectiveName: "allreduce", ...
+  int hosts = 0;
+  int per_host = 0;
+  size_t from_bytes = 0;
+  std::string algorithm;
+  int line = 0;  // in the file, for messages
+};
+
 struct CostModel {
   LinkCost intra{2e-6, 1.0 / 4e9};    // shared memory
   LinkCost inter{50e-6, 1.0 / 1e9};   // network
   double gamma = 1.0 / 8e9;           // reduction
+  std::vector<MeasuredChoice> measured;  // consulted before the formulas (algorithms.h)
 
   // Reads "key = value" lines (alpha_intra_us, beta_intra_gbps, alpha_inter_us,
   // beta_inter_gbps, gamma_gbps); '#' starts a comment. InvalidArgument names the line.
@@ -30,6 +46,13 @@ struct CostModel {
   // an InvalidArgument (the values stay positive).
   static Status FromTuningText(const std::string& text, const std::string& path, CostModel* out);
   std::string ToString() const;
+
+  // Reads measured choices, one per line: "COLLECTIVE HxR FROM_BYTES ALGORITHM" (e.g.
+  // "allreduce 2x2 8192 hierarchical_leader"); '#' starts a comment. Any text gives OK
+  // or an InvalidArgument naming the line; names are checked against the algorithm
+  // table by CheckMeasuredChoices (algorithms.h).
+  static Status ChoicesFromText(const std::string& text, const std::string& path, std::vector<MeasuredChoice>* out);
+  static Status ChoicesFromFile(const std::string& path, std::vector<MeasuredChoice>* out);
 };
 
 // The shape the model needs.

@@ -129,6 +129,61 @@ TEST(CostModel, TuningFileReadsAndNamesBadLines) {
   EXPECT_NE(s.message().find(":2:"), std::string::npos) << s.message();
 }
 
+TEST(CostModel, MeasuredChoicesReadAndNameBadLines) {
+  std::vector<MeasuredChoice> rows;
+  ASSERT_TRUE(CostModel::ChoicesFromText("# sweep\nallreduce 2x2 8 recursive_doubling\n\nallreduce 2x2 8192 "
+                                         "hierarchical_leader  # measured\n",
+                                         "t", &rows)
+                  .ok());
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].collective, "allreduce");
+  EXPECT_EQ(rows[1].hosts, 2);
+  EXPECT_EQ(rows[1].per_host, 2);
+  EXPECT_EQ(rows[1].from_bytes, 8192u);
+  EXPECT_EQ(rows[1].algorithm, "hierarchical_leader");
+  EXPECT_EQ(rows[1].line, 4);
+  EXPECT_TRUE(CheckMeasuredChoices(rows, "t").ok());
+  for (const char* bad : {"allreduce 2x2 8\n", "allreduce 2by2 8 ring\n", "allreduce 0x2 8 ring\n",
+                          "allreduce 2x2 -8 ring\n", "allreduce 2x2 8 ring extra\n", "allreduce x2 8 ring\n",
+                          "allreduce 2x2 99999999999999999999 ring\n"}) {
+    const Status s = CostModel::ChoicesFromText(std::string("\n") + bad, "t", &rows);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("t:2:"), std::string::npos) << s.message();
+  }
+  ASSERT_TRUE(CostModel::ChoicesFromText("allreduce 2x2 8 fastest\n", "t", &rows).ok());
+  EXPECT_NE(CheckMeasuredChoices(rows, "t").message().find("no algorithm 'fastest'"), std::string::npos);
+  ASSERT_TRUE(CostModel::ChoicesFromText("allsum 2x2 8 ring\n", "t", &rows).ok());
+  EXPECT_NE(CheckMeasuredChoices(rows, "t").message().find("no collective 'allsum'"), std::string::npos);
+}
+
+TEST(CostModel, MeasuredChoiceWinsOnItsLayoutOnly) {
+  CostModel m;
+  ASSERT_TRUE(CostModel::ChoicesFromText("allreduce 2x2 8 hierarchical_leader\nallreduce 2x2 32768 torus\n"
+                                         "allreduce 2x2 65536 board\n",
+                                         "t", &m.measured)
+                  .ok());
+  const Shape two_by_two = HostsOf(2, 2);
+  std::string why;
+  const Selection small = SelectAlgorithm(Collective::kAllReduce, "auto", m, two_by_two, 8, &why);
+  EXPECT_STREQ(small.algo->name, "hierarchical_leader");
+  EXPECT_NE(why.find("TESSERA_ALGO_TABLE"), std::string::npos) << why;
+  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, two_by_two, 32767).algo->name,
+               "hierarchical_leader");
+  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, two_by_two, 40000).algo->name, "torus");
+  // Below the first row, where the named algorithm does not apply (the board needs one
+  // host), on another layout, for another collective, and under TESSERA_ALGO: the model.
+  CostModel plain;
+  for (size_t bytes : {size_t{4}, size_t{1} << 20}) {
+    EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, two_by_two, bytes).algo->name,
+                 SelectAlgorithm(Collective::kAllReduce, "auto", plain, two_by_two, bytes).algo->name);
+  }
+  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, HostsOf(4, 2), 8).algo->name,
+               SelectAlgorithm(Collective::kAllReduce, "auto", plain, HostsOf(4, 2), 8).algo->name);
+  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "ring", m, two_by_two, 8).algo->name, "ring");
+  EXPECT_STREQ(SelectAlgorithm(Collective::kAllGather, "auto", m, two_by_two, 64).algo->name,
+               SelectAlgorithm(Collective::kAllGather, "auto", plain, two_by_two, 64).algo->name);
+}
+
 // --- Allgather and reduce-scatter: the flat ring or the grid ---------------------------
 
 std::string GatherScatterChoice(Collective op, const CostModel& m, const Shape& s, size_t bytes,

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -34,6 +35,24 @@ Communicator::~Communicator() {
 }
 
 namespace {
+
+// What every rank must agree on of its measured choices (TESSERA_ALGO_TABLE): a
+// digest of the rows (FNV-1a), "" when there are none.
+std::string DigestOf(const std::vector<MeasuredChoice>& rows) {
+  if (rows.empty()) return "";
+  uint64_t h = 1469598103934665603ull;
+  for (const MeasuredChoice& r : rows) {
+    const std::string line = r.collective + " " + std::to_string(r.hosts) + "x" + std::to_string(r.per_host) + " " +
+                             std::to_string(r.from_bytes) + " " + r.algorithm + "\n";
+    for (char ch : line) {
+      h ^= static_cast<unsigned char>(ch);
+      h *= 1099511628211ull;
+    }
+  }
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
 
 // The card that tells the others which kernel (and so which cores) a rank runs on.
 constexpr const char* kKernelCard = "kernel";
@@ -86,9 +105,14 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   flight_.SetCapacity(static_cast<size_t>(settings.flight_recorder));
   flight_identity_ = FlightIdentity{id.secret, rank, nranks, static_cast<int>(mine.pid), host};
   if (settings.diagnosis_ms > 0 && nranks > 1) TESSERA_RETURN_IF_ERROR(StartWatch(settings, id.secret, &mine));
+  if (!settings.algo_table.empty()) {
+    TESSERA_RETURN_IF_ERROR(CostModel::ChoicesFromFile(settings.algo_table, &model_.measured));
+    TESSERA_RETURN_IF_ERROR(CheckMeasuredChoices(model_.measured, settings.algo_table));
+  }
   // Open what peers will reach this rank by before telling them where it is.
   TESSERA_RETURN_IF_ERROR(transports_.Open(settings, rank, nranks, id.secret));
-  TESSERA_RETURN_IF_ERROR(AddAgreed(transports_.agreed() + "TESSERA_HALF_WIRE=" + settings.half_wire +
+  TESSERA_RETURN_IF_ERROR(AddAgreed(transports_.agreed() + "TESSERA_ALGO_TABLE=" + DigestOf(model_.measured) +
+                                        "\nTESSERA_HALF_WIRE=" + settings.half_wire +
                                         "\nTESSERA_HALF_SEGMENT_BYTES=" + std::to_string(settings.half_segment_bytes) +
                                         "\nTESSERA_CHECK_CALLS=" + std::to_string(settings.check_calls) +
                                         "\nTESSERA_DETERMINISTIC=" + std::to_string(settings.deterministic) +

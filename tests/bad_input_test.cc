@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <set>
 #include <string>
 #include <thread>
@@ -405,6 +406,43 @@ TEST(InconsistentRanks, SettingDiffersBetweenRanks) {
   for (const InitOutcome& o : outcomes) {
     EXPECT_EQ(tesseraInvalidUsage, o.code) << Describe(outcomes);
     EXPECT_NE(std::string::npos, o.message.find("TESSERA_SHM_SLOTS")) << Describe(outcomes);
+  }
+}
+
+// A file of measured choices (TESSERA_ALGO_TABLE) must say the same on every rank: one
+// rank reading another is named, like any setting that must agree.
+TEST(InconsistentRanks, MeasuredChoicesDifferBetweenRanks) {
+  const std::string dir = testing::TempDir();
+  std::ofstream(dir + "/choices_a.txt") << "allreduce 1x2 8 recursive_doubling\n";
+  std::ofstream(dir + "/choices_b.txt") << "allreduce 1x2 8 ring\n";
+  RankOptions opts = FailingOptions();
+  opts.env_for_rank = [dir](int rank) {
+    return EnvVars{{"TESSERA_ALGO_TABLE", dir + (rank == 1 ? "/choices_b.txt" : "/choices_a.txt")}};
+  };
+  auto outcomes = InitWithClaims({{2, 0}, {2, 1}}, opts);
+  ASSERT_EQ(2u, outcomes.size());
+  for (const InitOutcome& o : outcomes) {
+    EXPECT_EQ(tesseraInvalidUsage, o.code) << Describe(outcomes);
+    EXPECT_NE(std::string::npos, o.message.find("TESSERA_ALGO_TABLE")) << Describe(outcomes);
+  }
+}
+
+// A malformed line of measured choices, or an algorithm no collective has: an
+// InvalidArgument naming the file and the line, at init.
+TEST(BadSetting, MeasuredChoicesNameTheirBadLine) {
+  const std::string path = testing::TempDir() + "/choices_bad.txt";
+  for (const char* text : {"# sweep\nallreduce 2x2 eight ring\n", "# sweep\nallreduce 2x2 8 quickest\n"}) {
+    std::ofstream(path) << text;
+    auto results = RunRanksRaw(1, [&path](const RankContext& ctx) {
+      RankChecks c;
+      setenv("TESSERA_ALGO_TABLE", path.c_str(), 1);
+      tesseraComm_t comm = nullptr;
+      ExpectRejected(&c, tesseraCommInitRank(&comm, 1, ctx.ids[0], 0), tesseraInvalidArgument, nullptr,
+                     path + ":2:", "init with a bad TESSERA_ALGO_TABLE");
+      if (comm != nullptr) tesseraCommDestroy(comm);
+      return c.str();
+    }, FailingOptions());
+    EXPECT_EQ("", Failures(results)) << text;
   }
 }
 

@@ -149,6 +149,7 @@ void TuningSeeds() {
   Write("tuning_fuzz", "all_keys",
         "# measured on the emulated cluster\nalpha_intra_us = 2.5\nbeta_intra_gbps = 4\n"
         "alpha_inter_us = 50\nbeta_inter_gbps = 1.2  # 10 GbE\ngamma_gbps = 8\n");
+  Write("tuning_fuzz", "choices", "allreduce 2x2 8 recursive_doubling\nallreduce 4x2 32768 rabenseifner # x\n");
 }
 
 void IbverbsSeeds() {
