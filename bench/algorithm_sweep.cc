@@ -7,11 +7,13 @@
 // to its name (rank 0's unique id broadcast over the job's). The job's communicator
 // carries only the ids and the times, so every timed one is made and used alike (timing
 // the job's own communicator as "auto" once had it 15-50% slower than the forced one of
-// the algorithm it ran, at some sizes). For each
-// size, -r rounds; in each round every communicator in turn (each round starting at the
-// next one) runs -w warmup calls, a barrier and -n timed calls (float sum, out of place); its time is the timed calls'
-// average, the maximum over ranks. A forced algorithm that does not apply at a size
-// (the communicator ran another) is left out there.
+// the algorithm it ran, at some sizes).
+//
+// For each size, -r rounds; in each round every communicator in turn (each round
+// starting at the next one) runs -w warmup calls, a barrier and -n timed calls (float
+// sum, out of place); its time is the timed calls' average, the maximum over ranks. A
+// forced algorithm that does not apply at a size (the communicator ran another) is
+// left out there.
 //
 // Rank 0 prints, per size: the median over rounds of each communicator's time (us),
 // what auto ran, the best forced algorithm, and auto over it (1.00: auto as fast).
@@ -22,9 +24,10 @@
 //
 // Flags: -b minbytes (8) -e maxbytes (32M) -f factor (4) -n iterations (100) -w warmup
 // (10) -r rounds (5) -a algorithms (comma-separated; default every allreduce algorithm)
-// -o FILE -L HxR: rank 0 also writes the best forced algorithm per size as measured
-// choices for a layout of H hosts of R ranks (TESSERA_ALGO_TABLE's format: one line
-// where the best changes; docs/settings.md).
+// -o FILE -L HxR: rank 0 also writes measured choices for a layout of H hosts of R
+// ranks (TESSERA_ALGO_TABLE's format, docs/algorithms.md): per size the best forced
+// algorithm where it ran over 3% faster than auto's choice, else auto's, one line where
+// that changes.
 // Exit code 0; 1 when a call fails (the error is printed, naming the call and rank);
 // 2 on bad flags.
 #include <algorithm>
@@ -41,6 +44,9 @@
 
 namespace {
 
+// -o writes a forced algorithm in place of auto's choice where it ran this much faster.
+constexpr double kClearWin = 0.03;
+
 constexpr const char* kAllAlgorithms = "ring,board,recursive_doubling,rabenseifner,torus,hierarchical,hierarchical_leader";
 
 struct Flags {
@@ -53,7 +59,7 @@ struct Flags {
   std::string layout;  // -L
 };
 
-// The best forced algorithm from each size on (rank 0).
+// What -o writes from each size on (rank 0).
 struct Best {
   size_t bytes;
   std::string algorithm;
@@ -163,8 +169,8 @@ std::string Us(double t) {
   return text;
 }
 
-// One size: every candidate's median time, or a negative number where a forced one
-// ran another algorithm. Prints the row on rank 0.
+// One size: every candidate's rounds, then on rank 0 the row (medians) and, where the
+// best forced algorithm changes, an entry in *bests.
 bool SweepSize(const std::vector<Candidate>& all, const Flags& f, size_t count, tesseraComm_t world, int rank,
                std::vector<Best>* bests) {
   std::vector<float> send(count, 1.0f), recv(count);
@@ -193,9 +199,11 @@ bool SweepSize(const std::vector<Candidate>& all, const Flags& f, size_t count, 
     if (applies[k] && (best == 0 || Median(times[k]) < Median(times[best]))) best = k;
   }
   const std::string ratio = best == 0 ? "-" : Us(auto_us / Median(times[best]));
-  if (best != 0 && (bests->empty() || bests->back().algorithm != all[best].name)) {
-    bests->push_back(Best{count * 4, all[best].name});
-  }
+  // The file keeps auto's own choice unless a forced algorithm beat it clearly: rows
+  // that follow run-to-run spread would change with every sweep.
+  const bool beaten = best != 0 && Median(times[best]) * (1 + kClearWin) < auto_us;
+  const std::string keep = beaten ? all[best].name : std::string(chosen ? chosen : "");
+  if (!keep.empty() && (bests->empty() || bests->back().algorithm != keep)) bests->push_back(Best{count * 4, keep});
   std::printf("| %zu | %s | %s%s | %s | %s |\n", count * 4, Us(auto_us).c_str(), chosen ? chosen : "?", cells.c_str(),
               best == 0 ? "-" : all[best].name.c_str(), ratio.c_str());
   std::fflush(stdout);
@@ -209,7 +217,9 @@ bool WriteChoices(const Flags& f, const std::vector<Best>& bests) {
     std::fprintf(stderr, "algorithm_sweep: cannot write %s\n", f.out.c_str());
     return false;
   }
-  std::fprintf(out, "# bench/algorithm_sweep: the best forced allreduce from each size on, %d rounds of -n %d\n",
+  std::fprintf(out,
+               "# bench/algorithm_sweep: from each size on, the best forced allreduce where it beat auto's choice by "
+               "over 3%%, else auto's; %d rounds of -n %d\n",
                f.rounds, f.iters);
   for (const Best& b : bests) std::fprintf(out, "allreduce %s %zu %s\n", f.layout.c_str(), b.bytes, b.algorithm.c_str());
   return std::fclose(out) == 0;
