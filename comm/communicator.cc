@@ -264,11 +264,10 @@ constexpr int kSmallRingsPerTiming = 16;
 
 // The ranks of `group` the small probe times together: neighbours in pairs (positions
 // 2j, 2j+1), the last three together when the group is odd. A latency-bound schedule's
-// step is one exchange between two ranks, all pairs at once; a small ring round the
-// whole group chains its steps through every rank, and where ranks outnumber cores each
-// link of that chain waits for its receiver to be scheduled: on 4x2 emulated hosts
-// (2 cores) a ring round 4 hosts measured alpha_inter 48-187 us between creations, where
-// recursive doubling's steps across hosts took about 30.
+// step is one exchange between two ranks, all pairs at once, and a ring of two is two
+// such exchanges; round the whole group a small ring chains its steps through every
+// rank instead. (On 4x2 emulated hosts either gave some ranks 2-4x the typical step;
+// the median over ranks, AgreeOnMedians, is what keeps those out of the model.)
 RingGroup ProbePairOf(const RingGroup& group) {
   const int q = static_cast<int>(group.ranks.size());
   const int first = q % 2 == 1 && group.pos >= q - 3 ? q - 3 : group.pos - group.pos % 2;
@@ -380,13 +379,14 @@ RingGroup ProbeBlock(const std::vector<int>& column, int pos) {
 }  // namespace
 
 // Measures alpha and beta of the intra-host rows and the inter-host columns of the host
-// grid (MeasureRing; columns in blocks of at most kProbeHosts hosts), then takes the median of every parameter over
-// all ranks (AgreeOnMedians), so that every rank's model, and so every choice of algorithm, is the same. All rows (or all
-// columns) are measured at once, so the figures include what the real schedules meet:
-// links shared by a host's ranks, and processes waiting for a core when ranks outnumber
-// cores. The maximum is taken over the whole ring (2(p-1) steps; recursive doubling
-// would take lg p, docs/scale.md#creation-at-scale says why not yet), and not at all
-// when nothing was measured or read: every rank then holds the built-in defaults.
+// grid (MeasureRing; columns in blocks of at most kProbeHosts hosts), then takes the
+// median of every parameter over all ranks (AgreeOnMedians), so that every rank's
+// model, and so every choice of algorithm, is the same. All rows (or all columns) are
+// measured at once, so the figures include what the real schedules meet: links shared
+// by a host's ranks, and processes waiting for a core when ranks outnumber cores. The
+// agreement runs round the whole ring (2(p-1) steps; recursive doubling would take
+// lg p, docs/scale.md#creation-at-scale says why not yet), and not at all when nothing
+// was measured or read: every rank then holds the built-in defaults.
 Status Communicator::ProbeAndAgree() {
   const CollectiveContext ctx = Context();
   // On one host whose ranks fit its cores the defaults hold well, so a probe is opt-in
