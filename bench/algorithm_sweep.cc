@@ -191,17 +191,19 @@ bool SweepSize(const std::vector<Candidate>& all, const Flags& f, size_t count, 
   }
   if (rank != 0) return true;
   const char* chosen = tesseraAllReduceAlgorithm(all[0].comm, count, tesseraFloat32);
-  const double auto_us = Median(times[0]);
+  std::vector<double> us(all.size());
+  for (size_t k = 0; k < all.size(); ++k) us[k] = applies[k] ? Median(times[k]) : 0;
   std::string cells;
   size_t best = 0;
   for (size_t k = 1; k < all.size(); ++k) {
-    cells += " | " + (applies[k] ? Us(Median(times[k])) : std::string("-"));
-    if (applies[k] && (best == 0 || Median(times[k]) < Median(times[best]))) best = k;
+    cells += " | " + (applies[k] ? Us(us[k]) : std::string("-"));
+    if (applies[k] && (best == 0 || us[k] < us[best])) best = k;
   }
-  const std::string ratio = best == 0 ? "-" : Us(auto_us / Median(times[best]));
+  const double auto_us = us[0];
+  const std::string ratio = best == 0 ? "-" : Us(auto_us / us[best]);
   // The file keeps auto's own choice unless a forced algorithm beat it clearly: rows
   // that follow run-to-run spread would change with every sweep.
-  const bool beaten = best != 0 && Median(times[best]) * (1 + kClearWin) < auto_us;
+  const bool beaten = best != 0 && us[best] * (1 + kClearWin) < auto_us;
   const std::string keep = beaten ? all[best].name : std::string(chosen ? chosen : "");
   if (!keep.empty() && (bests->empty() || bests->back().algorithm != keep)) bests->push_back(Best{count * 4, keep});
   std::printf("| %zu | %s | %s%s | %s | %s |\n", count * 4, Us(auto_us).c_str(), chosen ? chosen : "?", cells.c_str(),

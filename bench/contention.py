@@ -85,9 +85,10 @@ def run(cmd, forced=None, ranges=None):
     or when `forced` (TESSERA_ALGO) did not run (it does not apply: the model chose).
     `ranges`, when given, gets the algorithms tessera ran (ran_algorithms) appended."""
     out = subprocess.run(cmd, capture_output=True, text=True)
+    ran = ran_algorithms(out.stdout)
     if ranges is not None:
-        ranges.append(ran_algorithms(out.stdout))
-    if out.returncode == 0 and forced and forced not in ran_algorithms(out.stdout):
+        ranges.append(ran)
+    if out.returncode == 0 and forced and forced not in ran:
         raise RuntimeError("%s does not apply here" % forced)
     rows = parse_rows(out.stdout, 1.0)
     if out.returncode != 0 or not rows:

@@ -138,12 +138,11 @@ const AlgorithmInfo* MeasuredAlgorithm(Collective c, const CostModel& m, const S
 
 Status CheckMeasuredChoices(const std::vector<MeasuredChoice>& rows, const std::string& path) {
   for (const MeasuredChoice& row : rows) {
-    int c = 0;
-    while (c < kNumCollectives && row.collective != CollectiveName(static_cast<Collective>(c))) ++c;
-    if (c == kNumCollectives) {
+    Collective c;
+    if (!CollectiveByName(row.collective, &c)) {
       return InvalidArgument(path + ":" + std::to_string(row.line) + ": no collective '" + row.collective + "'");
     }
-    if (FindAlgorithm(static_cast<Collective>(c), row.algorithm) == nullptr) {
+    if (FindAlgorithm(c, row.algorithm) == nullptr) {
       return InvalidArgument(path + ":" + std::to_string(row.line) + ": " + row.collective + " has no algorithm '" +
                              row.algorithm + "'");
     }
@@ -155,6 +154,16 @@ const char* CollectiveName(Collective c) {
   static const char* const kNames[kNumCollectives] = {"allreduce",      "broadcast", "reduce", "allgather",
                                                       "reduce-scatter", "alltoall",  "gather", "scatter"};
   return kNames[static_cast<int>(c)];
+}
+
+bool CollectiveByName(const std::string& name, Collective* out) {
+  for (int c = 0; c < kNumCollectives; ++c) {
+    if (name == CollectiveName(static_cast<Collective>(c))) {
+      *out = static_cast<Collective>(c);
+      return true;
+    }
+  }
+  return false;
 }
 
 size_t PredictedBytes(Collective c, int nranks, size_t count, size_t elem_size) {

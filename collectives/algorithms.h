@@ -21,6 +21,8 @@ constexpr int kNumCollectives = 8;
 // "allreduce", "broadcast", "reduce", "allgather", "reduce-scatter", "alltoall",
 // "gather", "scatter".
 const char* CollectiveName(Collective c);
+// The collective CollectiveName calls `name`; false when there is none.
+bool CollectiveByName(const std::string& name, Collective* out);
 
 // The size that predictions of `c` take: the whole buffer of p blocks for allgather (its
 // result), reduce-scatter (its input), alltoall, gather and scatter, whose `count` is

@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include "collectives/algorithms.h"
@@ -37,21 +37,15 @@ Communicator::~Communicator() {
 namespace {
 
 // What every rank must agree on of its measured choices (TESSERA_ALGO_TABLE): a
-// digest of the rows (FNV-1a), "" when there are none.
+// digest of the rows, "" when there are none.
 std::string DigestOf(const std::vector<MeasuredChoice>& rows) {
   if (rows.empty()) return "";
-  uint64_t h = 1469598103934665603ull;
+  std::string text;
   for (const MeasuredChoice& r : rows) {
-    const std::string line = r.collective + " " + std::to_string(r.hosts) + "x" + std::to_string(r.per_host) + " " +
-                             std::to_string(r.from_bytes) + " " + r.algorithm + "\n";
-    for (char ch : line) {
-      h ^= static_cast<unsigned char>(ch);
-      h *= 1099511628211ull;
-    }
+    text += r.collective + " " + std::to_string(r.hosts) + "x" + std::to_string(r.per_host) + " " +
+            std::to_string(r.from_bytes) + " " + r.algorithm + "\n";
   }
-  char text[17];
-  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(h));
-  return text;
+  return std::to_string(std::hash<std::string>{}(text));
 }
 
 // The card that tells the others which kernel (and so which cores) a rank runs on.
@@ -275,17 +269,23 @@ RingGroup ProbePairOf(const RingGroup& group) {
   return RingGroup{std::vector<int>(group.ranks.begin() + first, group.ranks.begin() + end), group.pos - first};
 }
 
-// Best of five timings of `rings` ring allreduces of `count` float32 over `group`
-// (seconds per ring).
-Status TimeRings(const CollectiveContext& ctx, const RingGroup& group, size_t count, int rings, char* buf,
-                 double* seconds) {
+// `rings` ring allreduces of `count` float32 over `group`, back to back.
+Status RunRings(const CollectiveContext& ctx, const RingGroup& group, size_t count, int rings, char* buf) {
   Reducer sum;
   TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat32, RedOp::kSum, &sum));
-  const int phases = kRingReduceScatter | kRingAllGather;
+  for (int i = 0; i < rings; ++i) {
+    TESSERA_RETURN_IF_ERROR(RunRing(ctx, group, buf, buf, count, 4, &sum, kRingReduceScatter | kRingAllGather));
+  }
+  return Status::Ok();
+}
+
+// The best of five timings of RunRings, in seconds per ring.
+Status TimeRings(const CollectiveContext& ctx, const RingGroup& group, size_t count, int rings, char* buf,
+                 double* seconds) {
   *seconds = 1e30;
   for (int rep = 0; rep < 5; ++rep) {
     const int64_t start = NowMicros();
-    for (int i = 0; i < rings; ++i) TESSERA_RETURN_IF_ERROR(RunRing(ctx, group, buf, buf, count, 4, &sum, phases));
+    TESSERA_RETURN_IF_ERROR(RunRings(ctx, group, count, rings, buf));
     *seconds = std::min(*seconds, (NowMicros() - start) * 1e-6 / rings);
   }
   return Status::Ok();
@@ -300,8 +300,7 @@ Status MeasureRing(const CollectiveContext& ctx, const RingGroup& group, LinkCos
   if (q < 2) return Status::Ok();
   const size_t big = 1 << 20;
   std::vector<char> buf(big, 0);
-  double warm = 0;
-  TESSERA_RETURN_IF_ERROR(TimeRings(ctx, group, 2, 1, buf.data(), &warm));
+  TESSERA_RETURN_IF_ERROR(RunRings(ctx, group, 2, 1, buf.data()));  // connects the links
   // The small ring sends one element per step: fewer elements than ranks would leave
   // blocks empty, and empty blocks are not sent, which once made alpha look 3-4x smaller.
   const RingGroup pair = ProbePairOf(group);

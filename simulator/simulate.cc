@@ -95,16 +95,6 @@ Status ParseOptions(int argc, char** argv, Options* o) {
   return Status::Ok();
 }
 
-Status CollectiveByName(const std::string& name, Collective* out) {
-  for (int c = 0; c < kNumCollectives; ++c) {
-    if (name == CollectiveName(static_cast<Collective>(c))) {
-      *out = static_cast<Collective>(c);
-      return Status::Ok();
-    }
-  }
-  return InvalidArgument("--collective " + name + " is not a collective of algorithms.h");
-}
-
 // nccl-tests' bus bandwidth factor of each collective.
 double BusFactor(Collective c, int p) {
   if (c == Collective::kAllReduce) return 2.0 * (p - 1) / p;
@@ -174,7 +164,9 @@ Status Prepare(const Options& o, Setup* s) {
   s->o = &o;
   TESSERA_RETURN_IF_ERROR(ReadPlatformFile(o.platform, &s->platform));
   TESSERA_RETURN_IF_ERROR(LoadLayout(o.layout, &s->layout));
-  TESSERA_RETURN_IF_ERROR(CollectiveByName(o.collective, &s->c));
+  if (!CollectiveByName(o.collective, &s->c)) {
+    return InvalidArgument("--collective " + o.collective + " is not a collective of algorithms.h");
+  }
   TESSERA_RETURN_IF_ERROR(CallRecorder::Create(s->layout, o.torus, &s->recorder));
   s->model = s->platform.Model();
   if (!o.tuning.empty()) TESSERA_RETURN_IF_ERROR(CostModel::FromTuningFile(o.tuning, &s->model));
