@@ -14,6 +14,8 @@
 #include <mutex>
 #include <thread>
 
+#include "base/process.h"
+
 namespace tessera {
 namespace {
 
@@ -395,6 +397,14 @@ std::string RendezvousHostBlamed(const UniqueIdData& id) {
   return who + " is gone or stopped (it created the unique id) " + tag;
 }
 
+// A service that refuses the id's secret is another communicator's: the id is stale, or
+// the process that created it has exited and another took its port. The second is
+// told from the first where that process was on this host.
+bool CreatorExited(const UniqueIdData& id, const std::string& my_host) {
+  return id.root_pid > 0 && !id.root_host.empty() && my_host.compare(0, id.root_host.size(), id.root_host) == 0 &&
+         ProcessState(id.root_pid) == "exited";
+}
+
 // Joins at the service: its answer, and the table when the service sends it.
 Status JoinService(const UniqueIdData& id, const JoinRequest& request, const Deadline& deadline, JoinReply* reply,
                    std::string* table) {
@@ -414,6 +424,10 @@ Status JoinService(const UniqueIdData& id, const JoinRequest& request, const Dea
   // The service answers by its deadline, which came before ours: it has stopped.
   if (st.code() == Code::kTimeout) return st.Annotate(where + ": no table and no answer: " + RendezvousHostBlamed(id));
   TESSERA_RETURN_IF_ERROR(st.Annotate(where + ": waiting for all ranks to join"));
+  if (reply->status.code() == Code::kInvalidArgument && CreatorExited(id, request.info.host)) {
+    return RemoteError(where + ": " + RendezvousHostBlamed(id) + ": it exited, and the service now answering at "
+                       "its address is another communicator's (" + reply->status.message() + ")");
+  }
   return reply->status.Annotate(where);
 }
 

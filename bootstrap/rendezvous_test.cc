@@ -231,6 +231,44 @@ TEST(RendezvousService, TooFewFileDescriptorsIsSaid) {
   close(fds[1]);
 }
 
+// The process that created the id exits and another communicator's service takes its
+// port: a rank joining there is refused for its secret, and says that the creator is
+// gone (a peer failure) when the creator was on its host; otherwise that the id is
+// stale or foreign (an invalid argument).
+TEST(RendezvousService, AForeignServiceOnTheCreatorsPortNamesTheCreator) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  UniqueIdData id;
+  id.secret = RandomSecret();
+  id.root_host = "node-a/net:1";
+  id.root_pid = fork();
+  if (id.root_pid == 0) {
+    SocketAddress bound;
+    if (!StartRendezvous("127.0.0.1", 0, 4242, 5000, 8, &bound).ok()) _exit(1);
+    _exit(write(fds[1], &bound, sizeof(bound)) == sizeof(bound) ? 0 : 2);
+  }
+  ASSERT_EQ(read(fds[0], &id.root, sizeof(id.root)), static_cast<ssize_t>(sizeof(id.root)));
+  int status = 0;
+  ASSERT_EQ(waitpid(id.root_pid, &status, 0), id.root_pid);
+  close(fds[0]);
+  close(fds[1]);
+  SocketAddress foreign;
+  ASSERT_TRUE(StartRendezvous("127.0.0.1", id.root.port(), RandomSecret(), 5000, 8, &foreign).ok());
+  ASSERT_EQ(foreign.port(), id.root.port());
+  RankInfo mine;
+  mine.host = "node-a/net:1/boot:7";
+  RankTable table;
+  Status st = JoinRendezvous(id, 0, 2, mine, "127.0.0.1", 2000, &table);
+  EXPECT_EQ(st.code(), Code::kRemoteError) << st.message();
+  EXPECT_NE(st.message().find("[culprit: rendezvous host pid " + std::to_string(id.root_pid) + "]"), std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("exited"), std::string::npos) << st.message();
+  mine.host = "node-b/net:1/boot:7";  // the creator on another host: nothing tells
+  st = JoinRendezvous(id, 0, 2, mine, "127.0.0.1", 2000, &table);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.message();
+  EXPECT_NE(st.message().find("stale or foreign"), std::string::npos) << st.message();
+}
+
 // More ranks join at once than the service reads at a time (256): the rest wait in the
 // listener's queue, none is turned away, and every rank gets the whole table, most of
 // them from the ranks that forward it.

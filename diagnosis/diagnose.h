@@ -31,9 +31,6 @@ struct Membership {
 // also writes its flight record (WatchRequest::kStatusAndDump).
 Verdict Diagnose(const Membership& who, const Activity& mine, bool dump, const Deadline& deadline);
 
-// Same host only: "exited", "stopped (SIGSTOP or a debugger)", or "" from /proc/<pid>/stat.
-std::string ProcessState(int pid);
-
 }  // namespace tessera
 
 #endif  // TESSERA_DIAGNOSIS_DIAGNOSE_H_
