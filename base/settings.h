@@ -162,6 +162,12 @@ namespace tessera {
     "hierarchical_leader' lines, as bench/algorithm_sweep -o writes them), used "      \
     "before the cost model's predictions where the communicator's layout matches. "     \
     "Every rank must read the same text. Empty: the model alone.")                     \
+  X(int64_t, autotune, "TESSERA_AUTOTUNE", 0,                                           \
+    "1: each collective's algorithm is measured in the job, per size: the contenders "  \
+    "(the rows predicted within 3x of the fastest) run 5 calls each in turn, then "     \
+    "every rank takes the one of the smallest median (the slowest rank's time of each " \
+    "call); 0: the cost model alone. Ignored where TESSERA_ALGO forces an algorithm, "  \
+    "TESSERA_ALGO_TABLE is set or TESSERA_DETERMINISTIC is on. The same on every rank.") \
   X(std::string, trace_dir, "TESSERA_TRACE_DIR", "",                                     \
     "Directory where each rank writes a Chrome trace of every message when its "         \
     "communicator is destroyed (tessera-trace-<pid>-rank<r>.json). Empty: no tracing.")  \

@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "collectives/collectives.h"
 #include "collectives/latency_allreduce.h"
@@ -201,6 +202,21 @@ Status CheckAlgorithmName(const std::string& name) {
     names += std::string(", ") + a.name;
   }
   return InvalidArgument("TESSERA_ALGO='" + name + "' is not one of: " + names);
+}
+
+std::vector<const AlgorithmInfo*> Contenders(Collective c, const CostModel& m, const Shape& s, size_t bytes) {
+  double best = -1;
+  std::vector<std::pair<const AlgorithmInfo*, double>> rows;
+  for (const AlgorithmInfo& a : AlgorithmsOf(c)) {
+    if (!a.automatic || !a.applies(s)) continue;
+    rows.emplace_back(&a, a.predict(m, s, bytes));
+    if (best < 0 || rows.back().second < best) best = rows.back().second;
+  }
+  std::vector<const AlgorithmInfo*> out;
+  for (const auto& [a, t] : rows) {
+    if (t <= best * kContenderSpread) out.push_back(a);
+  }
+  return out;
 }
 
 Selection SelectAlgorithm(Collective c, const std::string& forced, const CostModel& m, const Shape& s, size_t bytes,

@@ -101,6 +101,16 @@ struct Selection {
 Selection SelectAlgorithm(Collective c, const std::string& forced, const CostModel& m, const Shape& s, size_t bytes,
                           std::string* why = nullptr);
 
+// How far above the best prediction an automatic row may be predicted and still be
+// measured in the job (TESSERA_AUTOTUNE): the formulas stay within about 20% of what
+// schedules take where ranks fit their cores, and have been off by up to 2x where they
+// outnumber them (2x2 emulated hosts at 8 KiB, docs/performance.md).
+constexpr double kContenderSpread = 3.0;
+
+// The automatic rows of `c` that apply to the shape and are predicted within
+// kContenderSpread of the fastest for `bytes`, in table order.
+std::vector<const AlgorithmInfo*> Contenders(Collective c, const CostModel& m, const Shape& s, size_t bytes);
+
 }  // namespace tessera
 
 #endif  // TESSERA_COLLECTIVES_ALGORITHMS_H_

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -33,6 +34,36 @@ TEST(CostModel, SmallMessagesTakeFewSteps) {
   EXPECT_EQ(Choice(HostsOf(1, 8), 8), "recursive_doubling");
   const std::string multi = Choice(HostsOf(4, 2), 8);
   EXPECT_TRUE(multi == "recursive_doubling" || multi == "hierarchical_leader") << multi;
+}
+
+// The contenders measured in the job: the fastest prediction among them, every row
+// within kContenderSpread of it, none beyond (8 B on 8 hosts of 1: the ring's 14 steps
+// against recursive doubling's 3).
+TEST(CostModel, ContendersAreTheRowsNearTheFastest) {
+  CostModel m;
+  for (const Shape& s : {HostsOf(2, 2), HostsOf(8, 1), HostsOf(1, 4)}) {
+    for (size_t bytes : {size_t{8}, size_t{1} << 16, size_t{1} << 25}) {
+      const std::vector<const AlgorithmInfo*> rows = Contenders(Collective::kAllReduce, m, s, bytes);
+      const double best = SelectAlgorithm(Collective::kAllReduce, "auto", m, s, bytes).predicted_s;
+      ASSERT_FALSE(rows.empty());
+      double fastest = rows[0]->predict(m, s, bytes);
+      for (const AlgorithmInfo* a : rows) {
+        EXPECT_TRUE(a->automatic && a->applies(s)) << a->name;
+        fastest = std::min(fastest, a->predict(m, s, bytes));
+        EXPECT_LE(a->predict(m, s, bytes), best * kContenderSpread * 1.0001) << a->name;
+      }
+      EXPECT_LE(fastest, best) << bytes;
+      for (const AlgorithmInfo& a : AlgorithmsOf(Collective::kAllReduce)) {
+        const bool in = std::find(rows.begin(), rows.end(), &a) != rows.end();
+        if (a.automatic && a.applies(s) && a.predict(m, s, bytes) <= fastest * kContenderSpread) {
+          EXPECT_TRUE(in) << a.name << " left out at " << bytes << " B";
+        }
+      }
+    }
+  }
+  const auto few = Contenders(Collective::kAllReduce, m, HostsOf(8, 1), 8);
+  EXPECT_TRUE(
+      std::none_of(few.begin(), few.end(), [](const AlgorithmInfo* a) { return std::string(a->name) == "ring"; }));
 }
 
 TEST(CostModel, LargeMessagesAcrossHostsAvoidTheFlatRing) {

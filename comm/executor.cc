@@ -181,7 +181,16 @@ class EngineMemory : public LocalMemory {
 
 }  // namespace
 
+Executor::Executor(ExecutionSite site) : site_(std::move(site)), device_shape_(*site_.shape) {
+  device_shape_.board_bytes = 0;  // device-resident buffers never go on the host board
+  const Settings& s = *site_.settings;
+  tunes_ = s.autotune != 0 && s.algo == "auto" && s.algo_table.empty() && s.deterministic == 0;
+}
+
 Selection Executor::Choose(Collective c, size_t bytes) const {
+  if (const AlgorithmInfo* a = tunes_ ? tuner_.Winner(c, bytes) : nullptr) {
+    return Selection{a, a->predict(*site_.model, *site_.shape, bytes)};
+  }
   return SelectAlgorithm(c, site_.settings->algo, *site_.model, *site_.shape, bytes);
 }
 
@@ -360,17 +369,27 @@ Selection Executor::CachedChoice(Collective c, size_t bytes) {
 }
 
 // The collective's algorithm from its table: the same choice on every rank (the model
-// and the shape agree). The choice is logged at INFO with every candidate's prediction
-// (the text is built only then) and names the operation in the trace.
+// and the shape agree, and so do the tuner's measurements). The choice is logged at
+// INFO with every candidate's prediction (the text is built only then) and names the
+// operation in the trace.
 Status Executor::Dispatch(Collective c, const CollectiveContext& ctx, const CollectiveArgs& args, bool on_device) {
   const size_t bytes = PredictedBytes(c, site_.nranks, args.count, args.elem_size);
   const bool explain = site_.log_level >= LogLevel::kInfo;
+  const ChoiceTuner::Pick pick =
+      tunes_ && !on_device ? tuner_.Next(c, bytes, *site_.model, *site_.shape) : ChoiceTuner::Pick{};
   std::string why;
-  const Selection choice =
-      explain || on_device
-          ? SelectAlgorithm(c, site_.settings->algo, *site_.model, on_device ? device_shape_ : *site_.shape, bytes,
-                            explain ? &why : nullptr)
-          : CachedChoice(c, bytes);
+  Selection choice;
+  if (pick.algorithm != nullptr) {
+    choice = Selection{pick.algorithm, pick.algorithm->predict(*site_.model, *site_.shape, bytes)};
+    if (explain) {
+      why = pick.size >= 0 ? "a contender, measured (TESSERA_AUTOTUNE)" : "measured in the job (TESSERA_AUTOTUNE)";
+    }
+  } else if (explain || on_device) {
+    choice = SelectAlgorithm(c, site_.settings->algo, *site_.model, on_device ? device_shape_ : *site_.shape, bytes,
+                             explain ? &why : nullptr);
+  } else {
+    choice = CachedChoice(c, bytes);
+  }
   const char* label = choice.algo->Label();
   site_.recorder->SetAlgorithm(label);
   if (explain) {
@@ -382,7 +401,17 @@ Status Executor::Dispatch(Collective c, const CollectiveContext& ctx, const Coll
   if (site_.tracer != nullptr) {
     site_.tracer->BeginOperation(std::string(CollectiveName(c)) + "#" + std::to_string(op_count_) + " (" + label + ")");
   }
-  const Status s = choice.algo->run(ctx, args);
+  const int64_t start_us = pick.size >= 0 ? NowMicros() : 0;
+  Status s = choice.algo->run(ctx, args);
+  if (s.ok() && pick.size >= 0) {
+    std::string decided;
+    s = tuner_.Record(pick, (NowMicros() - start_us) * 1e-6, ctx, explain ? &decided : nullptr);
+    if (!decided.empty()) {
+      Log(site_.log_level, LogLevel::kInfo,
+          "rank " + std::to_string(site_.rank) + ": " + CollectiveName(c) + " of " + std::to_string(bytes) +
+              " B, measured in the job: " + decided);
+    }
+  }
   if (s.ok()) return s;
   return s.Annotate(std::string(CollectiveName(c)) + " (" + label + (on_device ? ", device" : "") + ")");
 }

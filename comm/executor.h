@@ -22,6 +22,7 @@
 #include "collectives/collective.h"
 #include "collectives/cost_model.h"
 #include "collectives/host_memory_pool.h"
+#include "comm/choice_tuner.h"
 #include "comm/elementwise_ops.h"
 #include "comm/flight_recorder.h"
 #include "diagnosis/activity.h"
@@ -55,9 +56,7 @@ struct ExecutionSite {
 // Not thread-safe: a communicator runs one call at a time.
 class Executor {
  public:
-  explicit Executor(ExecutionSite site) : site_(std::move(site)), device_shape_(*site_.shape) {
-    device_shape_.board_bytes = 0;  // device-resident buffers never go on the host board
-  }
+  explicit Executor(ExecutionSite site);
 
   // The algorithm of `c` for `bytes` (collectives/algorithms.h: PredictedBytes).
   Selection Choose(Collective c, size_t bytes) const;
@@ -113,6 +112,9 @@ class Executor {
   };
   std::array<Choice, 16> choices_;  // replaced round-robin
   size_t next_choice_ = 0;
+  // TESSERA_AUTOTUNE, where nothing else decides: host-path choices measured in the job.
+  bool tunes_ = false;
+  ChoiceTuner tuner_;
 };
 
 }  // namespace tessera

@@ -30,6 +30,7 @@ targets=(
   //tests:collectives_ucx_test
   //tests:listener_abuse_test
   //tests:deterministic_test              # the fixed-point grid on 1-8 ranks, every algorithm
+  //tests:autotune_test                   # the choice measured in the job, agreed over ranks
   //comm:shrink_offer_test
   //comm:flight_recorder_test              # its lock-free writer
   //diagnosis/...

@@ -1,0 +1,136 @@
+// The choice measured in the job (TESSERA_AUTOTUNE=1): every call sums right while the
+// contenders are measured; each size is decided once, after the contenders' calls, on
+// every rank the same way; tesseraAllReduceAlgorithm then names the winner. Where
+// TESSERA_ALGO forces an algorithm nothing is measured.
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tessera/tessera.h"
+#include "tests/rank_harness.h"
+
+namespace tessera_test {
+namespace {
+
+constexpr int kCalls = 40;  // more than 6 contenders x 5 calls
+const std::vector<size_t> kCounts = {2, 2048, 1 << 16};
+
+std::string DecisionsFile(int rank) { return testing::TempDir() + "/autotune_rank" + std::to_string(rank) + ".txt"; }
+
+// kCalls allreduces of each count, each checked; stderr (the info log) goes to a file
+// meanwhile. Returns a failure, or "" and the log's text in `log`.
+std::string SumWithLog(int rank, tesseraComm_t comm, std::string* log) {
+  char path[] = "/tmp/tessera_autotune_XXXXXX";
+  const int file = mkstemp(path);
+  if (file < 0) return "mkstemp failed";
+  fflush(stderr);
+  const int saved = dup(2);
+  dup2(file, 2);
+  std::string failure;
+  int n = 0;
+  tesseraCommCount(comm, &n);
+  for (size_t count : kCounts) {
+    std::vector<float> buf(count);
+    for (int call = 0; call < kCalls && failure.empty(); ++call) {
+      std::fill(buf.begin(), buf.end(), static_cast<float>(rank + call));
+      if (tesseraAllReduce(buf.data(), buf.data(), count, tesseraFloat32, tesseraSum, comm, nullptr) != tesseraSuccess) {
+        failure = std::string("allreduce: ") + tesseraGetLastError(comm);
+      } else if (buf[0] != n * (n - 1) / 2.0f + n * call || buf[count - 1] != buf[0]) {
+        failure = "call " + std::to_string(call) + " of " + std::to_string(count) + " elements: wrong sum";
+      }
+    }
+  }
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(file);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  unlink(path);
+  *log = text.str();
+  return failure;
+}
+
+// The winners the log names, one line per decision ("allreduce of 8 B: NAME").
+std::string Decisions(const std::string& log) {
+  std::istringstream in(log);
+  std::string line, out;
+  const std::string mark = " B, measured in the job: ";
+  while (std::getline(in, line)) {
+    const size_t at = line.find(mark), of = line.find("allreduce of ");
+    if (at == std::string::npos || of == std::string::npos) continue;
+    const size_t name = at + mark.size();
+    out += line.substr(of, at + 2 - of) + ": " + line.substr(name, line.find(' ', name) - name) + "\n";
+  }
+  return out;
+}
+
+TEST(AutoTune, EveryRankRunsTheSameMeasuredAlgorithm) {
+  RankOptions opts;
+  opts.ranks_per_host = 2;  // 2x2: six allreduce schedules apply
+  opts.env["TESSERA_AUTOTUNE"] = "1";
+  opts.env["TESSERA_DEBUG"] = "INFO";
+  auto results = RunRanks(4, [](int rank, tesseraComm_t comm) {
+    std::string log;
+    const std::string failure = SumWithLog(rank, comm, &log);
+    if (!failure.empty()) return failure;
+    const std::string decided = Decisions(log);
+    std::string named;
+    for (size_t count : kCounts) {
+      named += "allreduce of " + std::to_string(count * 4) + " B: " +
+               tesseraAllReduceAlgorithm(comm, count, tesseraFloat32) + "\n";
+    }
+    if (decided != named) return "decided\n" + decided + "but tesseraAllReduceAlgorithm names\n" + named;
+    std::ofstream(DecisionsFile(rank)) << decided;
+    return std::string();
+  }, opts);
+  ASSERT_EQ("", Failures(results));
+  std::vector<std::string> decided(4);
+  for (int r = 0; r < 4; ++r) {
+    std::ifstream in(DecisionsFile(r));
+    std::stringstream text;
+    text << in.rdbuf();
+    decided[r] = text.str();
+  }
+  EXPECT_EQ(std::count(decided[0].begin(), decided[0].end(), '\n'), static_cast<long>(kCounts.size())) << decided[0];
+  for (int r = 1; r < 4; ++r) EXPECT_EQ(decided[0], decided[r]) << "rank " << r;
+}
+
+TEST(AutoTune, AForcedAlgorithmIsNotMeasured) {
+  RankOptions opts;
+  opts.env["TESSERA_AUTOTUNE"] = "1";
+  opts.env["TESSERA_ALGO"] = "ring";
+  opts.env["TESSERA_DEBUG"] = "INFO";
+  auto results = RunRanks(3, [](int rank, tesseraComm_t comm) {
+    std::string log;
+    const std::string failure = SumWithLog(rank, comm, &log);
+    if (!failure.empty()) return failure;
+    if (!Decisions(log).empty()) return "measured although TESSERA_ALGO=ring: " + Decisions(log);
+    if (log.find("allreduce of 8 B: ring") == std::string::npos) return std::string("the log does not show the ring running");
+    return std::string();
+  }, opts);
+  EXPECT_EQ("", Failures(results));
+}
+
+TEST(AutoTune, MustBeTheSameOnEveryRank) {
+  RankOptions opts;
+  opts.env_for_rank = [](int rank) { return EnvVars{{"TESSERA_AUTOTUNE", rank == 1 ? "1" : "0"}}; };
+  auto results = RunRanksRaw(2, [](const RankContext& ctx) {
+    tesseraComm_t comm = nullptr;
+    const std::string init = InitComm(ctx, &comm);
+    if (comm != nullptr) tesseraCommDestroy(comm);
+    if (init.empty()) return std::string("created with TESSERA_AUTOTUNE differing");
+    return init.find("TESSERA_AUTOTUNE") == std::string::npos ? "init failed without naming it: " + init
+                                                               : std::string();
+  }, opts);
+  EXPECT_EQ("", Failures(results));
+}
+
+}  // namespace
+}  // namespace tessera_test
