@@ -164,9 +164,10 @@ namespace tessera {
     "Every rank must read the same text. Empty: the model alone.")                     \
   X(int64_t, autotune, "TESSERA_AUTOTUNE", 0,                                           \
     "1: each collective's algorithm is measured in the job, per size: the contenders "  \
-    "(the rows predicted within 3x of the fastest) run 5 calls each in turn, then "     \
-    "every rank takes the one of the smallest median (the slowest rank's time of each " \
-    "call); 0: the cost model alone. Ignored where TESSERA_ALGO forces an algorithm, "  \
+    "(the rows predicted within 3x of the fastest) run in turns of 16 calls, 5 turns "  \
+    "each, then every rank takes the one of the smallest median turn (at the slowest "  \
+    "rank; docs/algorithms.md#measured-in-the-job); 0: the cost model alone. Ignored "  \
+    "where TESSERA_ALGO forces an algorithm, "                                           \
     "TESSERA_ALGO_TABLE is set or TESSERA_DETERMINISTIC is on. The same on every rank.") \
   X(std::string, trace_dir, "TESSERA_TRACE_DIR", "",                                     \
     "Directory where each rank writes a Chrome trace of every message when its "         \

@@ -1,10 +1,11 @@
 // The choice measured in the job (TESSERA_AUTOTUNE=1). For each collective and size it
 // meets, the executor runs the contenders (collectives/algorithms.h: Contenders) in
-// turn, kRounds calls each, timing each call on every rank; then the ranks agree on
-// the slowest rank's time of every call (a max-allreduce of the table) and each takes,
-// from the same table, the contender of the smallest median. Every rank so runs the
-// same algorithm in every call: the sequence of calls, and so each size's count of
-// calls, is the same on every rank. Horovod's HOROVOD_AUTOTUNE measures its fusion
+// turns of kTurnCalls calls, kRounds turns each, and every rank times the calls of a
+// turn but its first kTurnUncounted; then the ranks agree on the slowest rank's time
+// of every turn (a max-allreduce of the table) and each takes, from the same table,
+// the contender of the smallest median turn. Every rank so runs the same algorithm in
+// every call: the sequence of calls, and so each size's count of calls, is the same
+// on every rank. Horovod's HOROVOD_AUTOTUNE measures its fusion
 // settings in the job the same way; here it is the schedule, where the cost model's
 // formulas cannot tell schedules apart (docs/algorithms.md#measured-in-the-job).
 #ifndef TESSERA_COMM_CHOICE_TUNER_H_
@@ -22,7 +23,18 @@ namespace tessera {
 
 class ChoiceTuner {
  public:
-  static constexpr int kRounds = 5;       // calls per contender; the median is taken
+  static constexpr int kRounds = 5;  // turns of each contender
+  // Calls in a turn, and how many of its first are not counted: ranks leave a schedule
+  // at different times (hierarchical_leader's leaders last), and the next one's first
+  // calls pay for it. A turn counts as a whole: on 2x2 emulated hosts (4 ranks on 2
+  // cores), medians of single calls, one per turn, put hierarchical_leader (64 us)
+  // ahead of recursive doubling (23) at 8 B.
+  // Each turn also starts the waits' polling afresh (ProgressPolicy::Restart): a
+  // contender that made yields run late stops the next one's yielding for 100 ms, and
+  // on 4x2 emulated hosts Rabenseifner then measured 578-700 us a call at 32 KiB
+  // against the 255 it takes alone.
+  static constexpr int kTurnCalls = 16;
+  static constexpr int kTurnUncounted = 4;
   static constexpr size_t kMaxSizes = 64;  // sizes measured; later ones keep the model's choice
 
   // What one call runs: a contender (`size` >= 0: its time is recorded), the size's
@@ -30,6 +42,7 @@ class ChoiceTuner {
   struct Pick {
     const AlgorithmInfo* algorithm = nullptr;
     int size = -1;
+    bool turn_starts = false;  // the first call of a contender's turn
   };
 
   // What this call of `c` on `bytes` (PredictedBytes) runs.
@@ -46,7 +59,8 @@ class ChoiceTuner {
     Collective collective;
     size_t bytes;
     std::vector<const AlgorithmInfo*> contenders;
-    std::vector<double> seconds;  // call i ran contender i % contenders.size()
+    int calls = 0;                // turn t = calls / kTurnCalls ran contender t % contenders.size()
+    std::vector<double> turns;    // each turn's counted seconds
     const AlgorithmInfo* winner = nullptr;
   };
   Status Decide(Size* size, const CollectiveContext& ctx, std::string* decided);

@@ -401,6 +401,7 @@ Status Executor::Dispatch(Collective c, const CollectiveContext& ctx, const Coll
   if (site_.tracer != nullptr) {
     site_.tracer->BeginOperation(std::string(CollectiveName(c)) + "#" + std::to_string(op_count_) + " (" + label + ")");
   }
+  if (pick.turn_starts && ctx.exchange.progress != nullptr) ctx.exchange.progress->Restart();
   const int64_t start_us = pick.size >= 0 ? NowMicros() : 0;
   Status s = choice.algo->run(ctx, args);
   if (s.ok() && pick.size >= 0) {

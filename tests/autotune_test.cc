@@ -17,8 +17,8 @@
 namespace tessera_test {
 namespace {
 
-constexpr int kCalls = 40;  // more than 6 contenders x 5 calls
-const std::vector<size_t> kCounts = {2, 2048, 1 << 16};
+constexpr int kCalls = 500;  // more than 6 contenders x 5 turns x 16 calls
+const std::vector<size_t> kCounts = {2, 2048, 1 << 14};
 
 std::string DecisionsFile(int rank) { return testing::TempDir() + "/autotune_rank" + std::to_string(rank) + ".txt"; }
 

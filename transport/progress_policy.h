@@ -44,6 +44,12 @@ class ProgressPolicy {
   bool Yields(int64_t now_us) const { return s_.mode == PollMode::kYield && now_us >= no_yield_until_us_; }
   // One sched_yield returned after `took_us`.
   void YieldTook(int64_t took_us, int64_t now_us);
+  // Forgets what the yields so far said, as at creation (comm/choice_tuner.h: each
+  // contender's turn starts from the same state).
+  void Restart() {
+    late_share_ = 0;
+    no_yield_until_us_ = 0;
+  }
 
   // A yield longer than this ran someone else's slice.
   static constexpr int64_t kLateYieldUs = 200;
