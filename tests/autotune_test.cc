@@ -25,35 +25,23 @@ std::string DecisionsFile(int rank) { return testing::TempDir() + "/autotune_ran
 // kCalls allreduces of each count, each checked; stderr (the info log) goes to a file
 // meanwhile. Returns a failure, or "" and the log's text in `log`.
 std::string SumWithLog(int rank, tesseraComm_t comm, std::string* log) {
-  char path[] = "/tmp/tessera_autotune_XXXXXX";
-  const int file = mkstemp(path);
-  if (file < 0) return "mkstemp failed";
-  fflush(stderr);
-  const int saved = dup(2);
-  dup2(file, 2);
   std::string failure;
   int n = 0;
   tesseraCommCount(comm, &n);
-  for (size_t count : kCounts) {
-    std::vector<float> buf(count);
-    for (int call = 0; call < kCalls && failure.empty(); ++call) {
-      std::fill(buf.begin(), buf.end(), static_cast<float>(rank + call));
-      if (tesseraAllReduce(buf.data(), buf.data(), count, tesseraFloat32, tesseraSum, comm, nullptr) != tesseraSuccess) {
-        failure = std::string("allreduce: ") + tesseraGetLastError(comm);
-      } else if (buf[0] != n * (n - 1) / 2.0f + n * call || buf[count - 1] != buf[0]) {
-        failure = "call " + std::to_string(call) + " of " + std::to_string(count) + " elements: wrong sum";
+  *log = CaptureStderr([&] {
+    for (size_t count : kCounts) {
+      std::vector<float> buf(count);
+      for (int call = 0; call < kCalls && failure.empty(); ++call) {
+        std::fill(buf.begin(), buf.end(), static_cast<float>(rank + call));
+        if (tesseraAllReduce(buf.data(), buf.data(), count, tesseraFloat32, tesseraSum, comm, nullptr) !=
+            tesseraSuccess) {
+          failure = std::string("allreduce: ") + tesseraGetLastError(comm);
+        } else if (buf[0] != n * (n - 1) / 2.0f + n * call || buf[count - 1] != buf[0]) {
+          failure = "call " + std::to_string(call) + " of " + std::to_string(count) + " elements: wrong sum";
+        }
       }
     }
-  }
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  close(file);
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  unlink(path);
-  *log = text.str();
+  });
   return failure;
 }
 
@@ -112,8 +100,8 @@ TEST(AutoTune, AForcedAlgorithmIsNotMeasured) {
     const std::string failure = SumWithLog(rank, comm, &log);
     if (!failure.empty()) return failure;
     if (!Decisions(log).empty()) return "measured although TESSERA_ALGO=ring: " + Decisions(log);
-    if (log.find("allreduce of 8 B: ring") == std::string::npos) return std::string("the log does not show the ring running");
-    return std::string();
+    const bool ring_ran = log.find("allreduce of 8 B: ring") != std::string::npos;
+    return ring_ran ? std::string() : std::string("the log does not show the ring running");
   }, opts);
   EXPECT_EQ("", Failures(results));
 }

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -59,22 +58,9 @@ INSTANTIATE_TEST_SUITE_P(Polls, Progress, ::testing::Values("auto", "yield", "pa
 // Creates the communicator with its stderr in a file and returns the "ready" line the
 // info log writes there (how its waits poll), or a failure starting "error: ".
 std::string ReadyLine(const RankContext& ctx) {
-  char path[] = "/tmp/tessera_progress_XXXXXX";
-  const int file = mkstemp(path);
-  if (file < 0) return "error: mkstemp failed";
-  fflush(stderr);
-  const int saved = dup(2);
-  dup2(file, 2);
   tesseraComm_t comm = nullptr;
-  const std::string init = InitComm(ctx, &comm);
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  close(file);
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  unlink(path);
+  std::string init;
+  std::istringstream text(CaptureStderr([&] { init = InitComm(ctx, &comm); }));
   if (!init.empty()) return "error: " + init;
   if (tesseraCommDestroy(comm) != tesseraSuccess) return "error: tesseraCommDestroy failed";
   std::string line;

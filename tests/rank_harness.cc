@@ -20,6 +20,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <fstream>
+#include <sstream>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
@@ -546,6 +548,28 @@ std::string LastError(tesseraComm_t comm) {
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string CaptureStderr(const std::function<void()>& body) {
+  char path[] = "/tmp/tessera_stderr_XXXXXX";
+  const int file = mkstemp(path);
+  if (file < 0) {
+    body();
+    return "";
+  }
+  fflush(stderr);
+  const int saved = dup(2);
+  dup2(file, 2);
+  body();
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(file);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  unlink(path);
+  return text.str();
 }
 
 }  // namespace tessera_test

@@ -117,6 +117,10 @@ bool ExchangeWithRanks(const std::string& mine, std::vector<std::string>* all, M
 // with the code and tesseraGetLastError.
 std::string InitComm(const RankContext& ctx, tesseraComm_t* comm, int id_index = 0);
 
+// Runs `body` with this process's stderr (where tessera's log goes) in a temporary
+// file, and returns what was written there while it ran.
+std::string CaptureStderr(const std::function<void()>& body);
+
 // Collects a body's failures as text.
 class RankChecks {
  public:
