@@ -19,11 +19,15 @@ ChoiceTuner::Pick ChoiceTuner::Next(Collective c, size_t bytes, const CostModel&
   Size size{c, bytes, Contenders(c, m, s, bytes), 0, {}, nullptr};
   if (size.contenders.empty()) return Pick{};
   if (size.contenders.size() == 1) size.winner = size.contenders[0];  // nothing to measure
-  sizes_.push_back(size);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    sizes_.push_back(size);
+  }
   return Next(c, bytes, m, s);
 }
 
 const AlgorithmInfo* ChoiceTuner::Winner(Collective c, size_t bytes) const {
+  std::lock_guard<std::mutex> lock(mu_);
   for (const Size& size : sizes_) {
     if (size.collective == c && size.bytes == bytes) return size.winner;
   }
@@ -59,6 +63,7 @@ Status ChoiceTuner::Decide(Size* size, const CollectiveContext& ctx, std::string
   const size_t n = size->contenders.size();
   std::string text;
   double best = -1;
+  const AlgorithmInfo* winner = nullptr;
   for (size_t a = 0; a < n; ++a) {
     std::vector<double> turns;
     for (size_t t = a; t < size->turns.size(); t += n) turns.push_back(size->turns[t] / (kTurnCalls - kTurnUncounted));
@@ -66,14 +71,18 @@ Status ChoiceTuner::Decide(Size* size, const CollectiveContext& ctx, std::string
     const double median = turns[kRounds / 2];
     if (best < 0 || median < best) {
       best = median;
-      size->winner = size->contenders[a];
+      winner = size->contenders[a];
     }
     char figure[32];
     std::snprintf(figure, sizeof(figure), " %.1f us", median * 1e6);
     text += std::string(a == 0 ? "" : ", ") + size->contenders[a]->Label() + figure;
   }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    size->winner = winner;
+  }
   if (decided != nullptr) {
-    *decided = std::string(size->winner->Label()) + " (per call, the median of " + std::to_string(kRounds) +
+    *decided = std::string(winner->Label()) + " (per call, the median of " + std::to_string(kRounds) +
                " turns of " + std::to_string(kTurnCalls - kTurnUncounted) + " calls at the slowest rank: " + text + ")";
   }
   size->turns.clear();

@@ -12,6 +12,7 @@
 #define TESSERA_COMM_CHOICE_TUNER_H_
 
 #include <cstddef>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,8 @@
 
 namespace tessera {
 
+// Next and Record on the thread that runs the communicator's calls; Winner on any
+// (tesseraAllReduceAlgorithm may be asked from another thread).
 class ChoiceTuner {
  public:
   static constexpr int kRounds = 5;  // turns of each contender
@@ -65,6 +68,9 @@ class ChoiceTuner {
   };
   Status Decide(Size* size, const CollectiveContext& ctx, std::string* decided);
 
+  // Written only by the calls' thread, under mu_ where Winner could see it change (a
+  // size added, a winner set); that thread reads without it.
+  mutable std::mutex mu_;
   std::vector<Size> sizes_;
 };
 
