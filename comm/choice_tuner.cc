@@ -19,11 +19,13 @@ ChoiceTuner::Pick ChoiceTuner::Next(Collective c, size_t bytes, const CostModel&
   Size size{c, bytes, Contenders(c, m, s, bytes), 0, {}, nullptr};
   if (size.contenders.empty()) return Pick{};
   if (size.contenders.size() == 1) size.winner = size.contenders[0];  // nothing to measure
+  size.turns.assign(size.contenders.size() * kRounds, 0.0);
   {
     std::lock_guard<std::mutex> lock(mu_);
     sizes_.push_back(size);
   }
-  return Next(c, bytes, m, s);
+  if (size.winner != nullptr) return Pick{size.winner, -1};
+  return Pick{size.contenders[0], static_cast<int>(sizes_.size() - 1), true};
 }
 
 const AlgorithmInfo* ChoiceTuner::Winner(Collective c, size_t bytes) const {
@@ -37,10 +39,8 @@ const AlgorithmInfo* ChoiceTuner::Winner(Collective c, size_t bytes) const {
 Status ChoiceTuner::Record(const Pick& pick, double seconds, const CollectiveContext& ctx, std::string* decided) {
   if (pick.size < 0) return Status::Ok();
   Size& size = sizes_[static_cast<size_t>(pick.size)];
-  const size_t turn = static_cast<size_t>(size.calls / kTurnCalls);
-  if (size.turns.size() <= turn) size.turns.push_back(0);
-  if (size.calls % kTurnCalls >= kTurnUncounted) size.turns[turn] += seconds;
-  if (++size.calls < static_cast<int>(size.contenders.size()) * kRounds * kTurnCalls) return Status::Ok();
+  if (size.calls % kTurnCalls >= kTurnUncounted) size.turns[static_cast<size_t>(size.calls / kTurnCalls)] += seconds;
+  if (++size.calls < static_cast<int>(size.turns.size()) * kTurnCalls) return Status::Ok();
   return Decide(&size, ctx, decided).Annotate("agreeing on the algorithm measured for " +
                                               std::string(CollectiveName(size.collective)) + " of " +
                                               std::to_string(size.bytes) + " B (TESSERA_AUTOTUNE)");
@@ -48,8 +48,8 @@ Status ChoiceTuner::Record(const Pick& pick, double seconds, const CollectiveCon
 
 // Every turn's time is the slowest rank's (a max-allreduce of the table by recursive
 // doubling, which runs on every shape); each contender's figure is the median of its
-// turns, per counted call. Every rank holds the same table, so every rank picks the same contender (the
-// first in table order on a tie).
+// turns, per counted call. Every rank holds the same table, so every rank picks the
+// same contender (the first in table order on a tie).
 Status ChoiceTuner::Decide(Size* size, const CollectiveContext& ctx, std::string* decided) {
   CollectiveArgs args;
   args.send = size->turns.data();

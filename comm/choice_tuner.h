@@ -63,7 +63,7 @@ class ChoiceTuner {
     size_t bytes;
     std::vector<const AlgorithmInfo*> contenders;
     int calls = 0;                // turn t = calls / kTurnCalls ran contender t % contenders.size()
-    std::vector<double> turns;    // each turn's counted seconds
+    std::vector<double> turns;    // each turn's counted seconds (contenders x kRounds)
     const AlgorithmInfo* winner = nullptr;
   };
   Status Decide(Size* size, const CollectiveContext& ctx, std::string* decided);
