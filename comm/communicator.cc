@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <thread>
 
+#include "base/hash.h"
 #include "collectives/algorithms.h"
 #include "collectives/reduce_kernels.h"
 #include "collectives/ring_allreduce.h"
@@ -45,7 +45,7 @@ std::string DigestOf(const std::vector<MeasuredChoice>& rows) {
     text += r.collective + " " + std::to_string(r.hosts) + "x" + std::to_string(r.per_host) + " " +
             std::to_string(r.from_bytes) + " " + r.algorithm + "\n";
   }
-  return std::to_string(std::hash<std::string>{}(text));
+  return std::to_string(Fnv1a(text));
 }
 
 // The card that tells the others which kernel (and so which cores) a rank runs on.

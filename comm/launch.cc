@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "base/hash.h"
 #include "bootstrap/launcher_env.h"
 #include "bootstrap/pmix_share.h"
 #include "bootstrap/rendezvous.h"
@@ -14,8 +15,7 @@ namespace {
 uint64_t SharedSecret(const LaunchInfo& li) {
   const std::string text = li.job_key + "|" + li.root_host + ":" + std::to_string(li.root_port) + "|" +
                            std::to_string(li.size);
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  const uint64_t h = Fnv1a(text);
   return h == 0 ? 1 : h;
 }
 

@@ -2,6 +2,8 @@
 
 #include <unordered_map>
 
+#include "base/hash.h"
+
 namespace tessera {
 namespace {
 
@@ -10,10 +12,10 @@ namespace {
 // overwhelming likelihood); a difference is then located by FirstDifference.
 struct PairSequence {
   uint64_t count = 0;
-  uint64_t hash = 1469598103934665603ull;
+  uint64_t hash = kFnv1aBasis;
   void Add(uint32_t bytes) {
     ++count;
-    hash = (hash ^ (bytes + 0x9e3779b97f4a7c15ull + (hash << 6) + (hash >> 2))) * 1099511628211ull;
+    hash = Fnv1a(&bytes, sizeof(bytes), hash);
   }
 };
 

@@ -27,21 +27,13 @@
 #include <string>
 #include <thread>
 
+#include "base/hash.h"
 #include "base/status.h"
 #include "bootstrap/launcher_env.h"
 #include "bootstrap/pmix_share.h"
 
 namespace tessera {
 namespace {
-
-uint64_t Fnv1a(const char* data, size_t size) {
-  uint64_t hash = 1469598103934665603ull;
-  for (size_t i = 0; i < size; ++i) {
-    hash ^= static_cast<unsigned char>(data[i]);
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
 
 // `payload_bytes` random bytes followed by their 8-byte checksum; "" for 0.
 std::string RandomBlob(size_t payload_bytes) {

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <filesystem>
 
+#include "base/hash.h"
+
 namespace trainer {
 namespace {
 
@@ -94,11 +96,10 @@ void DecodeProgress(const std::vector<double>& v, TrainProgress* p) {
 uint64_t WeightsHash(torch::nn::Module& module) {
   std::vector<torch::Tensor> tensors = module.parameters();
   for (const torch::Tensor& buffer : module.buffers()) tensors.push_back(buffer);
-  uint64_t hash = 0xcbf29ce484222325ull;
+  uint64_t hash = tessera::kFnv1aBasis;
   for (const torch::Tensor& tensor : tensors) {
     const torch::Tensor cpu = tensor.detach().to(torch::kCPU).contiguous();
-    const unsigned char* bytes = static_cast<const unsigned char*>(cpu.data_ptr());
-    for (size_t i = 0; i < cpu.nbytes(); ++i) hash = (hash ^ bytes[i]) * 0x100000001b3ull;
+    hash = tessera::Fnv1a(cpu.data_ptr(), cpu.nbytes(), hash);
   }
   return hash;
 }

@@ -2,17 +2,13 @@
 
 #include <cstring>
 
+#include "base/hash.h"
+
 namespace tessera {
 namespace {
 
 constexpr char kCardMagic[4] = {'U', 'C', 'X', '1'};
 constexpr size_t kCardHeader = sizeof(kCardMagic) + sizeof(uint32_t) + sizeof(uint64_t);
-
-uint64_t Fnv1a(const std::string& bytes) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 constexpr int kRankShift = 45;
 constexpr int kSeqShift = 29;
