@@ -169,6 +169,11 @@ namespace tessera {
     "rank; docs/algorithms.md#measured-in-the-job); 0: the cost model alone. Ignored "  \
     "where TESSERA_ALGO forces an algorithm, "                                           \
     "TESSERA_ALGO_TABLE is set or TESSERA_DETERMINISTIC is on. The same on every rank.") \
+  X(std::string, autotune_file, "TESSERA_AUTOTUNE_FILE", "",                             \
+    "With TESSERA_AUTOTUNE=1, rank 0 of each communicator writes every size's measured " \
+    "algorithm to this file as TESSERA_ALGO_TABLE rows, rewritten at each decision and " \
+    "keeping the rows of other layouts and sizes, so that later runs read it with "      \
+    "TESSERA_ALGO_TABLE instead of measuring again. Empty: nothing is written.")         \
   X(std::string, trace_dir, "TESSERA_TRACE_DIR", "",                                     \
     "Directory where each rank writes a Chrome trace of every message when its "         \
     "communicator is destroyed (tessera-trace-<pid>-rank<r>.json). Empty: no tracing.")  \

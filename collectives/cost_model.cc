@@ -1,5 +1,7 @@
 #include "collectives/cost_model.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -8,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <tuple>
 
 namespace tessera {
 
@@ -136,6 +139,38 @@ Status CostModel::ChoicesFromFile(const std::string& path, std::vector<MeasuredC
   if (!in) return InvalidArgument("TESSERA_ALGO_TABLE=" + path + ": cannot open");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   return ChoicesFromText(text, path, out);
+}
+
+std::string CostModel::ChoicesToText(const std::vector<MeasuredChoice>& rows) {
+  std::string text;
+  for (const MeasuredChoice& r : rows) {
+    text += r.collective + " " + std::to_string(r.hosts) + "x" + std::to_string(r.per_host) + " " +
+            std::to_string(r.from_bytes) + " " + r.algorithm + "\n";
+  }
+  return text;
+}
+
+Status CostModel::SaveChoices(const std::string& path, const std::string& header, std::vector<MeasuredChoice> rows) {
+  auto key = [](const MeasuredChoice& r) { return std::make_tuple(r.collective, r.hosts, r.per_host, r.from_bytes); };
+  std::vector<MeasuredChoice> before;
+  if (std::ifstream(path).good() && !ChoicesFromFile(path, &before).ok()) before.clear();
+  for (const MeasuredChoice& old : before) {
+    const bool replaced =
+        std::any_of(rows.begin(), rows.end(), [&](const MeasuredChoice& r) { return key(r) == key(old); });
+    if (!replaced) rows.push_back(old);
+  }
+  std::sort(rows.begin(), rows.end(), [&](const MeasuredChoice& a, const MeasuredChoice& b) { return key(a) < key(b); });
+  const std::string staged = path + ".tmp" + std::to_string(getpid());
+  {
+    std::ofstream out(staged, std::ios::trunc);
+    out << "# " << header << "\n" << ChoicesToText(rows);
+    if (!out.flush()) return SystemError("cannot write measured choices to " + staged);
+  }
+  if (std::rename(staged.c_str(), path.c_str()) != 0) {
+    std::remove(staged.c_str());
+    return SystemError("cannot replace " + path + " with the measured choices");
+  }
+  return Status::Ok();
 }
 
 std::string CostModel::ToString() const {

@@ -53,6 +53,14 @@ struct CostModel {
   // table by CheckMeasuredChoices (algorithms.h).
   static Status ChoicesFromText(const std::string& text, const std::string& path, std::vector<MeasuredChoice>* out);
   static Status ChoicesFromFile(const std::string& path, std::vector<MeasuredChoice>* out);
+  // The rows as ChoicesFromText reads them, a line each.
+  static std::string ChoicesToText(const std::vector<MeasuredChoice>& rows);
+  // Writes `rows` to the file at `path` after a comment line `header`, with the rows
+  // already there for other collectives, layouts and sizes (a row of the same three is
+  // replaced; a file that does not parse is replaced whole), sorted. The file is
+  // replaced at once (written beside it, then renamed): a reader sees the old rows or
+  // the new. SystemError names the path when it cannot be written.
+  static Status SaveChoices(const std::string& path, const std::string& header, std::vector<MeasuredChoice> rows);
 };
 
 // The shape the model needs.

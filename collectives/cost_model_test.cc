@@ -187,6 +187,27 @@ TEST(CostModel, MeasuredChoicesReadAndNameBadLines) {
   EXPECT_NE(CheckMeasuredChoices(rows, "t").message().find("no collective 'allsum'"), std::string::npos);
 }
 
+TEST(CostModel, SavedChoicesReplaceTheirOwnRowsAndKeepTheRest) {
+  const std::string path = testing::TempDir() + "/saved_choices.txt";
+  std::ofstream(path) << "allreduce 1x4 8 board\nallreduce 2x2 8 ring\nallreduce 2x2 4096 torus\n";
+  std::vector<MeasuredChoice> mine;
+  ASSERT_TRUE(CostModel::ChoicesFromText("allreduce 2x2 32768 rabenseifner\nallreduce 2x2 8 recursive_doubling\n", "t",
+                                         &mine)
+                  .ok());
+  ASSERT_TRUE(CostModel::SaveChoices(path, "test", mine).ok());
+  std::vector<MeasuredChoice> rows;
+  ASSERT_TRUE(CostModel::ChoicesFromFile(path, &rows).ok());
+  EXPECT_EQ(CostModel::ChoicesToText(rows),
+            "allreduce 1x4 8 board\nallreduce 2x2 8 recursive_doubling\nallreduce 2x2 4096 torus\n"
+            "allreduce 2x2 32768 rabenseifner\n");
+
+  std::ofstream(path) << "not a table\n";  // replaced whole
+  ASSERT_TRUE(CostModel::SaveChoices(path, "test", mine).ok());
+  ASSERT_TRUE(CostModel::ChoicesFromFile(path, &rows).ok());
+  EXPECT_EQ(rows.size(), 2u);
+  EXPECT_EQ(CostModel::SaveChoices(testing::TempDir() + "/no/such/dir/t", "test", mine).code(), Code::kSystemError);
+}
+
 TEST(CostModel, MeasuredChoiceWinsOnItsLayoutOnly) {
   CostModel m;
   ASSERT_TRUE(CostModel::ChoicesFromText("allreduce 2x2 8 hierarchical_leader\nallreduce 2x2 32768 torus\n"

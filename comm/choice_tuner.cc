@@ -46,6 +46,22 @@ Status ChoiceTuner::Record(const Pick& pick, double seconds, const CollectiveCon
                                               std::to_string(size.bytes) + " B (TESSERA_AUTOTUNE)");
 }
 
+std::vector<MeasuredChoice> ChoiceTuner::Decided(const Shape& s) const {
+  std::vector<MeasuredChoice> rows;
+  if (s.per_host <= 0) return rows;
+  for (const Size& size : sizes_) {
+    if (size.winner == nullptr) continue;
+    MeasuredChoice row;
+    row.collective = CollectiveName(size.collective);
+    row.hosts = s.hosts;
+    row.per_host = s.per_host;
+    row.from_bytes = size.bytes;
+    row.algorithm = size.winner->name;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
 // Every turn's time is the slowest rank's (a max-allreduce of the table by recursive
 // doubling, which runs on every shape); each contender's figure is the median of its
 // turns, per counted call. Every rank holds the same table, so every rank picks the

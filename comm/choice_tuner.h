@@ -56,6 +56,9 @@ class ChoiceTuner {
   // last call, agrees with every rank over `ctx` and decides. `decided` (may be null)
   // gets the decision's text when it was made in this call.
   Status Record(const Pick& pick, double seconds, const CollectiveContext& ctx, std::string* decided);
+  // The sizes decided so far, as measured choices (TESSERA_ALGO_TABLE rows) of the
+  // layout of `s` (none where hosts differ in their rank counts: rows cannot say so).
+  std::vector<MeasuredChoice> Decided(const Shape& s) const;
 
  private:
   struct Size {

@@ -404,17 +404,28 @@ Status Executor::Dispatch(Collective c, const CollectiveContext& ctx, const Coll
   if (pick.turn_starts && ctx.exchange.progress != nullptr) ctx.exchange.progress->Restart();
   const int64_t start_us = pick.size >= 0 ? NowMicros() : 0;
   Status s = choice.algo->run(ctx, args);
-  if (s.ok() && pick.size >= 0) {
-    std::string decided;
-    s = tuner_.Record(pick, (NowMicros() - start_us) * 1e-6, ctx, explain ? &decided : nullptr);
-    if (!decided.empty()) {
-      Log(site_.log_level, LogLevel::kInfo,
-          "rank " + std::to_string(site_.rank) + ": " + CollectiveName(c) + " of " + std::to_string(bytes) +
-              " B, measured in the job: " + decided);
-    }
-  }
+  if (s.ok() && pick.size >= 0) s = RecordTurn(c, bytes, pick, (NowMicros() - start_us) * 1e-6, ctx);
   if (s.ok()) return s;
   return s.Annotate(std::string(CollectiveName(c)) + " (" + label + (on_device ? ", device" : "") + ")");
+}
+
+// A contender's call timed (TESSERA_AUTOTUNE); after a size's last, its decision is
+// logged and, on rank 0, saved to TESSERA_AUTOTUNE_FILE. A file that cannot be written
+// is a warning: the job's calls do not depend on it.
+Status Executor::RecordTurn(Collective c, size_t bytes, const ChoiceTuner::Pick& pick, double seconds,
+                            const CollectiveContext& ctx) {
+  std::string decided;
+  TESSERA_RETURN_IF_ERROR(tuner_.Record(pick, seconds, ctx, &decided));
+  if (decided.empty()) return Status::Ok();
+  const std::string who = "rank " + std::to_string(site_.rank) + ": ";
+  Log(site_.log_level, LogLevel::kInfo,
+      who + CollectiveName(c) + " of " + std::to_string(bytes) + " B, measured in the job: " + decided);
+  const std::string& path = site_.settings->autotune_file;
+  if (site_.rank != 0 || path.empty()) return Status::Ok();
+  const Status saved = CostModel::SaveChoices(path, "TESSERA_AUTOTUNE: the algorithms measured in the job",
+                                              tuner_.Decided(*site_.shape));
+  if (!saved.ok()) Log(site_.log_level, LogLevel::kWarn, who + "TESSERA_AUTOTUNE_FILE: " + saved.message());
+  return Status::Ok();
 }
 
 Status Executor::RunPointToPointGroup(const std::vector<Operation>& p2p, const CollectiveContext& ctx) {

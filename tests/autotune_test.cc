@@ -1,7 +1,8 @@
 // The choice measured in the job (TESSERA_AUTOTUNE=1): every call sums right while the
 // contenders are measured; each size is decided once, after the contenders' calls, on
-// every rank the same way; tesseraAllReduceAlgorithm then names the winner. Where
-// TESSERA_ALGO forces an algorithm nothing is measured.
+// every rank the same way; tesseraAllReduceAlgorithm then names the winner, and rank 0
+// saved it (TESSERA_AUTOTUNE_FILE) where a later communicator's TESSERA_ALGO_TABLE finds
+// it. Where TESSERA_ALGO forces an algorithm nothing is measured.
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +22,25 @@ constexpr int kCalls = 500;  // more than 6 contenders x 5 turns x 16 calls
 const std::vector<size_t> kCounts = {2, 2048, 1 << 14};
 
 std::string DecisionsFile(int rank) { return testing::TempDir() + "/autotune_rank" + std::to_string(rank) + ".txt"; }
+std::string ChoicesFile() { return testing::TempDir() + "/autotune_choices.txt"; }
+constexpr char kOtherLayoutRow[] = "allreduce 1x4 8 board";  // kept when the file is rewritten
+
+// What tesseraAllReduceAlgorithm names for each of kCounts, in the decisions' format.
+std::string Named(tesseraComm_t comm) {
+  std::string named;
+  for (size_t count : kCounts) {
+    named += "allreduce of " + std::to_string(count * 4) + " B: " +
+             tesseraAllReduceAlgorithm(comm, count, tesseraFloat32) + "\n";
+  }
+  return named;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 // kCalls allreduces of each count, each checked; stderr (the info log) goes to a file
 // meanwhile. Returns a failure, or "" and the log's text in `log`.
@@ -64,30 +84,37 @@ TEST(AutoTune, EveryRankRunsTheSameMeasuredAlgorithm) {
   opts.ranks_per_host = 2;  // 2x2: six allreduce schedules apply
   opts.env["TESSERA_AUTOTUNE"] = "1";
   opts.env["TESSERA_DEBUG"] = "INFO";
+  opts.env["TESSERA_AUTOTUNE_FILE"] = ChoicesFile();
+  std::ofstream(ChoicesFile()) << kOtherLayoutRow << "\n";
   auto results = RunRanks(4, [](int rank, tesseraComm_t comm) {
     std::string log;
     const std::string failure = SumWithLog(rank, comm, &log);
     if (!failure.empty()) return failure;
     const std::string decided = Decisions(log);
-    std::string named;
-    for (size_t count : kCounts) {
-      named += "allreduce of " + std::to_string(count * 4) + " B: " +
-               tesseraAllReduceAlgorithm(comm, count, tesseraFloat32) + "\n";
-    }
+    const std::string named = Named(comm);
     if (decided != named) return "decided\n" + decided + "but tesseraAllReduceAlgorithm names\n" + named;
     std::ofstream(DecisionsFile(rank)) << decided;
     return std::string();
   }, opts);
   ASSERT_EQ("", Failures(results));
   std::vector<std::string> decided(4);
-  for (int r = 0; r < 4; ++r) {
-    std::ifstream in(DecisionsFile(r));
-    std::stringstream text;
-    text << in.rdbuf();
-    decided[r] = text.str();
-  }
+  for (int r = 0; r < 4; ++r) decided[r] = ReadFile(DecisionsFile(r));
   EXPECT_EQ(std::count(decided[0].begin(), decided[0].end(), '\n'), static_cast<long>(kCounts.size())) << decided[0];
   for (int r = 1; r < 4; ++r) EXPECT_EQ(decided[0], decided[r]) << "rank " << r;
+
+  // The saved rows, read back as TESSERA_ALGO_TABLE: a new communicator of the layout
+  // runs the winners from its first call, without measuring.
+  const std::string saved = ReadFile(ChoicesFile());
+  EXPECT_NE(std::string::npos, saved.find(kOtherLayoutRow)) << saved;
+  RankOptions again;
+  again.ranks_per_host = 2;
+  again.env["TESSERA_ALGO_TABLE"] = ChoicesFile();
+  const std::string want = decided[0];
+  auto reread = RunRanks(4, [&want](int, tesseraComm_t comm) {
+    const std::string named = Named(comm);
+    return named == want ? std::string() : "saved\n" + want + "but TESSERA_ALGO_TABLE names\n" + named;
+  }, again);
+  EXPECT_EQ("", Failures(reread)) << saved;
 }
 
 TEST(AutoTune, AForcedAlgorithmIsNotMeasured) {
