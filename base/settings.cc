@@ -103,6 +103,7 @@ Status Validate(const Settings& s) {
     return InvalidArgument("TESSERA_POLL must be auto, yield or pause, not '" + s.poll + "'");
   }
   TESSERA_RETURN_IF_ERROR(InRange("TESSERA_BOOTSTRAP_FANOUT", s.bootstrap_fanout, 1, 1 << 20));
+  TESSERA_RETURN_IF_ERROR(InRange("TESSERA_AUTOTUNE_TURN_CALLS", s.autotune_turn_calls, 2, 4096));
   if (s.probe < 0 || s.probe > 2) return InvalidArgument("TESSERA_PROBE must be 0, 1 or 2");
   if (s.check_calls < 0 || s.check_calls > 1) return InvalidArgument("TESSERA_CHECK_CALLS must be 0 or 1");
   if (s.deterministic < 0 || s.deterministic > 1) return InvalidArgument("TESSERA_DETERMINISTIC must be 0 or 1");

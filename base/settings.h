@@ -164,11 +164,16 @@ namespace tessera {
     "Every rank must read the same text. Empty: the model alone.")                     \
   X(int64_t, autotune, "TESSERA_AUTOTUNE", 0,                                           \
     "1: each collective's algorithm is measured in the job, per size: the contenders "  \
-    "(the rows predicted within 3x of the fastest) run in turns of 16 calls, 5 turns "  \
+    "(the rows predicted within 3x of the fastest) run in turns of "                    \
+    "TESSERA_AUTOTUNE_TURN_CALLS calls, 5 turns "                                        \
     "each, then every rank takes the one of the smallest median turn (at the slowest "  \
     "rank; docs/algorithms.md#measured-in-the-job); 0: the cost model alone. Ignored "  \
     "where TESSERA_ALGO forces an algorithm, "                                           \
     "TESSERA_ALGO_TABLE is set or TESSERA_DETERMINISTIC is on. The same on every rank.") \
+  X(int64_t, autotune_turn_calls, "TESSERA_AUTOTUNE_TURN_CALLS", 64,                      \
+    "With TESSERA_AUTOTUNE=1, the calls of each contender's turn; the first half of "    \
+    "each turn is not counted (what the previous schedule left behind: a shaped link's " \
+    "burst allowance, the polling's state). 2 to 4096; the same on every rank.")        \
   X(std::string, autotune_file, "TESSERA_AUTOTUNE_FILE", "",                             \
     "With TESSERA_AUTOTUNE=1, rank 0 of each communicator writes every size's measured " \
     "algorithm to this file as TESSERA_ALGO_TABLE rows, rewritten at each decision and " \

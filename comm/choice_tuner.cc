@@ -12,20 +12,25 @@ ChoiceTuner::Pick ChoiceTuner::Next(Collective c, size_t bytes, const CostModel&
     Size& size = sizes_[i];
     if (size.collective != c || size.bytes != bytes) continue;
     if (size.winner != nullptr) return Pick{size.winner, -1};
-    const size_t turn = static_cast<size_t>(size.calls / kTurnCalls);
-    return Pick{size.contenders[turn % size.contenders.size()], static_cast<int>(i), size.calls % kTurnCalls == 0};
+    const size_t contender = static_cast<size_t>(size.calls / turn_calls_) % size.contenders.size();
+    return Pick{size.contenders[contender], static_cast<int>(i), static_cast<int>(contender)};
   }
   if (sizes_.size() >= kMaxSizes) return Pick{};
-  Size size{c, bytes, Contenders(c, m, s, bytes), 0, {}, nullptr};
+  Size size{c, bytes, Contenders(c, m, s, bytes), 0, {}, {}, nullptr};
   if (size.contenders.empty()) return Pick{};
   if (size.contenders.size() == 1) size.winner = size.contenders[0];  // nothing to measure
   size.turns.assign(size.contenders.size() * kRounds, 0.0);
+  size.policy.resize(size.contenders.size());
   {
     std::lock_guard<std::mutex> lock(mu_);
     sizes_.push_back(size);
   }
   if (size.winner != nullptr) return Pick{size.winner, -1};
-  return Pick{size.contenders[0], static_cast<int>(sizes_.size() - 1), true};
+  return Pick{size.contenders[0], static_cast<int>(sizes_.size() - 1), 0};
+}
+
+ProgressPolicy::State* ChoiceTuner::PolicyOf(const Pick& pick) {
+  return &sizes_[static_cast<size_t>(pick.size)].policy[static_cast<size_t>(pick.contender)];
 }
 
 const AlgorithmInfo* ChoiceTuner::Winner(Collective c, size_t bytes) const {
@@ -39,8 +44,8 @@ const AlgorithmInfo* ChoiceTuner::Winner(Collective c, size_t bytes) const {
 Status ChoiceTuner::Record(const Pick& pick, double seconds, const CollectiveContext& ctx, std::string* decided) {
   if (pick.size < 0) return Status::Ok();
   Size& size = sizes_[static_cast<size_t>(pick.size)];
-  if (size.calls % kTurnCalls >= kTurnUncounted) size.turns[static_cast<size_t>(size.calls / kTurnCalls)] += seconds;
-  if (++size.calls < static_cast<int>(size.turns.size()) * kTurnCalls) return Status::Ok();
+  if (size.calls % turn_calls_ >= uncounted_) size.turns[static_cast<size_t>(size.calls / turn_calls_)] += seconds;
+  if (++size.calls < static_cast<int>(size.turns.size()) * turn_calls_) return Status::Ok();
   return Decide(&size, ctx, decided).Annotate("agreeing on the algorithm measured for " +
                                               std::string(CollectiveName(size.collective)) + " of " +
                                               std::to_string(size.bytes) + " B (TESSERA_AUTOTUNE)");
@@ -82,7 +87,7 @@ Status ChoiceTuner::Decide(Size* size, const CollectiveContext& ctx, std::string
   const AlgorithmInfo* winner = nullptr;
   for (size_t a = 0; a < n; ++a) {
     std::vector<double> turns;
-    for (size_t t = a; t < size->turns.size(); t += n) turns.push_back(size->turns[t] / (kTurnCalls - kTurnUncounted));
+    for (size_t t = a; t < size->turns.size(); t += n) turns.push_back(size->turns[t] / (turn_calls_ - uncounted_));
     std::nth_element(turns.begin(), turns.begin() + kRounds / 2, turns.end());
     const double median = turns[kRounds / 2];
     if (best < 0 || median < best) {
@@ -99,10 +104,12 @@ Status ChoiceTuner::Decide(Size* size, const CollectiveContext& ctx, std::string
   }
   if (decided != nullptr) {
     *decided = std::string(winner->Label()) + " (per call, the median of " + std::to_string(kRounds) +
-               " turns of " + std::to_string(kTurnCalls - kTurnUncounted) + " calls at the slowest rank: " + text + ")";
+               " turns of " + std::to_string(turn_calls_ - uncounted_) + " calls at the slowest rank: " + text + ")";
   }
   size->turns.clear();
   size->turns.shrink_to_fit();
+  size->policy.clear();
+  size->policy.shrink_to_fit();
   return Status::Ok();
 }
 

@@ -1,7 +1,7 @@
 // The choice measured in the job (TESSERA_AUTOTUNE=1). For each collective and size it
 // meets, the executor runs the contenders (collectives/algorithms.h: Contenders) in
-// turns of kTurnCalls calls, kRounds turns each, and every rank times the calls of a
-// turn but its first kTurnUncounted; then the ranks agree on the slowest rank's time
+// turns of TESSERA_AUTOTUNE_TURN_CALLS calls, kRounds turns each, and every rank times
+// the second half of each turn; then the ranks agree on the slowest rank's time
 // of every turn (a max-allreduce of the table) and each takes, from the same table,
 // the contender of the smallest median turn. Every rank so runs the same algorithm in
 // every call: the sequence of calls, and so each size's count of calls, is the same
@@ -19,6 +19,7 @@
 #include "base/status.h"
 #include "collectives/algorithms.h"
 #include "collectives/collective.h"
+#include "transport/progress_policy.h"
 
 namespace tessera {
 
@@ -26,18 +27,26 @@ namespace tessera {
 // (tesseraAllReduceAlgorithm may be asked from another thread).
 class ChoiceTuner {
  public:
+  explicit ChoiceTuner(int turn_calls) : turn_calls_(turn_calls), uncounted_(turn_calls / 2) {}
+
   static constexpr int kRounds = 5;  // turns of each contender
-  // Calls in a turn, and how many of its first are not counted: ranks leave a schedule
-  // at different times (hierarchical_leader's leaders last), and the next one's first
-  // calls pay for it. A turn counts as a whole: on 2x2 emulated hosts (4 ranks on 2
-  // cores), medians of single calls, one per turn, put hierarchical_leader (64 us)
-  // ahead of recursive doubling (23) at 8 B.
-  // Each turn also starts the waits' polling afresh (ProgressPolicy::Restart): a
-  // contender that made yields run late stops the next one's yielding for 100 ms, and
-  // on 4x2 emulated hosts Rabenseifner then measured 578-700 us a call at 32 KiB
-  // against the 255 it takes alone.
-  static constexpr int kTurnCalls = 16;
-  static constexpr int kTurnUncounted = 4;
+  // A turn is `turn_calls` calls (TESSERA_AUTOTUNE_TURN_CALLS), its first half not
+  // counted: ranks leave a schedule at different times (hierarchical_leader's leaders
+  // last), and the next one's first calls pay for it; a link shaped by a token bucket
+  // (the emulated hosts' tc tbf: 0.5 ms of sending) lets a burst through at once, and a
+  // schedule that sends more than the link's rate gets a turn's first calls at the
+  // bucket's expense. On 2x2 emulated hosts at 8 KiB 16-call turns (4 not counted)
+  // measured recursive doubling at 38 us a call, which takes 69 when it runs alone;
+  // 64-call turns measured 69.7. A turn counts as a whole: medians of single calls,
+  // one per turn, put hierarchical_leader (64 us) ahead of recursive doubling (23) at
+  // 8 B on 2x2.
+  // Each contender's calls also keep their own state of the waits' polling
+  // (ProgressPolicy::State), as a communicator running it alone would: a contender
+  // that made yields run late stops yielding for 100 ms, and when the next one
+  // inherited that, on 4x2 emulated hosts Rabenseifner measured 578-700 us a call at
+  // 32 KiB against the 255 it takes alone. Starting every turn afresh instead would
+  // keep a contender from the state it settles in alone (hierarchical_leader on 2x2 at
+  // 8 KiB: 82 us a call when its ranks always yield, 42-84 under the adaptive policy).
   static constexpr size_t kMaxSizes = 64;  // sizes measured; later ones keep the model's choice
 
   // What one call runs: a contender (`size` >= 0: its time is recorded), the size's
@@ -45,7 +54,7 @@ class ChoiceTuner {
   struct Pick {
     const AlgorithmInfo* algorithm = nullptr;
     int size = -1;
-    bool turn_starts = false;  // the first call of a contender's turn
+    int contender = -1;  // of the size's, when measured
   };
 
   // What this call of `c` on `bytes` (PredictedBytes) runs.
@@ -59,6 +68,9 @@ class ChoiceTuner {
   // The sizes decided so far, as measured choices (TESSERA_ALGO_TABLE rows) of the
   // layout of `s` (none where hosts differ in their rank counts: rows cannot say so).
   std::vector<MeasuredChoice> Decided(const Shape& s) const;
+  // The polling state of the contender `pick` runs (a measured pick's only): taken up
+  // before its call and set aside after it.
+  ProgressPolicy::State* PolicyOf(const Pick& pick);
 
  private:
   struct Size {
@@ -67,12 +79,15 @@ class ChoiceTuner {
     std::vector<const AlgorithmInfo*> contenders;
     int calls = 0;                // turn t = calls / kTurnCalls ran contender t % contenders.size()
     std::vector<double> turns;    // each turn's counted seconds (contenders x kRounds)
+    std::vector<ProgressPolicy::State> policy;  // by contender
     const AlgorithmInfo* winner = nullptr;
   };
   Status Decide(Size* size, const CollectiveContext& ctx, std::string* decided);
 
   // Written only by the calls' thread, under mu_ where Winner could see it change (a
   // size added, a winner set); that thread reads without it.
+  const int turn_calls_;
+  const int uncounted_;  // the first calls of each turn
   mutable std::mutex mu_;
   std::vector<Size> sizes_;
 };

@@ -108,6 +108,7 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   TESSERA_RETURN_IF_ERROR(AddAgreed(transports_.agreed() + "TESSERA_ALGO_TABLE=" + DigestOf(model_.measured) +
                                         "\nTESSERA_HALF_WIRE=" + settings.half_wire +
                                         "\nTESSERA_AUTOTUNE=" + std::to_string(settings.autotune) +
+                                        "\nTESSERA_AUTOTUNE_TURN_CALLS=" + std::to_string(settings.autotune_turn_calls) +
                                         "\nTESSERA_HALF_SEGMENT_BYTES=" + std::to_string(settings.half_segment_bytes) +
                                         "\nTESSERA_CHECK_CALLS=" + std::to_string(settings.check_calls) +
                                         "\nTESSERA_DETERMINISTIC=" + std::to_string(settings.deterministic) +

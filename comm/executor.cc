@@ -181,7 +181,9 @@ class EngineMemory : public LocalMemory {
 
 }  // namespace
 
-Executor::Executor(ExecutionSite site) : site_(std::move(site)), device_shape_(*site_.shape) {
+Executor::Executor(ExecutionSite site)
+    : site_(std::move(site)), device_shape_(*site_.shape),
+      tuner_(static_cast<int>(site_.settings->autotune_turn_calls)) {
   device_shape_.board_bytes = 0;  // device-resident buffers never go on the host board
   const Settings& s = *site_.settings;
   tunes_ = s.autotune != 0 && s.algo == "auto" && s.algo_table.empty() && s.deterministic == 0;
@@ -401,21 +403,30 @@ Status Executor::Dispatch(Collective c, const CollectiveContext& ctx, const Coll
   if (site_.tracer != nullptr) {
     site_.tracer->BeginOperation(std::string(CollectiveName(c)) + "#" + std::to_string(op_count_) + " (" + label + ")");
   }
-  if (pick.turn_starts && ctx.exchange.progress != nullptr) ctx.exchange.progress->Restart();
-  const int64_t start_us = pick.size >= 0 ? NowMicros() : 0;
-  Status s = choice.algo->run(ctx, args);
-  if (s.ok() && pick.size >= 0) s = RecordTurn(c, bytes, pick, (NowMicros() - start_us) * 1e-6, ctx);
+  Status s = pick.size >= 0 ? RunContender(c, bytes, pick, ctx, args) : choice.algo->run(ctx, args);
   if (s.ok()) return s;
   return s.Annotate(std::string(CollectiveName(c)) + " (" + label + (on_device ? ", device" : "") + ")");
 }
 
-// A contender's call timed (TESSERA_AUTOTUNE); after a size's last, its decision is
+// A contender's call (TESSERA_AUTOTUNE), timed, with the contender's own polling
+// state in place of the communicator's; after a size's last call its decision is
 // logged and, on rank 0, saved to TESSERA_AUTOTUNE_FILE. A file that cannot be written
 // is a warning: the job's calls do not depend on it.
-Status Executor::RecordTurn(Collective c, size_t bytes, const ChoiceTuner::Pick& pick, double seconds,
-                            const CollectiveContext& ctx) {
+Status Executor::RunContender(Collective c, size_t bytes, const ChoiceTuner::Pick& pick, const CollectiveContext& ctx,
+                              const CollectiveArgs& args) {
+  ProgressPolicy* progress = ctx.exchange.progress;
+  const int64_t start_us = NowMicros();
+  const ProgressPolicy::State own = progress != nullptr ? progress->Save(start_us) : ProgressPolicy::State{};
+  if (progress != nullptr) progress->Resume(*tuner_.PolicyOf(pick), start_us);
+  const Status ran = pick.algorithm->run(ctx, args);
+  const int64_t end_us = NowMicros();
+  if (progress != nullptr) {
+    *tuner_.PolicyOf(pick) = progress->Save(end_us);
+    progress->Resume(own, end_us);
+  }
+  TESSERA_RETURN_IF_ERROR(ran);
   std::string decided;
-  TESSERA_RETURN_IF_ERROR(tuner_.Record(pick, seconds, ctx, &decided));
+  TESSERA_RETURN_IF_ERROR(tuner_.Record(pick, (end_us - start_us) * 1e-6, ctx, &decided));
   if (decided.empty()) return Status::Ok();
   const std::string who = "rank " + std::to_string(site_.rank) + ": ";
   Log(site_.log_level, LogLevel::kInfo,

@@ -94,8 +94,8 @@ class Executor {
   // model and the shape are fixed once the communicator exists, and a training loop
   // repeats its sizes, so most calls skip predicting every row.
   Selection CachedChoice(Collective c, size_t bytes);
-  Status RecordTurn(Collective c, size_t bytes, const ChoiceTuner::Pick& pick, double seconds,
-                    const CollectiveContext& ctx);
+  Status RunContender(Collective c, size_t bytes, const ChoiceTuner::Pick& pick, const CollectiveContext& ctx,
+                      const CollectiveArgs& args);
   Status RunPointToPointGroup(const std::vector<Operation>& p2p, const CollectiveContext& ctx);
   Status RunPointToPoint(const std::vector<Operation>& ops, const CollectiveContext& ctx);
 

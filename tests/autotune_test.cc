@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -18,7 +19,8 @@
 namespace tessera_test {
 namespace {
 
-constexpr int kCalls = 500;  // more than 6 contenders x 5 turns x 16 calls
+constexpr int kCalls = 500;  // more than 6 contenders x 5 turns x kTurnCalls
+constexpr char kTurnCalls[] = "16";
 const std::vector<size_t> kCounts = {2, 2048, 1 << 14};
 
 std::string DecisionsFile(int rank) { return testing::TempDir() + "/autotune_rank" + std::to_string(rank) + ".txt"; }
@@ -83,6 +85,7 @@ TEST(AutoTune, EveryRankRunsTheSameMeasuredAlgorithm) {
   RankOptions opts;
   opts.ranks_per_host = 2;  // 2x2: six allreduce schedules apply
   opts.env["TESSERA_AUTOTUNE"] = "1";
+  opts.env["TESSERA_AUTOTUNE_TURN_CALLS"] = kTurnCalls;
   opts.env["TESSERA_DEBUG"] = "INFO";
   opts.env["TESSERA_AUTOTUNE_FILE"] = ChoicesFile();
   std::ofstream(ChoicesFile()) << kOtherLayoutRow << "\n";
@@ -120,6 +123,7 @@ TEST(AutoTune, EveryRankRunsTheSameMeasuredAlgorithm) {
 TEST(AutoTune, AForcedAlgorithmIsNotMeasured) {
   RankOptions opts;
   opts.env["TESSERA_AUTOTUNE"] = "1";
+  opts.env["TESSERA_AUTOTUNE_TURN_CALLS"] = kTurnCalls;
   opts.env["TESSERA_ALGO"] = "ring";
   opts.env["TESSERA_DEBUG"] = "INFO";
   auto results = RunRanks(3, [](int rank, tesseraComm_t comm) {
@@ -133,18 +137,25 @@ TEST(AutoTune, AForcedAlgorithmIsNotMeasured) {
   EXPECT_EQ("", Failures(results));
 }
 
+// The setting and its turn length: ranks that differed would run different contenders.
 TEST(AutoTune, MustBeTheSameOnEveryRank) {
-  RankOptions opts;
-  opts.env_for_rank = [](int rank) { return EnvVars{{"TESSERA_AUTOTUNE", rank == 1 ? "1" : "0"}}; };
-  auto results = RunRanksRaw(2, [](const RankContext& ctx) {
-    tesseraComm_t comm = nullptr;
-    const std::string init = InitComm(ctx, &comm);
-    if (comm != nullptr) tesseraCommDestroy(comm);
-    if (init.empty()) return std::string("created with TESSERA_AUTOTUNE differing");
-    return init.find("TESSERA_AUTOTUNE") == std::string::npos ? "init failed without naming it: " + init
-                                                               : std::string();
-  }, opts);
-  EXPECT_EQ("", Failures(results));
+  const std::vector<std::pair<std::string, std::string>> cases = {{"TESSERA_AUTOTUNE", "0"},
+                                                                   {"TESSERA_AUTOTUNE_TURN_CALLS", "32"}};
+  for (const auto& differing : cases) {
+    const std::string name = differing.first, value = differing.second;
+    RankOptions opts;
+    opts.env["TESSERA_AUTOTUNE"] = "1";
+    opts.env_for_rank = [&](int rank) { return rank == 1 ? EnvVars{{name, value}} : EnvVars{}; };
+    auto results = RunRanksRaw(2, [&](const RankContext& ctx) {
+      tesseraComm_t comm = nullptr;
+      const std::string init = InitComm(ctx, &comm);
+      if (comm != nullptr) tesseraCommDestroy(comm);
+      if (init.empty()) return "created with " + name + " differing";
+      return init.find(name + " differs") == std::string::npos ? "init failed without naming " + name + ": " + init
+                                                        : std::string();
+    }, opts);
+    EXPECT_EQ("", Failures(results)) << name;
+  }
 }
 
 }  // namespace

@@ -44,11 +44,20 @@ class ProgressPolicy {
   bool Yields(int64_t now_us) const { return s_.mode == PollMode::kYield && now_us >= no_yield_until_us_; }
   // One sched_yield returned after `took_us`.
   void YieldTook(int64_t took_us, int64_t now_us);
-  // Forgets what the yields so far said, as at creation (comm/choice_tuner.h: each
-  // contender's turn starts from the same state).
-  void Restart() {
-    late_share_ = 0;
-    no_yield_until_us_ = 0;
+  // What the yields so far said, set aside while other schedules run and taken up
+  // again (comm/choice_tuner.h: each contender's calls continue their own state, as in
+  // a communicator that runs that schedule alone). A pause in yielding keeps what was
+  // left of it.
+  struct State {
+    int late_share = 0;
+    int64_t no_yield_left_us = 0;
+  };
+  State Save(int64_t now_us) const {
+    return State{late_share_, no_yield_until_us_ > now_us ? no_yield_until_us_ - now_us : 0};
+  }
+  void Resume(const State& state, int64_t now_us) {
+    late_share_ = state.late_share;
+    no_yield_until_us_ = state.no_yield_left_us > 0 ? now_us + state.no_yield_left_us : 0;
   }
 
   // A yield longer than this ran someone else's slice.
