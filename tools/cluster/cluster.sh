@@ -4,7 +4,7 @@
 # See docs/cluster.md for the layout and its limits. Needs root.
 #
 #   cluster.sh up --hosts N [--rate 2gbit|none] [--mtu 1500] [--name PREFIX] [--subnet 10.x.y.0/24]
-#   cluster.sh run --hosts N --ranks-per-host R [--name PREFIX] [--timeout S]
+#   cluster.sh run --hosts N --ranks-per-host R [--name PREFIX] [--timeout S] [--pin-hosts]
 #                  [--mca KEY VALUE]... [-x VAR[=VALUE]]... -- PROGRAM ARGS...
 #   cluster.sh measure [--name PREFIX] [--from I] [--to J] [--seconds S]
 #   cluster.sh exec [--name PREFIX] --host I -- COMMAND ARGS...
@@ -309,8 +309,27 @@ cmd_status() {
 
 # --- run ----------------------------------------------------------------------------
 
+# "ADDRESS=CPUS ..." for --pin-hosts: this machine's CPUs split among the first N hosts
+# in order, each host its own share (a real host's ranks never share a core with
+# another host's), or, with more hosts than CPUs, host i on CPU i mod the count.
+host_cpus() {
+  local hosts="$1" i k
+  local -a cpus
+  read -ra cpus <<<"$("${PYTHON}" -c 'import os; print(*sorted(os.sched_getaffinity(0)))')"
+  local n=${#cpus[@]} list
+  for ((i = 0; i < hosts; i++)); do
+    if ((hosts <= n)); then
+      list=""
+      for ((k = i * n / hosts; k < (i + 1) * n / hosts; k++)); do list+="${list:+,}${cpus[k]}"; done
+    else
+      list="${cpus[i % n]}"
+    fi
+    printf '%s=%s ' "${PREFIX_BASE}.$((i + 1))" "${list}"
+  done
+}
+
 cmd_run() {
-  local hosts="" per_host="" limit=0 i variable
+  local hosts="" per_host="" limit=0 pin=0 i variable
   local -a mca=() exports=()
   while (($#)); do
     case "$1" in
@@ -318,6 +337,7 @@ cmd_run() {
       --ranks-per-host) per_host="${2:-}"; shift 2 ;;
       --name) NAME="${2:-}"; shift 2 ;;
       --timeout) limit="${2:-}"; shift 2 ;;
+      --pin-hosts) pin=1; shift ;;
       --mca) (($# >= 3)) || die "run: --mca needs KEY VALUE"; mca+=(--mca "$2" "$3"); shift 3 ;;
       -x) (($# >= 2)) || die "run: -x needs VAR[=VALUE]"; exports+=(-x "$2"); shift 2 ;;
       --) shift; break ;;
@@ -361,6 +381,10 @@ cmd_run() {
   # tessera must listen on the cluster's interface; pass every TESSERA_* variable on.
   export TESSERA_SOCKET_IFNAME="${TESSERA_SOCKET_IFNAME:-${HOST_IFNAME}}"
   export CLUSTER_RUN_DIR="${run_dir}"
+  # Read by rsh_agent.sh, which starts each host's daemon (and so its ranks) on them.
+  CLUSTER_HOST_CPUS=""
+  ((pin == 0)) || CLUSTER_HOST_CPUS="$(host_cpus "${hosts}")"
+  export CLUSTER_HOST_CPUS
   for variable in $(compgen -e | grep -E '^TESSERA_' || true); do
     exports+=(-x "${variable}")
   done

@@ -7,7 +7,8 @@
 #     element, ranks grouped by host as placed (TESSERA_DEBUG=INFO), listening on the
 #     cluster's addresses, and bytes through the hosts' tbf queues;
 #   - mpi_all_reduce_perf on 2 hosts x 2 ranks over btl tcp + vader;
-#   - ranks are not bound to cores (the hosts share this machine's cores);
+#   - ranks are not bound to cores (the hosts share this machine's cores), unless
+#     --pin-hosts gives each host its share of them;
 #   - run returns the program's failure, refuses more hosts than the cluster has;
 #   - down ends processes left inside the hosts and leaves no namespace, interface or
 #     state directory behind.
@@ -178,6 +179,30 @@ expect_exit binding 0
 mine="$(grep '^Cpus_allowed_list:' /proc/self/status)"
 got=$(grep -cxF "${mine}" "${OUT}/binding")
 [ "${got}" -eq 2 ] || fail "binding: ${got} of 2 ranks may run on every CPU (${mine}), expected 2"
+
+# --pin-hosts: each host's ranks on that host's share of the CPUs (3 hosts: with fewer
+# CPUs than hosts, host i on CPU i mod the count), both ranks of a host on the same.
+step pinned bash "${CLUSTER}" run --name "${NAME}" --hosts 3 --ranks-per-host 2 --timeout 60 --pin-hosts \
+  -- /bin/sh -c 'echo "$(hostname) $(sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status)"'
+expect_exit pinned 0
+pin_check="$(python3 - "${OUT}/pinned" "${NAME}" <<'PY'
+import os, sys
+def cpus_of(text):  # "0-2,5" -> {0, 1, 2, 5}
+    out = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+mine = sorted(os.sched_getaffinity(0))
+n, hosts = len(mine), 3
+for i in range(hosts):
+    want = set(mine[i * n // hosts:(i + 1) * n // hosts]) if hosts <= n else {mine[i % n]}
+    got = [cpus_of(line.split()[1]) for line in open(sys.argv[1]) if line.startswith("%s-h%d " % (sys.argv[2], i + 1))]
+    if got != [want, want]:
+        print("host %d's ranks on %s, expected both on %s" % (i + 1, got, sorted(want)))
+PY
+)"
+[ -z "${pin_check}" ] || fail "pinned: ${pin_check}"
 
 # --- run's errors -------------------------------------------------------------------
 step run_fails bash "${CLUSTER}" run --name "${NAME}" --hosts 2 --ranks-per-host 1 --timeout 60 -- /bin/false

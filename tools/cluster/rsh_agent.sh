@@ -6,7 +6,8 @@
 # written by cluster.sh up) and runs the command words, joined by spaces and read by a
 # shell as ssh does, inside that host: its network namespace, a UTS namespace with its
 # own hostname, and its own TMPDIR (so two hosts' Open MPI session directories and
-# shared-memory files never meet).
+# shared-memory files never meet). Where CLUSTER_HOST_CPUS ("ADDRESS=CPUS ...", from
+# cluster.sh run --pin-hosts) names HOST, everything it runs is confined to those CPUs.
 set -u
 PATH="/usr/sbin:/sbin:${PATH}"
 
@@ -29,6 +30,11 @@ fi
 namespace="$(echo "${line}" | awk '{print $2}')"
 hostname="$(echo "${line}" | awk '{print $3}')"
 tmpdir="$(echo "${line}" | awk '{print $4}')"
+cpus="$(echo "${CLUSTER_HOST_CPUS:-}" | tr ' ' '\n' | awk -F= -v host="${host}" '$1 == host { print $2; exit }')"
+if [ -n "${cpus}" ]; then
+  set -- taskset -c "${cpus}" /bin/sh -c "hostname '${hostname}' && TMPDIR='${tmpdir}' && export TMPDIR && $*"
+  exec ip netns exec "${namespace}" unshare --uts "$@"
+fi
 
 exec ip netns exec "${namespace}" unshare --uts /bin/sh -c \
   "hostname '${hostname}' && TMPDIR='${tmpdir}' && export TMPDIR && $*"
