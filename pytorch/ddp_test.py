@@ -98,11 +98,14 @@ def load_log(path):
     return rows
 
 
+DIGEST = re.compile(r"rank (\d+) params sha256 ([0-9a-f]{64})")
+
+
 def digests(results):
     """{rank: sha256 of its final parameters} from the ranks' output."""
     found = {}
     for r in results:
-        m = re.search(r"rank (\d+) params sha256 ([0-9a-f]{64})", r.output)
+        m = DIGEST.search(r.output)
         if m:
             found[int(m.group(1))] = m.group(2)
     return found
@@ -142,6 +145,12 @@ class DdpTestCase(unittest.TestCase):
         results = rank_launcher.run_ranks(world, __file__, "train", args, timeout=RANK_TIMEOUT, env=self.env)
         elapsed = time.monotonic() - start
         for r in results:
+            if backend == "gloo" and r.hung and DIGEST.search(r.output):
+                # The reference finished training and printed its result, then hung in its
+                # own teardown (torch 1.13's Gloo with PowerSGD, once in many runs): its
+                # results stand; tessera's runs get no such allowance.
+                print("  gloo rank %d hung after its result, killed: %r" % (r.rank, r), file=sys.stderr)
+                continue
             self.assertFalse(r.hung, "%s on %d ranks, hook %s: %r" % (backend, world, hook, r))
             self.assertEqual(r.returncode, 0, "%s on %d ranks, hook %s: %r" % (backend, world, hook, r))
         print("  %s, %d ranks, hook %s: %.1f s" % (backend, world, hook, elapsed), file=sys.stderr)

@@ -3,10 +3,12 @@
 A test file calls ``run_ranks(n, __file__, "case_name", ...)``; every rank runs the same
 file as ``python3 FILE --rank R --world N --init URL CASE ARGS...`` and the file's
 ``rank_main()`` dispatches on CASE. Ranks that outlive the deadline are killed and
-reported as hung, so a test never hangs.
+reported as hung, so a test never hangs; first they print every thread's Python stack
+(SIGUSR1, which parse_rank_args makes dump them), so the report says where they hung.
 """
 
 import argparse
+import faulthandler
 import os
 import signal
 import subprocess
@@ -60,8 +62,13 @@ def run_ranks(world, script, case, args=(), timeout=120, env=None, init=None, ki
             killed = True
         time.sleep(0.05)
     results = []
+    hung_procs = [p for p in procs if p.poll() is None]
+    for p in hung_procs:
+        os.kill(p.pid, signal.SIGUSR1)  # the rank's stacks into its output
+    if hung_procs:
+        time.sleep(1.0)
     for rank, (p, out) in enumerate(zip(procs, files)):
-        hung = p.poll() is None
+        hung = p in hung_procs
         if hung:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
@@ -72,7 +79,11 @@ def run_ranks(world, script, case, args=(), timeout=120, env=None, init=None, ki
 
 
 def parse_rank_args(argv=None):
-    """The arguments run_ranks gives a rank: rank, world, init, case, and the rest."""
+    """The arguments run_ranks gives a rank: rank, world, init, case, and the rest.
+
+    Also makes SIGUSR1 print every thread's stack to stderr (run_ranks sends it to a
+    rank it is about to kill as hung)."""
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     parser = argparse.ArgumentParser()
     parser.add_argument("--rank", type=int, required=True)
     parser.add_argument("--world", type=int, required=True)
