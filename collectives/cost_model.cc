@@ -153,13 +153,14 @@ std::string CostModel::ChoicesToText(const std::vector<MeasuredChoice>& rows) {
 Status CostModel::SaveChoices(const std::string& path, const std::string& header, std::vector<MeasuredChoice> rows) {
   auto key = [](const MeasuredChoice& r) { return std::make_tuple(r.collective, r.hosts, r.per_host, r.from_bytes); };
   std::vector<MeasuredChoice> before;
-  if (std::ifstream(path).good() && !ChoicesFromFile(path, &before).ok()) before.clear();
+  if (!ChoicesFromFile(path, &before).ok()) before.clear();  // none yet, or not a table
   for (const MeasuredChoice& old : before) {
     const bool replaced =
         std::any_of(rows.begin(), rows.end(), [&](const MeasuredChoice& r) { return key(r) == key(old); });
     if (!replaced) rows.push_back(old);
   }
-  std::sort(rows.begin(), rows.end(), [&](const MeasuredChoice& a, const MeasuredChoice& b) { return key(a) < key(b); });
+  std::sort(rows.begin(), rows.end(),
+            [&](const MeasuredChoice& a, const MeasuredChoice& b) { return key(a) < key(b); });
   const std::string staged = path + ".tmp" + std::to_string(getpid());
   {
     std::ofstream out(staged, std::ios::trunc);

@@ -44,7 +44,7 @@ const AlgorithmInfo* ChoiceTuner::Winner(Collective c, size_t bytes) const {
 Status ChoiceTuner::Record(const Pick& pick, double seconds, const CollectiveContext& ctx, std::string* decided) {
   if (pick.size < 0) return Status::Ok();
   Size& size = sizes_[static_cast<size_t>(pick.size)];
-  if (size.calls % turn_calls_ >= uncounted_) size.turns[static_cast<size_t>(size.calls / turn_calls_)] += seconds;
+  if (size.calls % turn_calls_ >= uncounted()) size.turns[static_cast<size_t>(size.calls / turn_calls_)] += seconds;
   if (++size.calls < static_cast<int>(size.turns.size()) * turn_calls_) return Status::Ok();
   return Decide(&size, ctx, decided).Annotate("agreeing on the algorithm measured for " +
                                               std::string(CollectiveName(size.collective)) + " of " +
@@ -87,7 +87,7 @@ Status ChoiceTuner::Decide(Size* size, const CollectiveContext& ctx, std::string
   const AlgorithmInfo* winner = nullptr;
   for (size_t a = 0; a < n; ++a) {
     std::vector<double> turns;
-    for (size_t t = a; t < size->turns.size(); t += n) turns.push_back(size->turns[t] / (turn_calls_ - uncounted_));
+    for (size_t t = a; t < size->turns.size(); t += n) turns.push_back(size->turns[t] / (turn_calls_ - uncounted()));
     std::nth_element(turns.begin(), turns.begin() + kRounds / 2, turns.end());
     const double median = turns[kRounds / 2];
     if (best < 0 || median < best) {
@@ -104,7 +104,7 @@ Status ChoiceTuner::Decide(Size* size, const CollectiveContext& ctx, std::string
   }
   if (decided != nullptr) {
     *decided = std::string(winner->Label()) + " (per call, the median of " + std::to_string(kRounds) +
-               " turns of " + std::to_string(turn_calls_ - uncounted_) + " calls at the slowest rank: " + text + ")";
+               " turns of " + std::to_string(turn_calls_ - uncounted()) + " calls at the slowest rank: " + text + ")";
   }
   size->turns.clear();
   size->turns.shrink_to_fit();

@@ -27,7 +27,7 @@ namespace tessera {
 // (tesseraAllReduceAlgorithm may be asked from another thread).
 class ChoiceTuner {
  public:
-  explicit ChoiceTuner(int turn_calls) : turn_calls_(turn_calls), uncounted_(turn_calls / 2) {}
+  explicit ChoiceTuner(int turn_calls) : turn_calls_(turn_calls) {}
 
   static constexpr int kRounds = 5;  // turns of each contender
   // A turn is `turn_calls` calls (TESSERA_AUTOTUNE_TURN_CALLS), its first half not
@@ -77,17 +77,17 @@ class ChoiceTuner {
     Collective collective;
     size_t bytes;
     std::vector<const AlgorithmInfo*> contenders;
-    int calls = 0;                // turn t = calls / kTurnCalls ran contender t % contenders.size()
+    int calls = 0;                // turn t = calls / turn_calls_ ran contender t % contenders.size()
     std::vector<double> turns;    // each turn's counted seconds (contenders x kRounds)
     std::vector<ProgressPolicy::State> policy;  // by contender
     const AlgorithmInfo* winner = nullptr;
   };
   Status Decide(Size* size, const CollectiveContext& ctx, std::string* decided);
+  int uncounted() const { return turn_calls_ / 2; }  // the first calls of each turn
 
+  const int turn_calls_;
   // Written only by the calls' thread, under mu_ where Winner could see it change (a
   // size added, a winner set); that thread reads without it.
-  const int turn_calls_;
-  const int uncounted_;  // the first calls of each turn
   mutable std::mutex mu_;
   std::vector<Size> sizes_;
 };

@@ -39,13 +39,7 @@ namespace {
 // What every rank must agree on of its measured choices (TESSERA_ALGO_TABLE): a
 // digest of the rows, "" when there are none.
 std::string DigestOf(const std::vector<MeasuredChoice>& rows) {
-  if (rows.empty()) return "";
-  std::string text;
-  for (const MeasuredChoice& r : rows) {
-    text += r.collective + " " + std::to_string(r.hosts) + "x" + std::to_string(r.per_host) + " " +
-            std::to_string(r.from_bytes) + " " + r.algorithm + "\n";
-  }
-  return std::to_string(Fnv1a(text));
+  return rows.empty() ? "" : std::to_string(Fnv1a(CostModel::ChoicesToText(rows)));
 }
 
 // The card that tells the others which kernel (and so which cores) a rank runs on.
@@ -108,7 +102,8 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   TESSERA_RETURN_IF_ERROR(AddAgreed(transports_.agreed() + "TESSERA_ALGO_TABLE=" + DigestOf(model_.measured) +
                                         "\nTESSERA_HALF_WIRE=" + settings.half_wire +
                                         "\nTESSERA_AUTOTUNE=" + std::to_string(settings.autotune) +
-                                        "\nTESSERA_AUTOTUNE_TURN_CALLS=" + std::to_string(settings.autotune_turn_calls) +
+                                        "\nTESSERA_AUTOTUNE_TURN_CALLS=" +
+                                        std::to_string(settings.autotune_turn_calls) +
                                         "\nTESSERA_HALF_SEGMENT_BYTES=" + std::to_string(settings.half_segment_bytes) +
                                         "\nTESSERA_CHECK_CALLS=" + std::to_string(settings.check_calls) +
                                         "\nTESSERA_DETERMINISTIC=" + std::to_string(settings.deterministic) +

@@ -31,10 +31,8 @@ namespace="$(echo "${line}" | awk '{print $2}')"
 hostname="$(echo "${line}" | awk '{print $3}')"
 tmpdir="$(echo "${line}" | awk '{print $4}')"
 cpus="$(echo "${CLUSTER_HOST_CPUS:-}" | tr ' ' '\n' | awk -F= -v host="${host}" '$1 == host { print $2; exit }')"
+script="hostname '${hostname}' && TMPDIR='${tmpdir}' && export TMPDIR && $*"
 if [ -n "${cpus}" ]; then
-  set -- taskset -c "${cpus}" /bin/sh -c "hostname '${hostname}' && TMPDIR='${tmpdir}' && export TMPDIR && $*"
-  exec ip netns exec "${namespace}" unshare --uts "$@"
+  exec ip netns exec "${namespace}" unshare --uts taskset -c "${cpus}" /bin/sh -c "${script}"
 fi
-
-exec ip netns exec "${namespace}" unshare --uts /bin/sh -c \
-  "hostname '${hostname}' && TMPDIR='${tmpdir}' && export TMPDIR && $*"
+exec ip netns exec "${namespace}" unshare --uts /bin/sh -c "${script}"
