@@ -68,7 +68,7 @@ class TcpLink : public Link {
       StreamCursor& c = send_[s];
       for (;;) {
         const size_t begin = c.chunk * chunk_;
-        const bool need_header = s == 0 && c.header_done < sizeof(MessageHeader);
+        const bool need_header = s == 0 && HeaderDue(available);
         if (begin >= send_len_ && !need_header) break;
         const size_t end = std::min(begin + chunk_, std::min(send_len_, available));
         const size_t piece = end > begin + c.offset ? end - begin - c.offset : 0;
@@ -167,6 +167,14 @@ class TcpLink : public Link {
 
   bool header_checked() const { return recv_[0].header_done == sizeof(MessageHeader); }
 
+  // The header goes with the message's first bytes: sent alone ahead of a send that
+  // waits for a receive (a ring's forwarded block), it made a segment of its own, and
+  // a ring across emulated hosts took 1.2-1.4x as long at 32 B-2 KiB.
+  bool HeaderDue(size_t available) const {
+    const size_t done = send_[0].header_done;
+    return done < sizeof(MessageHeader) && (available > 0 || done > 0);
+  }
+
   // The arrived header against this rank's receive, before any of the message is reduced
   // (a copy's first bytes may already be in the destination: they come in the same
   // system call as the header).
@@ -177,8 +185,7 @@ class TcpLink : public Link {
   void AddWaits(WaitSet* set, bool sending, bool receiving) override {
     for (size_t s = 0; s < streams_.size(); ++s) {
       const size_t next = send_[s].chunk * chunk_ + send_[s].offset;
-      if (sending && ((next < send_len_ && next < send_available_) ||
-                      (s == 0 && send_[0].header_done < sizeof(MessageHeader)))) {
+      if (sending && ((next < send_len_ && next < send_available_) || (s == 0 && HeaderDue(send_available_)))) {
         set->AddFd(streams_[s].fd(), POLLOUT);
       }
       if (receiving && ((recv_[s].chunk * chunk_ < recv_len_ && (s == 0 || header_checked())) ||

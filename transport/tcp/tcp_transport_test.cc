@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+
 #include <cstring>
 #include <random>
 #include <string>
@@ -97,6 +99,8 @@ class RawLink {
     return true;
   }
   const std::vector<float>& destination() const { return dst_; }
+  Link* link() const { return link_.get(); }
+  const Socket& rank0() const { return rank0_; }
 
  private:
   std::unique_ptr<TcpTransport> transport_;
@@ -136,6 +140,31 @@ TEST(TcpHeader, SameCallOtherLengthIsASizeMismatch) {
             std::string::npos)
       << s.message();
   EXPECT_TRUE(raw.DestinationUntouched());
+}
+
+// A send whose bytes do not exist yet (a ring forwarding a block it is still
+// receiving) puts nothing on the wire; once they exist, the header goes with them.
+TEST(TcpSend, HeaderWaitsForTheFirstBytes) {
+  RawLink raw;
+  ASSERT_TRUE(raw.Open().ok());
+  const float data[2] = {1.5f, 2.5f};
+  raw.link()->SetCall(AllReduceStamp(2));
+  raw.link()->BeginSend(data, sizeof(data));
+  bool progressed = true, done = true;
+  ASSERT_TRUE(raw.link()->ProgressSend(0, &progressed, &done).ok());
+  EXPECT_FALSE(progressed);
+  EXPECT_FALSE(done);
+  char byte;
+  EXPECT_EQ(::recv(raw.rank0().fd(), &byte, 1, MSG_DONTWAIT | MSG_PEEK), -1) << "bytes sent before any were ready";
+  ASSERT_TRUE(raw.link()->ProgressSend(sizeof(data), &progressed, &done).ok());
+  EXPECT_TRUE(progressed);
+  EXPECT_TRUE(done);
+  char wire[sizeof(Header) + sizeof(data)];
+  ASSERT_TRUE(RecvAll(raw.rank0(), wire, sizeof(wire), Deadline::AfterMs(5000)).ok());
+  Header header;
+  std::memcpy(&header, wire, sizeof(header));
+  EXPECT_EQ(header.bytes, sizeof(data));
+  EXPECT_EQ(std::memcmp(wire + sizeof(header), data, sizeof(data)), 0);
 }
 
 // Random headers, each on a fresh link (a failed link is not used again).
