@@ -136,8 +136,9 @@ namespace tessera {
     "of the inputs) or exchange (an alltoall of the inputs' blocks, each rank sums "     \
     "one, an allgather). The results do not depend on it. All ranks must agree.")       \
   X(std::string, algo, "TESSERA_ALGO", "auto",                                           \
-    "Allreduce algorithm: auto (the cost model picks per call) or one of ring, "         \
-    "recursive_doubling, rabenseifner, torus, hierarchical, hierarchical_leader "        \
+    "Allreduce algorithm: auto (the cost model picks per call) or one of ring, board, "  \
+    "recursive_doubling, rabenseifner, torus, hierarchical, hierarchical_leader, "       \
+    "hierarchical_doubling "                                                             \
     "(forced for every call where it applies). Allgather and reduce-scatter: ring "      \
     "forces the flat ring; torus forces the grid schedule on the torus grid "            \
     "(TESSERA_TORUS, else the host grid) and hierarchical on the host grid, where that " \

@@ -47,7 +47,8 @@ namespace {
 // -o writes a forced algorithm in place of auto's choice where it ran this much faster.
 constexpr double kClearWin = 0.03;
 
-constexpr const char* kAllAlgorithms = "ring,board,recursive_doubling,rabenseifner,torus,hierarchical,hierarchical_leader";
+constexpr const char* kAllAlgorithms =
+    "ring,board,recursive_doubling,rabenseifner,torus,hierarchical,hierarchical_leader,hierarchical_doubling";
 
 struct Flags {
   tessera_bench::PerfOptions sizes;

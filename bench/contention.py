@@ -32,7 +32,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare import BIN, ROOT, cluster, names_in, parse_rows  # noqa: E402
 
-ALGORITHMS = ["ring", "board", "recursive_doubling", "rabenseifner", "torus", "hierarchical", "hierarchical_leader"]
+ALGORITHMS = ["ring", "board", "recursive_doubling", "rabenseifner", "torus", "hierarchical", "hierarchical_leader",
+              "hierarchical_doubling"]
 GLOO = ["ring_chunked", "halving_doubling"]
 DEFAULT_FLAGS = ["-b", "8", "-e", "64M", "-f", "4", "-n", "20", "-w", "5"]
 CASES = {  # name -> (hosts, ranks per host, CPU-bound processes per core, every algorithm forced too)

@@ -52,6 +52,10 @@ std::vector<AlgorithmInfo> Rows() {
        "reduce to each host's leader, allreduce among leaders, broadcast inside each host", HasEvenHosts,
        "needs several hosts with equal rank counts", PredictHierarchicalLeaderAllReduce, HierarchicalLeaderAllReduce,
        true, GridUse::kHost},
+      {C::kAllReduce, "hierarchical_doubling",
+       "reduce to each host's leader, recursive doubling among leaders, broadcast inside each host", HasEvenHosts,
+       "needs several hosts with equal rank counts", PredictHierarchicalDoublingAllReduce,
+       HierarchicalDoublingAllReduce, false, GridUse::kHost},
 
       {C::kBroadcast, "chain", "pipelined chain from the root: every link carries the buffer once", Everywhere, "",
        PredictChainBroadcast, ChainBroadcast, true},

@@ -388,7 +388,7 @@ TEST(AlgorithmTable, TesseraAlgoNamesAreTheAllReduceRows) {
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_EQ(s.message(),
             "TESSERA_ALGO='grid' is not one of: auto, ring, board, recursive_doubling, rabenseifner, torus, "
-            "hierarchical, hierarchical_leader");
+            "hierarchical, hierarchical_leader, hierarchical_doubling");
 }
 
 TEST(Grid, FromHostsAndForced) {

@@ -1,4 +1,4 @@
-// Hierarchical allreduce (Horovod, Jia et al. 2018, UCC cl/hier), two variants.
+// Hierarchical allreduce (Horovod, Jia et al. 2018, UCC cl/hier), three variants.
 //
 // Bandwidth variant: intra-host reduce-scatter, one inter-host allreduce per local rank
 // on its shard (every host's link busy with all its ranks at once), intra-host
@@ -6,12 +6,16 @@
 // hosts. Each host sends 2(H-1)/H of the buffer over the network, against the flat
 // ring's 2(p-1)/p.
 //
-// Leader variant, for small buffers: chain-reduce to each host's first rank, allreduce
+// Leader variants, for small buffers: chain-reduce to each host's first rank, allreduce
 // among those leaders, chain-broadcast back inside each host: 2 intra-host chains and
-// one inter-host ring of H, instead of 2(p-1) steps.
+// between them a ring of the H leaders (hierarchical_leader) or recursive doubling
+// among them (hierarchical_doubling: lg H steps across, as MPI libraries' two-level
+// allreduce for small buffers). Only one rank per host crosses the network, so a host's
+// link carries one flow, and its other ranks wait while the leader works.
 #include <cstring>
 
 #include "collectives/collectives.h"
+#include "collectives/latency_allreduce.h"
 #include "collectives/topology_allreduce.h"
 
 namespace tessera {
@@ -21,7 +25,12 @@ Status HierarchicalAllReduce(const CollectiveContext& ctx, const CollectiveArgs&
   return GridAllReduce(ctx, args, *ctx.host_grid);
 }
 
-Status HierarchicalLeaderAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args) {
+namespace {
+
+// Reduce to each host's first rank, `among_leaders` on the leaders (args' receive
+// buffer, in place), broadcast from each leader inside its host.
+template <typename AmongLeaders>
+Status ThroughHostLeaders(const CollectiveContext& ctx, const CollectiveArgs& args, AmongLeaders among_leaders) {
   if (ctx.host_grid == nullptr) return InternalError("hierarchical: the hosts do not form a grid");
   const Grid& g = *ctx.host_grid;
   const int r = ctx.rank;
@@ -31,12 +40,27 @@ Status HierarchicalLeaderAllReduce(const CollectiveContext& ctx, const Collectiv
   TESSERA_RETURN_IF_ERROR(ChainReduceOver(ctx, host, step).Annotate("reduce to the host leader"));
   if (g.x[r] == 0) {
     const RingGroup leaders{g.cols[0], g.y[r]};
-    TESSERA_RETURN_IF_ERROR(RunRing(ctx, leaders, static_cast<char*>(args.recv), static_cast<char*>(args.recv),
-                                    args.count, args.elem_size, &args.reducer, kRingReduceScatter | kRingAllGather)
-                                .Annotate("allreduce among leaders"));
+    CollectiveArgs inplace = args;
+    inplace.send = args.recv;
+    TESSERA_RETURN_IF_ERROR(among_leaders(leaders, inplace).Annotate("allreduce among leaders"));
   }
   step.send = args.recv;
   return ChainBroadcastOver(ctx, host, step).Annotate("broadcast from the host leader");
+}
+
+}  // namespace
+
+Status HierarchicalLeaderAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args) {
+  return ThroughHostLeaders(ctx, args, [&](const RingGroup& leaders, const CollectiveArgs& a) {
+    char* buf = static_cast<char*>(a.recv);
+    return RunRing(ctx, leaders, buf, buf, a.count, a.elem_size, &a.reducer, kRingReduceScatter | kRingAllGather);
+  });
+}
+
+Status HierarchicalDoublingAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args) {
+  return ThroughHostLeaders(ctx, args, [&](const RingGroup& leaders, const CollectiveArgs& a) {
+    return RecursiveDoublingOver(ctx, &leaders, a);
+  });
 }
 
 // A ring inside each host, then R rings of H across hosts on 1/R of the buffer each,
@@ -47,13 +71,31 @@ double PredictHierarchicalAllReduce(const CostModel& m, const Shape& s, size_t b
   return RingSeconds(R, n, m.intra, 1.0, m.gamma, true) + RingSeconds(H, n / R, m.inter, R, m.gamma, true);
 }
 
+namespace {
+
 // A chain reduce and a chain broadcast inside each host (the whole buffer through one
-// shared-memory link each), a ring of the H leaders between them.
+// shared-memory link each, R - 1 steps each).
+double HostChainsSeconds(const CostModel& m, int R, double n) {
+  return 2 * ((R - 1) * m.intra.alpha + (R > 1 ? n * m.intra.beta : 0)) + (R - 1) * n * m.gamma;
+}
+
+}  // namespace
+
+// The host chains, and a ring of the H leaders between them.
 double PredictHierarchicalLeaderAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
   const double n = static_cast<double>(bytes);
-  const int H = s.hosts, R = s.per_host;
-  return 2 * ((R - 1) * m.intra.alpha + (R > 1 ? n * m.intra.beta : 0)) + (R - 1) * n * m.gamma +
-         RingSeconds(H, n, m.inter, 1.0, m.gamma, true);
+  return HostChainsSeconds(m, s.per_host, n) + RingSeconds(s.hosts, n, m.inter, 1.0, m.gamma, true);
+}
+
+// The host chains, and recursive doubling among the H leaders between them: lg H
+// whole-buffer exchanges, one flow per host link (a fold in and out when H is not a
+// power of two).
+double PredictHierarchicalDoublingAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
+  const double n = static_cast<double>(bytes);
+  const int rounds = Log2Floor(s.hosts);
+  const double step = m.inter.alpha + n * m.inter.beta;
+  return HostChainsSeconds(m, s.per_host, n) + rounds * (step + n * m.gamma) +
+         (s.hosts != (1 << rounds) ? 2 * step : 0);
 }
 
 }  // namespace tessera

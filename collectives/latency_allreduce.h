@@ -3,12 +3,15 @@
 
 #include "collectives/collective.h"
 #include "collectives/cost_model.h"
+#include "collectives/ring_allreduce.h"
 
 namespace tessera {
 
 // The allreduce algorithms for small buffers, whose time is their waits.
 // Recursive doubling: lg p rounds of pairwise exchanges; recursive_doubling_allreduce.cc.
 Status RecursiveDoublingAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);
+// The same among the members of `group` (null: all ranks), who alone call it.
+Status RecursiveDoublingOver(const CollectiveContext& ctx, const RingGroup* group, const CollectiveArgs& args);
 double PredictRecursiveDoublingAllReduce(const CostModel& m, const Shape& s, size_t bytes);
 // The host board, for ranks that all share one host: one wait for all; board_allreduce.cc.
 Status BoardAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);

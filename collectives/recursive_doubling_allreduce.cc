@@ -18,11 +18,16 @@
 #include <vector>
 
 #include "collectives/recursive_doubling_pattern.h"
+#include "collectives/ring_allreduce.h"
 
 namespace tessera {
 
-Status RecursiveDoublingAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args) {
-  const int p = ctx.nranks, r = ctx.rank;
+// Recursive doubling among `group` (null: every rank of the communicator, numbered as
+// it is), on args' buffers: the group's members call it, everyone else does not.
+Status RecursiveDoublingOver(const CollectiveContext& ctx, const RingGroup* group, const CollectiveArgs& args) {
+  const int p = group != nullptr ? static_cast<int>(group->ranks.size()) : ctx.nranks;
+  const int r = group != nullptr ? group->pos : ctx.rank;
+  auto rank_of = [&](int member) { return group != nullptr ? group->ranks[member] : member; };
   const size_t bytes = args.count * args.elem_size;
   const char* send = static_cast<const char*>(args.send);
   char* recv = static_cast<char*>(args.recv);
@@ -37,7 +42,7 @@ Status RecursiveDoublingAllReduce(const CollectiveContext& ctx, const Collective
   Link* link = nullptr;
 
   if (plan.fold_partner >= 0) {
-    TESSERA_RETURN_IF_ERROR(ctx.links->Get(plan.fold_partner, ctx.exchange.deadline, &link));
+    TESSERA_RETURN_IF_ERROR(ctx.links->Get(rank_of(plan.fold_partner), ctx.exchange.deadline, &link));
     if (plan.new_rank < 0) {
       // Hand our contribution over, then receive the result.
       Transfer t[2] = {Transfer::Send(link, cur, bytes), Transfer::Recv(link, recv, bytes)};
@@ -49,7 +54,8 @@ Status RecursiveDoublingAllReduce(const CollectiveContext& ctx, const Collective
     cur = next;
   }
   for (int round = 0; round < plan.rounds; ++round) {
-    TESSERA_RETURN_IF_ERROR(ctx.links->Get(RecursiveDoublingPartner(plan, round), ctx.exchange.deadline, &link));
+    TESSERA_RETURN_IF_ERROR(
+        ctx.links->Get(rank_of(RecursiveDoublingPartner(plan, round)), ctx.exchange.deadline, &link));
     char* next = other(cur);
     Transfer t[2] = {Transfer::Send(link, cur, bytes), Transfer::RecvReduce(link, next, cur, &args.reducer, bytes)};
     TESSERA_RETURN_IF_ERROR(Exchange(t, 2, ctx.exchange));
@@ -57,11 +63,15 @@ Status RecursiveDoublingAllReduce(const CollectiveContext& ctx, const Collective
   }
   TESSERA_RETURN_IF_ERROR(LocalCopy(ctx, recv, cur, bytes));
   if (plan.fold_partner >= 0) {
-    TESSERA_RETURN_IF_ERROR(ctx.links->Get(plan.fold_partner, ctx.exchange.deadline, &link));
+    TESSERA_RETURN_IF_ERROR(ctx.links->Get(rank_of(plan.fold_partner), ctx.exchange.deadline, &link));
     Transfer t = Transfer::Send(link, recv, bytes);
     TESSERA_RETURN_IF_ERROR(Exchange(&t, 1, ctx.exchange));
   }
   return Status::Ok();
+}
+
+Status RecursiveDoublingAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args) {
+  return RecursiveDoublingOver(ctx, nullptr, args);
 }
 
 // Rounds at distance >= R cross hosts (block placement), all R ranks of a host at once;

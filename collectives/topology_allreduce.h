@@ -14,13 +14,15 @@ Status GridAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args, c
 Status TorusAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);                // ctx.torus_grid
 Status HierarchicalAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);         // ctx.host_grid
 Status HierarchicalLeaderAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);   // ctx.host_grid
+Status HierarchicalDoublingAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args); // ctx.host_grid
 Status RabenseifnerAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);
 
 // Their predictions (cost_model.h), each in the algorithm's file. Torus: where the shape
-// has a torus grid; the hierarchical two: on several hosts of equal rank counts.
+// has a torus grid; the hierarchical three: on several hosts of equal rank counts.
 double PredictTorusAllReduce(const CostModel& m, const Shape& s, size_t bytes);
 double PredictHierarchicalAllReduce(const CostModel& m, const Shape& s, size_t bytes);
 double PredictHierarchicalLeaderAllReduce(const CostModel& m, const Shape& s, size_t bytes);
+double PredictHierarchicalDoublingAllReduce(const CostModel& m, const Shape& s, size_t bytes);
 double PredictRabenseifnerAllReduce(const CostModel& m, const Shape& s, size_t bytes);
 
 }  // namespace tessera

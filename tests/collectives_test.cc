@@ -285,10 +285,10 @@ INSTANTIATE_TEST_SUITE_P(HostsAll, CollectiveMatrix,
 std::vector<MatrixCase> AllReduceAlgorithms() {
   std::vector<MatrixCase> cases;
   for (const char* algo : {"ring", "recursive_doubling", "rabenseifner", "torus", "hierarchical",
-                           "hierarchical_leader"}) {
+                           "hierarchical_leader", "hierarchical_doubling"}) {
     cases.push_back({Collective::kAllReduce, 4, Variant::kHosts, algo, 2});
   }
-  for (const char* algo : {"torus", "hierarchical", "hierarchical_leader"}) {
+  for (const char* algo : {"torus", "hierarchical", "hierarchical_leader", "hierarchical_doubling"}) {
     cases.push_back({Collective::kAllReduce, 6, Variant::kHosts, algo, 2});
   }
   return cases;

@@ -74,7 +74,7 @@ std::vector<Case> Cases() {
   const Layout layouts[] = {{1, 1}, {1, 4}, {2, 2}, {4, 2}, {2, 4}, {3, 3}, {3, 1}};
   for (const Layout& l : layouts) {
     for (const char* algo : {"ring", "recursive_doubling", "rabenseifner", "torus", "hierarchical",
-                             "hierarchical_leader"}) {
+                             "hierarchical_leader", "hierarchical_doubling"}) {
       cases.push_back({l, algo, ""});
     }
   }

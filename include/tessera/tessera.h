@@ -303,8 +303,9 @@ tesseraResult_t tesseraAllReduceParts(const void* const* sendbuffs, int nparts, 
                                       tesseraStream_t stream);
 
 /* tessera extension (not in nccl.h): the name of the allreduce algorithm comm would run
- * for count elements of datatype ("ring", "recursive_doubling", "rabenseifner",
- * "torus", "hierarchical", "hierarchical_leader"), or NULL for a bad argument. The
+ * for count elements of datatype ("ring", "board", "recursive_doubling", "rabenseifner",
+ * "torus", "hierarchical", "hierarchical_leader", "hierarchical_doubling"), or NULL for
+ * a bad argument. The
  * string is static. Benchmarks print it. */
 const char* tesseraAllReduceAlgorithm(tesseraComm_t comm, size_t count, tesseraDataType_t datatype);
 
