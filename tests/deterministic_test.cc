@@ -450,8 +450,8 @@ void ExpectLikeReference(const Config& c) {
   EXPECT_GT(compared, 0) << c.name;
 }
 
-const char* const kAlgorithms[] = {"ring", "recursive_doubling", "rabenseifner", "torus", "hierarchical",
-                                   "hierarchical_leader"};
+const char* const kAlgorithms[] = {"ring",         "recursive_doubling",  "rabenseifner", "torus",
+                                   "hierarchical", "hierarchical_leader", "hierarchical_doubling"};
 
 // ---- Tests -----------------------------------------------------------------------------
 
