@@ -243,7 +243,8 @@ Selection SelectAlgorithm(Collective c, const std::string& forced, const CostMod
     if (fastest.algo == nullptr || t < fastest.predicted_s) fastest = Selection{&a, t};
     if (a.pipelined && (pipelined.algo == nullptr || t < pipelined.predicted_s)) pipelined = Selection{&a, t};
   }
-  const bool near_tie = fastest.algo != nullptr && !fastest.algo->pipelined && pipelined.algo != nullptr &&
+  const bool near_tie = bytes >= kPipelinedFromBytes && fastest.algo != nullptr && !fastest.algo->pipelined &&
+                        pipelined.algo != nullptr &&
                         pipelined.predicted_s <= fastest.predicted_s * (1 + kPipelinedPreference);
   const Selection chosen = near_tie ? pipelined : fastest;
   if (why != nullptr) *why = PredictionsText(c, forced, m, s, bytes, fastest, chosen);

@@ -65,6 +65,10 @@ struct AlgorithmInfo {
 // round-based schedules. On 4x2 emulated hosts Rabenseifner was predicted 0.4-3% faster
 // than the torus at 2-16 MiB and measured 15-20% slower.
 constexpr double kPipelinedPreference = 0.05;
+// ... from this size on: below it a pipelined schedule's blocks are a piece each and
+// nothing overlaps. On 4x2 emulated hosts the preference chose hierarchical_leader at
+// 8 KiB, 2.3x hierarchical_doubling, predicted 4% faster.
+constexpr size_t kPipelinedFromBytes = 64 << 10;
 
 // The rows of one collective, in the order selection walks them (first wins a tie).
 const std::vector<AlgorithmInfo>& AlgorithmsOf(Collective c);
@@ -92,8 +96,8 @@ struct Selection {
 // The algorithm of `c` for `bytes` (PredictedBytes). A `forced` name (TESSERA_ALGO) is
 // chosen where its row applies. Otherwise, and for "auto", the model's measured choice
 // for this layout and size where it has one that applies (TESSERA_ALGO_TABLE), else
-// the automatic row with the smallest prediction, or a pipelined one within
-// kPipelinedPreference of it. Every call
+// the automatic row with the smallest prediction, or from kPipelinedFromBytes a
+// pipelined one within kPipelinedPreference of it. Every call
 // returns a row: each collective has one that applies to every shape.
 // Text is built only when `why` is not null: then it says "forced by TESSERA_ALGO", or
 // lists every candidate's prediction (and, for a forced name that does not apply here,

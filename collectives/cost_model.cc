@@ -16,6 +16,12 @@ namespace tessera {
 
 const LinkCost& SlowestLink(const CostModel& m, const Shape& s) { return s.hosts > 1 ? m.inter : m.intra; }
 
+LinkCost LeadersLink(const CostModel& m, const Shape& s) {
+  const double shared = s.ranks_per_core;
+  if (shared <= 1 || s.per_host < 1) return m.inter;
+  return LinkCost{m.inter.alpha * std::max(1.0, shared / s.per_host) / shared, m.inter.beta};
+}
+
 int Log2Floor(int v) {
   int l = 0;
   while ((2 << l) <= v) ++l;

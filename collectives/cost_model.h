@@ -72,6 +72,10 @@ struct Shape {
   // Bytes a host board's round carries when every rank posts on one (all on one host,
   // shared memory: transport/host_board.h); 0: no board.
   size_t board_bytes = 0;
+  // Where the probe measured alpha across hosts (with every rank running): the ranks
+  // that share each core then, the ranks on a kernel over its cores (the median over
+  // ranks). 0: alpha across did not come from the probe.
+  double ranks_per_core = 0;
 };
 
 // --- Building blocks of the algorithms' formulas ------------------------------------
@@ -80,6 +84,14 @@ struct Shape {
 
 // The link that limits a schedule over all ranks: across hosts when there are several.
 const LinkCost& SlowestLink(const CostModel& m, const Shape& s);
+
+// The link across hosts for a step where one rank per host runs and the host's others
+// wait for it (the leaders' steps of the two-level schedules). The probe measures alpha
+// across with every rank running; where ranks outnumber cores (ranks_per_core > 1) a
+// step with one in R of them running waits that much less for a core: alpha scaled by
+// max(1, ranks_per_core / R) / ranks_per_core. On 2x2 and 4x2 emulated hosts on 2 cores
+// such a step took 0.5-0.6 of one with every rank running.
+LinkCost LeadersLink(const CostModel& m, const Shape& s);
 
 // floor(log2 v), and 0 for v < 1.
 int Log2Floor(int v);

@@ -36,6 +36,48 @@ TEST(CostModel, SmallMessagesTakeFewSteps) {
   EXPECT_TRUE(multi == "recursive_doubling" || multi == "hierarchical_leader") << multi;
 }
 
+// Where the probe measured alpha across with ranks sharing cores, a step where one rank
+// per host runs (the leaders') costs less: on 2x2 with 2 ranks per core, half. With the
+// probe's figures of 2x2 emulated hosts, 8 B then goes to the two-level schedule, which
+// ran there in 12 us against recursive doubling's 17; where ranks fit their cores
+// (or the model was not measured) nothing changes.
+TEST(CostModel, LeadersStepsCostLessWhereRanksShareCores) {
+  CostModel m;
+  m.intra = LinkCost{1.5e-6, 1.0 / 15e9};
+  m.inter = LinkCost{11e-6, 1.0 / 0.25e9};
+  Shape s = HostsOf(2, 2);
+  EXPECT_DOUBLE_EQ(LeadersLink(m, s).alpha, m.inter.alpha);
+  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 8).algo->name, "recursive_doubling");
+  s.ranks_per_core = 1.0;  // fit
+  EXPECT_DOUBLE_EQ(LeadersLink(m, s).alpha, m.inter.alpha);
+  s.ranks_per_core = 2.0;  // 4 ranks on 2 cores
+  EXPECT_DOUBLE_EQ(LeadersLink(m, s).alpha, m.inter.alpha / 2);
+  EXPECT_DOUBLE_EQ(LeadersLink(m, s).beta, m.inter.beta);
+  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 8).algo->name, "hierarchical_doubling");
+  const Shape four = [] {
+    Shape f = HostsOf(4, 2);
+    f.ranks_per_core = 4.0;  // 8 ranks on 2 cores: a leader step has 2 ranks per core
+    return f;
+  }();
+  EXPECT_DOUBLE_EQ(LeadersLink(m, four).alpha, m.inter.alpha / 2);
+}
+
+// Below kPipelinedFromBytes a pipelined schedule's blocks do not overlap, so the
+// fastest prediction is chosen however near a pipelined one is.
+TEST(CostModel, NoPipelinedPreferenceForSmallBuffers) {
+  CostModel m;
+  m.intra = LinkCost{1.5e-6, 1.0 / 15e9};
+  m.inter = LinkCost{10e-6, 1.0 / 0.25e9};
+  Shape s = HostsOf(4, 2);
+  s.ranks_per_core = 4.0;
+  const size_t bytes = 8 << 10;
+  const double doubling = PredictSeconds(Collective::kAllReduce, "hierarchical_doubling", m, s, bytes);
+  const double leader = PredictSeconds(Collective::kAllReduce, "hierarchical_leader", m, s, bytes);
+  ASSERT_LT(doubling, leader);
+  ASSERT_LT(leader, doubling * (1 + kPipelinedPreference));
+  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, bytes).algo->name, "hierarchical_doubling");
+}
+
 // The contenders measured in the job: the fastest prediction among them, every row
 // within kContenderSpread of it, none beyond (8 B on 8 hosts of 1: the ring's 14 steps
 // against recursive doubling's 3).

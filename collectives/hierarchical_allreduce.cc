@@ -84,7 +84,7 @@ double HostChainsSeconds(const CostModel& m, int R, double n) {
 // The host chains, and a ring of the H leaders between them.
 double PredictHierarchicalLeaderAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
   const double n = static_cast<double>(bytes);
-  return HostChainsSeconds(m, s.per_host, n) + RingSeconds(s.hosts, n, m.inter, 1.0, m.gamma, true);
+  return HostChainsSeconds(m, s.per_host, n) + RingSeconds(s.hosts, n, LeadersLink(m, s), 1.0, m.gamma, true);
 }
 
 // The host chains, and recursive doubling among the H leaders between them: lg H
@@ -93,7 +93,8 @@ double PredictHierarchicalLeaderAllReduce(const CostModel& m, const Shape& s, si
 double PredictHierarchicalDoublingAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
   const double n = static_cast<double>(bytes);
   const int rounds = Log2Floor(s.hosts);
-  const double step = m.inter.alpha + n * m.inter.beta;
+  const LinkCost across = LeadersLink(m, s);
+  const double step = across.alpha + n * across.beta;
   return HostChainsSeconds(m, s.per_host, n) + rounds * (step + n * m.gamma) +
          (s.hosts != (1 << rounds) ? 2 * step : 0);
 }

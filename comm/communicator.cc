@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -147,10 +148,10 @@ Status Communicator::SetUpWith(const RankTable& all, const Deadline& deadline) {
   // on 4 ranks of 2 cores, whose calls take 2.5).
   int kernel_ranks = 0;
   TESSERA_RETURN_IF_ERROR(CountRanksOnMyKernel(all, rank_, &kernel_ranks));
-  const ProgressSettings progress =
-      ChooseProgress(settings_, std::max(local_ranks, kernel_ranks), transports_.spin_us_hint());
+  const int sharing = std::max(local_ranks, kernel_ranks);
+  const ProgressSettings progress = ChooseProgress(settings_, sharing, transports_.spin_us_hint());
   progress_ = std::make_unique<ProgressPolicy>(progress);
-  TESSERA_RETURN_IF_ERROR(InitShape(hosts));
+  TESSERA_RETURN_IF_ERROR(InitShape(hosts, static_cast<double>(sharing) / HostCores()));
   if (!settings_.trace_dir.empty()) tracer_ = std::make_unique<Tracer>();
 
   Log(log_level_, LogLevel::kInfo,
@@ -224,7 +225,8 @@ Status Communicator::FailRendezvous(const Status& cause) {
 }
 
 // Hosts numbered by first appearance; grids and the cost model's shape from them.
-Status Communicator::InitShape(const std::vector<std::string>& hosts) {
+// `ranks_per_core`: this rank's kernel's ranks over its cores.
+Status Communicator::InitShape(const std::vector<std::string>& hosts, double ranks_per_core) {
   Layout layout;
   TESSERA_RETURN_IF_ERROR(Layout::FromHostIds(hosts, &layout));
   LayoutGrids grids;
@@ -235,12 +237,15 @@ Status Communicator::InitShape(const std::vector<std::string>& hosts) {
   if (board_ != nullptr) shape_.board_bytes = board_->capacity();
   if (!settings_.tuning_file.empty()) TESSERA_RETURN_IF_ERROR(CostModel::FromTuningFile(settings_.tuning_file, &model_));
   if (nranks_ > 1) {
-    TESSERA_RETURN_IF_ERROR(ProbeAndAgree().Annotate("cost-model probe"));
+    TESSERA_RETURN_IF_ERROR(ProbeAndAgree(ranks_per_core).Annotate("cost-model probe"));
   }
+  char sharing[48] = "";
+  if (shape_.ranks_per_core > 1) std::snprintf(sharing, sizeof(sharing), ", %.1f ranks per core", shape_.ranks_per_core);
   Log(log_level_, LogLevel::kInfo,
       "rank " + std::to_string(rank_) + ": " + std::to_string(shape_.hosts) + " host(s), " +
           (shape_.per_host > 0 ? std::to_string(shape_.per_host) + " rank(s) each" : "uneven ranks per host") +
-          (torus_grid_ ? ", torus " + std::to_string(shape_.torus_x) + "x" + std::to_string(shape_.torus_y) : ""));
+          (torus_grid_ ? ", torus " + std::to_string(shape_.torus_x) + "x" + std::to_string(shape_.torus_y) : "") +
+          sharing);
   return Status::Ok();
 }
 
@@ -351,7 +356,7 @@ Status MeasureGamma(double* gamma) {
 // maximum alpha_inter 48-187 us between creations, with typical pairs at 11-45 us;
 // the choice at 32 KiB flipped with it (recursive doubling 2.4x slower than
 // Rabenseifner there).
-constexpr int kModelParams = 5;
+constexpr int kModelParams = 6;  // the model's five, and the ranks per core
 Status AgreeOnMedians(const CollectiveContext& ctx, const double (&mine)[kModelParams], double (&agreed)[kModelParams]) {
   Reducer max;
   TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat64, RedOp::kMax, &max));
@@ -391,7 +396,7 @@ RingGroup ProbeBlock(const std::vector<int>& column, int pos) {
 // agreement runs round the whole ring (2(p-1) steps; recursive doubling would take
 // lg p, docs/scale.md#creation-at-scale says why not yet), and not at all when nothing
 // was measured or read: every rank then holds the built-in defaults.
-Status Communicator::ProbeAndAgree() {
+Status Communicator::ProbeAndAgree(double ranks_per_core) {
   const CollectiveContext ctx = Context();
   // On one host whose ranks fit its cores the defaults hold well, so a probe is opt-in
   // there (2). Across hosts the links vary and matter (1), and the rows are measured
@@ -424,12 +429,14 @@ Status Communicator::ProbeAndAgree() {
   if (!measure_rows && !measure_columns && settings_.tuning_file.empty()) return Status::Ok();
   if (measure_rows || measure_columns) TESSERA_RETURN_IF_ERROR(MeasureGamma(&model_.gamma));
   const double mine[kModelParams] = {model_.intra.alpha, model_.intra.beta, model_.inter.alpha, model_.inter.beta,
-                                     model_.gamma};
+                                     model_.gamma, ranks_per_core};
   double agreed[kModelParams];
   TESSERA_RETURN_IF_ERROR(AgreeOnMedians(ctx, mine, agreed));
   model_.intra = LinkCost{agreed[0], agreed[1]};
   model_.inter = LinkCost{agreed[2], agreed[3]};
   model_.gamma = agreed[4];
+  // What alpha across was measured with: every rank running (LeadersLink).
+  if (measure_columns) shape_.ranks_per_core = agreed[5];
   Log(log_level_, LogLevel::kInfo, "rank " + std::to_string(rank_) + ": cost model " + model_.ToString());
   return Status::Ok();
 }

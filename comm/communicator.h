@@ -127,8 +127,8 @@ class Communicator {
   Status SetUpWith(const RankTable& all, const Deadline& deadline);
   Status FailCreation(const Status& cause);
   Status FailRendezvous(const Status& cause);
-  Status InitShape(const std::vector<std::string>& hosts);
-  Status ProbeAndAgree();
+  Status InitShape(const std::vector<std::string>& hosts, double ranks_per_core);
+  Status ProbeAndAgree(double ranks_per_core);
   // Records `cause` as the sticky error (the first one wins) and returns it. The first
   // is diagnosed (Diagnosed) and writes the flight record (TESSERA_FLIGHT_RECORDER_DIR),
   // naming its file.
