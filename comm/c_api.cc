@@ -377,7 +377,9 @@ bool RunParts(const char* fn, const std::vector<GroupPart>& parts, std::vector<S
   for (size_t i = 0; i < parts.size(); ++i) {
     tesseraComm* comm = parts[i].comm;
     bool staged = false;
-    Status routed = comm->device.Submit(DeviceBatchOf(comm, fn, parts[i].ops, parts[i].streams), &staged);
+    tessera::DeviceBatch batch = DeviceBatchOf(comm, fn, parts[i].ops, parts[i].streams);
+    batch.may_block = parts.size() == 1;
+    Status routed = comm->device.Submit(batch, &staged);
     if (staged) {
       if (routed.code() == Code::kInProgress) in_progress = true;
       else (*results)[i] = routed;

@@ -5,21 +5,24 @@
 //   1. classify  every buffer and scalar: host, or device/managed memory (and its
 //                device); which operations are staged; the NULL-stream rule
 //   2. plan      host (nothing staged: the C API runs it), alone (one rank: a copy on
-//                the stream, RunsAlone), staged, or device-resident
-//                (ChooseDeviceResident); for the last two the stager and proxy exist
-//   3. enqueue   StageGroup on the streams, one task to the proxy; a staged batch with
-//                a host operation on the NULL stream makes the call wait for it
+//                the stream, RunsAlone), device-resident (ChooseDeviceResident), or
+//                staged (then the stager and proxy exist)
+//   3. enqueue   staged: StageGroup on the streams, one task to the proxy; a batch with
+//                a host operation on the NULL stream makes the call wait for it.
+//                device-resident: RunResident on the caller's thread
 //
 //   caller's thread (Submit)              proxy thread (one task per call or group part)
 //   StageGroup: copies to pinned memory,  WaitInput for every staged operation
-//     a GPU-side wait, copies back        copy device PreMulSum scalars to their cells
-//   post the task, return                 run the operations as one group on the
-//                                         communicator, report the result
+//     the input word, a GPU-side wait,    copy device PreMulSum scalars to their cells
+//     copies back                         run the operations as one group on the
+//   post the task, return                 communicator, report the result
 //                                         Finish: every stream of the call continues
+// The proxy makes no CUDA call while it runs a task (cuda/device_buffers.h says why).
 //
-// A device-resident batch stages nothing but the ordering (no copies), and its task runs
-// Communicator::RunGroupOnDevice on the device buffers, over the engine and device links
-// that Attach gave the communicator at its creation.
+// A device-resident batch stages nothing: the caller's thread runs the earlier staged
+// calls out (WaitIdle), waits until its streams reach the call, reads device PreMulSum
+// scalars, and runs Communicator::RunGroupOnDevice on the device buffers, over the
+// engine and device links that Attach gave the communicator at its creation.
 #include "comm/device_path.h"
 
 #include <string>
@@ -28,7 +31,9 @@
 #include "comm/communicator.h"
 
 #ifdef TESSERA_WITH_CUDA
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -162,40 +167,70 @@ enum class Route {
   kHost,      // nothing staged: the C API runs it, as on the CPU build
   kAlone,     // one rank: each operation is a copy on its stream (RunsAlone)
   kStaged,    // through pinned host memory, the host collective on the proxy
-  kResident,  // on the device buffers themselves; the streams get only the ordering
+  kResident,  // on the device buffers themselves, on the caller's thread (RunResident)
 };
 struct Plan {
   Route route = Route::kHost;
   int device = -1;               // the stager's device
   AsyncWorker* proxy = nullptr;  // the thread that runs the batch
+  std::vector<size_t> sources;   // kAlone: AloneSources's answer
 };
 
-// Step 3, enqueue: what the proxy needs to run a staged or device-resident batch.
+// Step 3, enqueue: what the proxy needs to run a staged batch.
 struct ProxyBatch {
   std::vector<cuda::StagedOp> staged;  // StageGroup's answer, one per request
-  std::vector<Operation> ops;          // staged: with the pinned buffers in place
+  std::vector<Operation> ops;          // with the pinned buffers in place
   std::vector<ScalarCell> cells;
   std::vector<int> custom_ops;  // PreMulSum operators it uses (DestroyRedOp waits)
-  bool resident = false;
   std::function<void(const Status&)> report;
 };
 
-// A communicator of one rank, blocking, every operation staged: each collective's result
-// is its input (PreMulSum and send/recv aside), so the call is a copy on its stream, as
-// NCCL makes it; staging through the host cost 77 us at 8 bytes and ran at 1.5 GB/s.
-bool RunsAlone(const DeviceBatch& batch, const Classified& c) {
-  if (batch.nranks != 1 || batch.worker != nullptr || c.host_on_null || !c.cells.empty()) return false;
-  for (const Operation& op : batch.ops) {
-    if (IsPointToPoint(op.kind) || !op.parts.empty()) return false;
-    if (IsReduction(op.kind) && op.op >= kNumRedOps) return false;
+// A one-rank batch as copies (RunsAlone): for each request, the request whose sendbuff
+// its recvbuff receives: itself for a collective, for a receive the send it pairs with
+// (the k-th receive gets the k-th send, as NCCL matches a rank's sends to itself), none
+// for a send. False when the sends and receives do not pair up (number, bytes, stream).
+constexpr size_t kNoSource = SIZE_MAX;
+bool AloneSources(const DeviceBatch& batch, const Classified& c, std::vector<size_t>* sources) {
+  std::vector<size_t> sends, recvs;
+  sources->assign(c.requests.size(), kNoSource);
+  for (size_t k = 0; k < c.requests.size(); ++k) {
+    const OpKind kind = batch.ops[c.index[k]].kind;
+    if (kind == OpKind::kSend) {
+      sends.push_back(k);
+    } else if (kind == OpKind::kRecv) {
+      recvs.push_back(k);
+    } else {
+      (*sources)[k] = k;
+    }
+  }
+  if (sends.size() != recvs.size()) return false;
+  for (size_t i = 0; i < sends.size(); ++i) {
+    if (c.requests[sends[i]].send_bytes != c.requests[recvs[i]].recv_bytes) return false;
+    if (c.streams[sends[i]] != c.streams[recvs[i]]) return false;
+    (*sources)[recvs[i]] = sends[i];
   }
   return true;
 }
 
-// Whether a batch runs device-resident (device_path.h): the communicator has its engine
-// and device links (DevicePath::Attach) and every operation's buffers are device memory
-// of that engine. A batch that does not is staged whole.
+// A communicator of one rank, blocking, every operation staged: each collective's result
+// is its input (PreMulSum aside), and each receive gets its paired send, so the call is
+// copies on its streams, as NCCL makes it; staging through the host cost 77 us at 8 bytes
+// and ran at 1.5 GB/s on an H100. *sources: AloneSources's answer.
+bool RunsAlone(const DeviceBatch& batch, const Classified& c, std::vector<size_t>* sources) {
+  if (batch.nranks != 1 || batch.worker != nullptr || c.host_on_null || !c.cells.empty()) return false;
+  for (const Operation& op : batch.ops) {
+    if (!op.parts.empty()) return false;
+    if (IsReduction(op.kind) && op.op >= kNumRedOps) return false;
+  }
+  return AloneSources(batch, c, sources);
+}
+
+// Whether a batch runs device-resident (device_path.h): a blocking communicator's batch
+// that may wait on the caller's thread, the communicator has its engine and device links
+// (DevicePath::Attach), and every operation's buffers are device memory of that engine.
+// A batch that does not is staged whole.
 bool ChooseDeviceResident(Communicator* comm, const DeviceBatch& batch) {
+  if (batch.worker != nullptr || !batch.may_block) return false;
   if (comm == nullptr || comm->device_engine() == nullptr) return false;
   return RunsOnDevice(batch.ops, batch.rank, batch.nranks, *comm->device_engine());
 }
@@ -238,19 +273,21 @@ struct DevicePath::State {
   Status Classify(const DeviceBatch& batch, Classified* c);
   // Step 2.
   Status PlanBatch(const DeviceBatch& batch, const Classified& c, Plan* plan);
-  Status CopyAlone(const Classified& c);
+  Status CopyAlone(const Classified& c, const std::vector<size_t>& sources);
   Status StartStager(int device);
   AsyncWorker* ProxyFor(AsyncWorker* worker);
   Status AfterQueued(const DeviceBatch& batch, bool* taken);
   // Step 3.
   Status Enqueue(const DeviceBatch& batch, const Classified& c, const Plan& plan);
-  Status Stage(const DeviceBatch& batch, const Classified& c, const Plan& plan, ProxyBatch* b);
+  Status Stage(const DeviceBatch& batch, const Classified& c, ProxyBatch* b);
+  Status RunResident(const DeviceBatch& batch, const Classified& c);
   std::vector<int> AddUses(const std::vector<Operation>& ops);
   Status Post(const DeviceBatch& batch, const Classified& c, const Plan& plan, std::function<Status()> task);
   // The proxy thread.
   Status RunOnProxy(const ProxyBatch& b);
   Status WaitInputs(const ProxyBatch& b);
   Status RunBatch(const ProxyBatch& b);
+  void WaitForProxy();
   void ReleaseUses(const std::vector<int>& ops);
 };
 
@@ -310,8 +347,8 @@ Status DevicePath::State::Classify(const DeviceBatch& batch, Classified* c) {
 
 // --- Step 2: plan -----------------------------------------------------------------------
 
-// Host when nothing is staged; otherwise, once staged work has not failed before, the
-// stager and the proxy exist and ChooseDeviceResident decides.
+// Host when nothing is staged; otherwise, once staged work has not failed before, one
+// rank alone, device-resident, or staged (then the stager and the proxy exist).
 Status DevicePath::State::PlanBatch(const DeviceBatch& batch, const Classified& c, Plan* plan) {
   if (c.requests.empty()) {
     plan->route = Route::kHost;
@@ -321,24 +358,30 @@ Status DevicePath::State::PlanBatch(const DeviceBatch& batch, const Classified& 
     std::lock_guard<std::mutex> lock(mu);
     TESSERA_RETURN_IF_ERROR(failed);
   }
-  if (RunsAlone(batch, c)) {
+  if (RunsAlone(batch, c, &plan->sources)) {
     plan->route = Route::kAlone;
+    return Status::Ok();
+  }
+  if (ChooseDeviceResident(Comm(), batch)) {
+    plan->route = Route::kResident;
     return Status::Ok();
   }
   TESSERA_RETURN_IF_ERROR(StartStager(c.device));
   plan->proxy = ProxyFor(batch.worker);
   plan->device = stager->device();
-  plan->route = ChooseDeviceResident(Comm(), batch) ? Route::kResident : Route::kStaged;
+  plan->route = Route::kStaged;
   return Status::Ok();
 }
 
-// One rank (RunsAlone): recvbuff = sendbuff on the stream; nothing for in-place calls.
+// One rank (RunsAlone): recvbuff = its source's sendbuff on the stream; nothing in place.
 // A failed copy leaves the stream without the call: later staged calls fail too.
-Status DevicePath::State::CopyAlone(const Classified& c) {
+Status DevicePath::State::CopyAlone(const Classified& c, const std::vector<size_t>& sources) {
   for (size_t k = 0; k < c.requests.size(); ++k) {
+    if (sources[k] == kNoSource) continue;
     const cuda::StagingRequest& req = c.requests[k];
-    if (req.recv_bytes == 0 || req.recv == req.send) continue;
-    const Status s = cuda::CopyOnStream(req.recv, req.send, req.recv_bytes, c.streams[k]);
+    const void* from = c.requests[sources[k]].send;
+    if (req.recv_bytes == 0 || req.recv == from) continue;
+    const Status s = cuda::CopyOnStream(req.recv, from, req.recv_bytes, c.streams[k]);
     if (!s.ok()) {
       Fail(s);
       return s;
@@ -371,12 +414,7 @@ AsyncWorker* DevicePath::State::ProxyFor(AsyncWorker* worker) {
 // blocking communicator's proxy; a worker keeps the order itself). Taken only to return
 // the sticky failure of staged work.
 Status DevicePath::State::AfterQueued(const DeviceBatch& batch, bool* taken) {
-  AsyncWorker* queued = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    queued = proxy.get();
-  }
-  if (batch.worker == nullptr && queued != nullptr) queued->WaitIdle();
+  if (batch.worker == nullptr) WaitForProxy();
   std::lock_guard<std::mutex> lock(mu);
   *taken = !failed.ok();
   return failed;
@@ -386,20 +424,15 @@ Status DevicePath::State::AfterQueued(const DeviceBatch& batch, bool* taken) {
 
 Status DevicePath::State::Enqueue(const DeviceBatch& batch, const Classified& c, const Plan& plan) {
   ProxyBatch b;
-  TESSERA_RETURN_IF_ERROR(Stage(batch, c, plan, &b));
+  TESSERA_RETURN_IF_ERROR(Stage(batch, c, &b));
   b.custom_ops = AddUses(batch.ops);
   return Post(batch, c, plan, [this, b] { return RunOnProxy(b); });
 }
 
-// StageGroup on the streams: copies to pinned memory (none when device-resident), the
-// input event, the GPU-side wait, the copies back.
-Status DevicePath::State::Stage(const DeviceBatch& batch, const Classified& c, const Plan& plan, ProxyBatch* b) {
-  b->resident = plan.route == Route::kResident;
-  std::vector<cuda::StagingRequest> requests = c.requests;
-  if (b->resident) {
-    for (cuda::StagingRequest& req : requests) req.send_bytes = req.recv_bytes = 0;  // the ordering only
-  }
-  const Status s = stager->StageGroup(requests, c.streams, &b->staged);
+// StageGroup on the streams: copies to pinned memory, the input word, the GPU-side
+// wait, the copies back.
+Status DevicePath::State::Stage(const DeviceBatch& batch, const Classified& c, ProxyBatch* b) {
+  const Status s = stager->StageGroup(c.requests, c.streams, &b->staged);
   if (!s.ok()) {
     // A bad argument leaves nothing behind; anything else means this rank misses a call
     // that its peers make, so later calls must fail too.
@@ -407,7 +440,7 @@ Status DevicePath::State::Stage(const DeviceBatch& batch, const Classified& c, c
     return s;
   }
   b->ops = batch.ops;
-  for (size_t k = 0; k < b->staged.size() && !b->resident; ++k) {
+  for (size_t k = 0; k < b->staged.size(); ++k) {
     b->ops[c.index[k]].send = b->staged[k].host_send;
     b->ops[c.index[k]].recv = b->staged[k].host_recv;
   }
@@ -488,8 +521,46 @@ Status DevicePath::State::WaitInputs(const ProxyBatch& b) {
 Status DevicePath::State::RunBatch(const ProxyBatch& b) {
   Communicator* impl = Comm();
   if (impl == nullptr) return InvalidUsage("communicator creation failed");
-  if (b.resident) return impl->RunGroupOnDevice(b.ops);
   return impl->RunGroup(b.ops);
+}
+
+// A blocking communicator's queued staged calls, run out.
+void DevicePath::State::WaitForProxy() {
+  AsyncWorker* queued = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    queued = proxy.get();
+  }
+  if (queued != nullptr) queued->WaitIdle();
+}
+
+// --- Device-resident, on the caller's thread --------------------------------------------
+
+// After the staged calls queued before it, once every stream of the batch has reached
+// the call (its inputs written) and the device PreMulSum scalars are in their cells: the
+// collective on the device buffers. Returns with the results in place.
+Status DevicePath::State::RunResident(const DeviceBatch& batch, const Classified& c) {
+  WaitForProxy();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    TESSERA_RETURN_IF_ERROR(failed);
+  }
+  Communicator* impl = Comm();
+  if (impl == nullptr) return InvalidUsage("communicator creation failed");
+  const Deadline deadline = Deadline::AfterMs(timeout_ms);
+  const std::string who = "rank " + std::to_string(batch.rank) + ": ";
+  for (const ScalarCell& cell : c.cells) {
+    const cuda::StagingRequest& req = c.requests[cell.request];
+    TESSERA_RETURN_IF_ERROR(cuda::CopyOnStream(cell.cell, req.scalar, cell.bytes, c.streams[cell.request]));
+  }
+  std::vector<void*> waited;
+  for (void* stream : c.streams) {
+    if (std::find(waited.begin(), waited.end(), stream) != waited.end()) continue;
+    waited.push_back(stream);
+    TESSERA_RETURN_IF_ERROR(
+        cuda::WaitForStream(stream, deadline, &aborted, who + "a device-resident call waiting for its stream"));
+  }
+  return impl->RunGroupOnDevice(batch.ops);
 }
 
 // After a task: forgets its uses of operators and destroys those waiting for it.
@@ -549,7 +620,7 @@ Status DevicePath::CheckStream(const void* stream) {
   return Status::Ok();
 }
 
-// Classify, plan, enqueue (the steps above). Never waits for the GPU.
+// Classify, plan, enqueue (the steps above). Waits for the GPU only device-resident.
 bool DevicePath::may_take() const { return cuda::CudaUsable().ok(); }  // without CUDA no device memory exists
 
 Status DevicePath::Submit(const DeviceBatch& batch, bool* taken) {
@@ -561,7 +632,8 @@ Status DevicePath::Submit(const DeviceBatch& batch, bool* taken) {
   Plan plan;
   TESSERA_RETURN_IF_ERROR(state_->PlanBatch(batch, classified, &plan));
   if (plan.route == Route::kHost) return state_->AfterQueued(batch, taken);
-  if (plan.route == Route::kAlone) return state_->CopyAlone(classified);
+  if (plan.route == Route::kAlone) return state_->CopyAlone(classified, plan.sources);
+  if (plan.route == Route::kResident) return state_->RunResident(batch, classified);
   return state_->Enqueue(batch, classified, plan);
 }
 

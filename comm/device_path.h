@@ -9,15 +9,19 @@
 // inputs, runs the ordinary host collective and lets the stream continue. The caller's
 // thread never waits for the GPU. Everything else runs exactly as on the CPU build.
 //
-// Device-resident calls (CUDA build): a call whose buffers are all cudaMalloc'd memory of
-// the communicator's device, on a communicator whose ranks are either all on one host
-// (with cuda_ipc allowed by TESSERA_TRANSPORT) or all able to do GPUDirect RDMA, is not
-// staged: the stream receives only the input event and the GPU-side wait, and the proxy
-// runs the collective on the device buffers themselves, over cuda_ipc links inside a
-// host and ibverbs links in GPUDirect mode between hosts (Communicator::RunGroupOnDevice;
-// Attach set the engine and the links up when the communicator was created). Every rank
-// must then pass device buffers, as NCCL requires; a rank that stages while its peers
-// do not times out naming the peer.
+// Device-resident calls (CUDA build): a call of a blocking communicator whose buffers are
+// all cudaMalloc'd memory of the communicator's device, on a communicator whose ranks are
+// either all on one host (with cuda_ipc allowed by TESSERA_TRANSPORT) or all able to do
+// GPUDirect RDMA, is not staged: the caller's thread waits (bounded) until its streams
+// reach the call, then runs the collective on the device buffers themselves, over
+// cuda_ipc links inside a host and ibverbs links in GPUDirect mode between hosts
+// (Communicator::RunGroupOnDevice; Attach set the engine and the links up when the
+// communicator was created), and returns when the results are in place. It never runs
+// on the proxy: the proxy's CUDA calls (copies, kernel launches) may block for good on
+// the driver's locks while a stream waits on the GPU for the proxy (cuda/device_buffers.h;
+// seen on an H100). Every rank must then pass device buffers, as NCCL requires; a rank
+// that stages while its peers do not times out naming the peer. A non-blocking
+// communicator, or a group of several communicators, stages instead.
 //
 // Built without TESSERA_WITH_CUDA (the default library), nothing is ever staged and a
 // non-NULL stream is InvalidArgument, as before.
@@ -71,6 +75,10 @@ struct DeviceBatch {
   // or why its inputs never reached the host), before its streams continue. The C API
   // records it as the communicator's last error. May be empty.
   std::function<void(const Status&)> report;
+  // Whether the batch may run device-resident on the caller's thread, which waits for
+  // the result: false for a part of a group of several communicators (one thread may
+  // drive all their ranks, so no part may wait for the others).
+  bool may_block = true;
 };
 
 class DevicePath {
@@ -105,8 +113,9 @@ class DevicePath {
   // *taken = false: run the batch on the host as on the CPU build (a blocking
   // communicator first waits here until its staged calls have run, so that calls keep
   // their issue order). *taken = true: this path took the batch, and the result is OK
-  // (queued), InProgress (queued on a non-blocking communicator's worker), or the error.
-  // Never waits for the GPU.
+  // (queued, or run device-resident), InProgress (queued on a non-blocking
+  // communicator's worker), or the error. Waits for the GPU only for a device-resident
+  // batch (bounded by the timeout).
   Status Submit(const DeviceBatch& batch, bool* taken);
   // False where Submit takes nothing (the CPU build, or no usable CUDA): callers then
   // skip building a batch.

@@ -16,8 +16,11 @@ namespace cuda {
 struct DeviceStager::Slot {
   void* host = nullptr;  // pinned; null while capacity is 0
   size_t capacity = 0;
-  cudaEvent_t input = nullptr;  // recorded after the copies to the host
-  cudaEvent_t done = nullptr;   // recorded after the copies back
+  // The number of the last operation whose inputs the stream copied to the host: pinned
+  // and mapped, written by the stream (cuStreamWriteValue32), read by the proxy.
+  uint32_t* input_word = nullptr;
+  uint64_t input_word_device = 0;
+  cudaEvent_t done = nullptr;  // recorded after the copies back
   bool busy = false;            // `done` recorded and not yet seen complete
   uint32_t last_seq = 0;
 };
@@ -140,6 +143,29 @@ Status CopyOnStream(void* dst, const void* src, size_t bytes, void* stream) {
                   "cudaMemcpyAsync of " + std::to_string(bytes) + " bytes on the caller's stream");
 }
 
+Status WaitForStream(void* stream, const Deadline& deadline, const std::atomic<bool>* abort, const std::string& what) {
+  cudaEvent_t event = nullptr;
+  TESSERA_RETURN_IF_ERROR(CudaCall(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), what + ": cudaEventCreate"));
+  Status s = CudaCall(cudaEventRecord(event, static_cast<cudaStream_t>(stream)), what + ": cudaEventRecord");
+  int64_t pause_us = 0;
+  while (s.ok()) {
+    const cudaError_t e = cudaEventQuery(event);
+    if (e == cudaSuccess) break;
+    if (e != cudaErrorNotReady) {
+      s = CudaCall(e, what + ": cudaEventQuery");
+    } else if (abort != nullptr && abort->load()) {
+      s = RemoteError(what + ": the communicator was aborted");
+    } else if (deadline.Expired()) {
+      s = TimeoutError(what + ": the stream did not finish its earlier work within the timeout");
+    } else {
+      pause_us = std::min<int64_t>(1000, std::max<int64_t>(5, pause_us * 2));
+      usleep(static_cast<useconds_t>(pause_us));
+    }
+  }
+  (void)cudaEventDestroy(event);
+  return s;
+}
+
 Status NeedsStaging(const StagingRequest& req, bool* staged) {
   *staged = false;
   const void* buffers[3] = {req.send, req.recv, req.scalar};
@@ -153,6 +179,28 @@ Status NeedsStaging(const StagingRequest& req, bool* staged) {
   return Status::Ok();
 }
 
+namespace {
+
+// A pinned, mapped 32-bit word holding `initial`, and its device address: what streams
+// write or wait for on the GPU and the host reads or writes.
+Status AllocateWord(uint32_t initial, const std::string& what, uint32_t** word, uint64_t* on_device) {
+  void* p = nullptr;
+  TESSERA_RETURN_IF_ERROR(
+      CudaCall(cudaHostAlloc(&p, kAlign, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc (" + what + ")"));
+  __atomic_store_n(static_cast<uint32_t*>(p), initial, __ATOMIC_RELEASE);
+  void* device = nullptr;
+  const Status s = CudaCall(cudaHostGetDevicePointer(&device, p, 0), "cudaHostGetDevicePointer (" + what + ")");
+  if (!s.ok()) {
+    (void)cudaFreeHost(p);
+    return s;
+  }
+  *word = static_cast<uint32_t*>(p);
+  *on_device = reinterpret_cast<uint64_t>(device);
+  return Status::Ok();
+}
+
+}  // namespace
+
 DeviceStager::DeviceStager(int device, int64_t timeout_ms) : device_(device), timeout_ms_(timeout_ms) {}
 
 Status DeviceStager::Create(int device, int64_t timeout_ms, std::unique_ptr<DeviceStager>* out) {
@@ -160,19 +208,15 @@ Status DeviceStager::Create(int device, int64_t timeout_ms, std::unique_ptr<Devi
   std::unique_ptr<DeviceStager> s(new DeviceStager(device, timeout_ms));
   std::string why;
   s->wait_value_fn_ = DriverFunction("cuStreamWaitValue32", 12000, &why);
-  if (s->wait_value_fn_ == nullptr) {
-    return Status(Code::kCudaError, "staging device buffers needs GPU-side stream waits (cuStreamWaitValue32): " + why);
+  if (s->wait_value_fn_ != nullptr) s->write_value_fn_ = DriverFunction("cuStreamWriteValue32", 12000, &why);
+  if (s->write_value_fn_ == nullptr) {
+    return Status(Code::kCudaError,
+                  "staging device buffers needs GPU-side stream memory operations (cuStreamWaitValue32, "
+                  "cuStreamWriteValue32): " + why);
   }
   DeviceGuard guard(device);
   TESSERA_RETURN_IF_ERROR(guard.status());
-  void* word = nullptr;
-  TESSERA_RETURN_IF_ERROR(CudaCall(cudaHostAlloc(&word, kAlign, cudaHostAllocMapped | cudaHostAllocPortable),
-                                   "cudaHostAlloc (stream order word)"));
-  s->word_ = static_cast<uint32_t*>(word);
-  __atomic_store_n(s->word_, s->order_.published(), __ATOMIC_RELEASE);
-  void* on_device = nullptr;
-  TESSERA_RETURN_IF_ERROR(CudaCall(cudaHostGetDevicePointer(&on_device, word, 0), "cudaHostGetDevicePointer"));
-  s->word_device_ = reinterpret_cast<uint64_t>(on_device);
+  TESSERA_RETURN_IF_ERROR(AllocateWord(s->order_.published(), "stream order word", &s->word_, &s->word_device_));
   *out = std::move(s);
   return Status::Ok();
 }
@@ -193,7 +237,7 @@ DeviceStager::~DeviceStager() {
   if (!idle) return;  // leaked: freeing memory a copy may still use would corrupt it
   for (const auto& slot : slots_) {
     if (slot->host != nullptr) (void)cudaFreeHost(slot->host);
-    if (slot->input != nullptr) (void)cudaEventDestroy(slot->input);
+    if (slot->input_word != nullptr) (void)cudaFreeHost(slot->input_word);
     if (slot->done != nullptr) (void)cudaEventDestroy(slot->done);
   }
   for (void* host : retired_) (void)cudaFreeHost(host);
@@ -261,10 +305,11 @@ Status DeviceStager::ChooseAndPrepareSlot(size_t bytes, const std::vector<size_t
     TESSERA_RETURN_IF_ERROR(guard.status());
     if (choice.action == SlotAction::kAllocate) {
       std::unique_ptr<Slot> slot(new Slot());
-      TESSERA_RETURN_IF_ERROR(CudaCall(cudaEventCreateWithFlags(&slot->input, cudaEventDisableTiming), "cudaEventCreate"));
+      TESSERA_RETURN_IF_ERROR(
+          AllocateWord(order_.published(), "a staging slot's input word", &slot->input_word, &slot->input_word_device));
       const Status s = CudaCall(cudaEventCreateWithFlags(&slot->done, cudaEventDisableTiming), "cudaEventCreate");
       if (!s.ok()) {
-        (void)cudaEventDestroy(slot->input);
+        (void)cudaFreeHost(slot->input_word);
         return s;
       }
       slots_.push_back(std::move(slot));
@@ -344,6 +389,7 @@ Status DeviceStager::StageGroup(const std::vector<StagingRequest>& reqs, const s
   const uint32_t seq = order_.NextToIssue();
   const std::string what = "staging operation " + std::to_string(seq) + ": ";
   const auto wait_value = reinterpret_cast<PFN_cuStreamWaitValue32_v11070>(wait_value_fn_);
+  const auto write_value = reinterpret_cast<PFN_cuStreamWriteValue32_v11070>(write_value_fn_);
   bool committed = false;
   out->assign(reqs.size(), StagedOp());
   for (const Part& part : parts) {
@@ -364,9 +410,13 @@ Status DeviceStager::StageGroup(const std::vector<StagingRequest>& reqs, const s
         if (!st.ok()) return Break(st);
       }
     }
-    Status st = CudaCall(cudaEventRecord(slot->input, s), what + "cudaEventRecord (inputs on the host)");
-    if (!st.ok()) return Break(st);
-    const CUresult r = wait_value(reinterpret_cast<CUstream>(part.stream), static_cast<CUdeviceptr>(word_device_), seq,
+    // The default flags fence the write behind the copies before it.
+    CUresult r = write_value(reinterpret_cast<CUstream>(part.stream), static_cast<CUdeviceptr>(slot->input_word_device),
+                             seq, CU_STREAM_WRITE_VALUE_DEFAULT);
+    if (r != CUDA_SUCCESS) {
+      return Break(Status(Code::kCudaError, what + "cuStreamWriteValue32 failed with CUresult " + std::to_string(r)));
+    }
+    r = wait_value(reinterpret_cast<CUstream>(part.stream), static_cast<CUdeviceptr>(word_device_), seq,
                                   CU_STREAM_WAIT_VALUE_GEQ);
     if (r != CUDA_SUCCESS) {
       return Break(Status(Code::kCudaError, what + "cuStreamWaitValue32 failed with CUresult " + std::to_string(r)));
@@ -377,7 +427,7 @@ Status DeviceStager::StageGroup(const std::vector<StagingRequest>& reqs, const s
       const StagingRequest& req = reqs[part.requests[k]];
       const Layout& l = part.layouts[k];
       if (l.recv) {
-        st = CudaCall(cudaMemcpyAsync(req.recv, host + l.recv_at, req.recv_bytes, cudaMemcpyHostToDevice, s),
+        const Status st = CudaCall(cudaMemcpyAsync(req.recv, host + l.recv_at, req.recv_bytes, cudaMemcpyHostToDevice, s),
                       what + "cudaMemcpyAsync of the results to recvbuff");
         if (!st.ok()) return Break(st);
       }
@@ -388,7 +438,7 @@ Status DeviceStager::StageGroup(const std::vector<StagingRequest>& reqs, const s
       op.host_recv = l.recv ? static_cast<void*>(host + l.recv_at) : req.recv_bytes > 0 ? req.recv : nullptr;
       op.host_scalar = l.scalar ? host + l.scalar_at : req.scalar_bytes > 0 ? req.scalar : nullptr;
     }
-    st = CudaCall(cudaEventRecord(slot->done, s), what + "cudaEventRecord (results copied back)");
+    const Status st = CudaCall(cudaEventRecord(slot->done, s), what + "cudaEventRecord (results copied back)");
     if (!st.ok()) return Break(st);
     slot->busy = true;
     slot->last_seq = seq;
@@ -397,19 +447,17 @@ Status DeviceStager::StageGroup(const std::vector<StagingRequest>& reqs, const s
 }
 
 Status DeviceStager::WaitInput(const StagedOp& op, const Deadline& deadline, const std::atomic<bool>* abort) {
-  cudaEvent_t input;
+  const uint32_t* input_word;
   {
     std::lock_guard<std::mutex> lock(mu_);
     TESSERA_RETURN_IF_ERROR(broken_);
     if (op.slot >= slots_.size()) return InternalError("WaitInput: no staging slot " + std::to_string(op.slot));
-    input = slots_[op.slot]->input;
+    input_word = slots_[op.slot]->input_word;
   }
   const std::string what = "waiting for the stream to reach staged operation " + std::to_string(op.seq);
   int64_t pause_us = 0;
   for (;;) {
-    const cudaError_t e = cudaEventQuery(input);
-    if (e == cudaSuccess) return Status::Ok();
-    if (e != cudaErrorNotReady) return CudaCall(e, what);
+    if (SequenceReached(__atomic_load_n(input_word, __ATOMIC_ACQUIRE), op.seq)) return Status::Ok();
     if (abort != nullptr && abort->load()) return RemoteError(what + ": the communicator was aborted");
     if (deadline.Expired()) return TimeoutError(what + ": the stream did not get there within the timeout");
     // Short pauses first (the copies take microseconds), then at most 1 ms.

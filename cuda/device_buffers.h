@@ -4,12 +4,18 @@
 //
 // A staged operation goes like this (the communicator's hooks, docs/cuda.md):
 //   caller's thread:  Stage(request, stream) -> enqueues on the stream: device -> pinned
-//                     copies of the inputs, an event, a GPU-side wait for the operation's
-//                     number, pinned -> device copies of the results, an event. Returns
-//                     host pointers at once; the caller's thread never blocks on the GPU.
-//   proxy thread:     WaitInput (polls the event, bounded by a deadline), runs the host
-//                     collective on the host pointers, Finish (publishes the number: the
-//                     stream continues with the copies back).
+//                     copies of the inputs, a GPU-side write of the operation's number
+//                     to the slot's input word, a GPU-side wait for the number, pinned
+//                     -> device copies of the results, an event. Returns host pointers
+//                     at once; the caller's thread never blocks on the GPU.
+//   proxy thread:     WaitInput (reads the input word, bounded by a deadline), runs the
+//                     host collective on the host pointers, Finish (publishes the
+//                     number: the stream continues with the copies back).
+// The proxy makes no CUDA call between WaitInput and Finish, nor in them: a stream waits
+// on the GPU for it, and a thread of the program may hold the driver's locks while it
+// waits for that stream (a synchronous cudaMemcpy on the legacy stream does; the proxy's
+// next CUDA call then never returns; seen on an H100). CUDA asks the same of host
+// functions on a stream (cudaLaunchHostFunc).
 // Operations must be finished in the order they were staged (one proxy thread per
 // stager, FIFO), which is what keeps every stream in issue order.
 #ifndef TESSERA_CUDA_DEVICE_BUFFERS_H_
@@ -20,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "base/deadline.h"
@@ -52,6 +59,11 @@ Status CurrentDevice(int* device);
 // Enqueues dst = src (`bytes`, any kind of memory) on `stream` (NULL: CUDA's legacy
 // default stream) and returns at once.
 Status CopyOnStream(void* dst, const void* src, size_t bytes, void* stream);
+
+// Waits until everything enqueued on `stream` so far has finished (an event, polled):
+// TimeoutError at `deadline`, RemoteError once *abort is true (abort may be null);
+// `what` names the wait in errors.
+Status WaitForStream(void* stream, const Deadline& deadline, const std::atomic<bool>* abort, const std::string& what);
 
 // The buffers of one operation on this rank, in bytes as the operation uses them here.
 // Buffers may overlap as the in-place rules of tessera.h allow (one inside the other):
@@ -113,8 +125,8 @@ class DeviceStager {
   // Caller's thread: stages the operations of one group (tesseraGroupStart/End) as one
   // unit, reqs[i] on streams[i]. They share one number, so every stream of the group
   // continues when the whole group is done. Each distinct stream gets one slot and, in
-  // this order: the copies of all its requests' inputs, one input event, the GPU-side
-  // wait, the copies back, one done event. So two operations of the group on the same
+  // this order: the copies of all its requests' inputs, one write of the input word,
+  // the GPU-side wait, the copies back, one done event. So two operations of the group on the same
   // stream never wait for each other (staging them one by one would: the second one's
   // inputs would queue behind the first one's wait). (*out)[i] is reqs[i]'s; the proxy
   // waits for every one's input, runs the group, and finishes every one (Finish of the
@@ -123,8 +135,9 @@ class DeviceStager {
   Status StageGroup(const std::vector<StagingRequest>& reqs, const std::vector<void*>& streams,
                     std::vector<StagedOp>* out);
 
-  // Proxy thread: waits until the stream has copied op's inputs to the host. Bounded by
-  // `deadline`; returns RemoteError promptly when *abort becomes true (abort may be null).
+  // Proxy thread: waits until the stream has copied op's inputs to the host (its slot's
+  // input word reached op.seq; no CUDA call). Bounded by `deadline`; returns RemoteError
+  // promptly when *abort becomes true (abort may be null).
   Status WaitInput(const StagedOp& op, const Deadline& deadline, const std::atomic<bool>* abort);
 
   // Proxy thread: the host part of op is done, successfully or not: its stream may
@@ -149,7 +162,8 @@ class DeviceStager {
 
   const int device_;
   const int64_t timeout_ms_;
-  void* wait_value_fn_ = nullptr;  // cuStreamWaitValue32
+  void* wait_value_fn_ = nullptr;   // cuStreamWaitValue32
+  void* write_value_fn_ = nullptr;  // cuStreamWriteValue32
   uint32_t* word_ = nullptr;       // the published number, pinned and mapped
   uint64_t word_device_ = 0;       // its device address
   mutable std::mutex mu_;

@@ -260,11 +260,15 @@ void ExpectNoAsyncError(RankChecks* c, tesseraComm_t comm, const std::string& wh
 }
 
 // Device buffers on a stream: an in-place allreduce, then a group of an allreduce and an
-// allgather on the same stream (they must not wait for each other), a PreMulSum with its
-// scalar in device memory, and a host call after the staged ones (issue order kept).
-TEST(Gpu, DeviceBuffersOnAStream) {
-  SKIP_WITHOUT_GPU();
+// allgather on the same stream (they must not wait for each other), a synchronous copy on
+// the legacy stream while the stream may still wait for the calls (a proxy that makes CUDA
+// calls then hangs in the driver: seen on an H100), a PreMulSum with its scalar in device
+// memory, and a host call after the device ones (issue order kept). `env`: the ranks'
+// settings, which decide between device-resident and staged calls.
+void DeviceBuffersOnAStream(const EnvVars& env) {
   const int nranks = 2;
+  RankOptions options = Options();
+  for (const auto& [name, value] : env) options.env[name] = value;
   auto results = RunRanks(nranks, [](int rank, tesseraComm_t comm) {
     RankChecks c;
     int devices = 0;
@@ -326,12 +330,25 @@ TEST(Gpu, DeviceBuffersOnAStream) {
     ExpectNoAsyncError(&c, comm, "async error after staged calls");
     cudaStreamDestroy(stream);
     return c.str();
-  }, Options());
+  }, options);
   EXPECT_EQ("", Failures(results));
 }
 
+// Both ranks on one host with cuda_ipc allowed (the default): device-resident calls.
+TEST(Gpu, DeviceBuffersOnAStream) {
+  SKIP_WITHOUT_GPU();
+  DeviceBuffersOnAStream({});
+}
+
+// Without cuda_ipc: every call staged through pinned memory and the proxy.
+TEST(Gpu, StagedDeviceBuffersOnAStream) {
+  SKIP_WITHOUT_GPU();
+  DeviceBuffersOnAStream({{"TESSERA_TRANSPORT", "shm"}});
+}
+
 // One rank: every collective is a copy on the stream (device_path.cc, RunsAlone), in and
-// out of place and in a group; a PreMulSum still runs (through the proxy).
+// out of place and in a group, and so is a send to itself paired with a receive; a
+// PreMulSum still runs (through the proxy).
 TEST(Gpu, OneRankCopiesOnTheStream) {
   SKIP_WITHOUT_GPU();
   auto results = RunRanks(1, [](int, tesseraComm_t comm) {
@@ -342,8 +359,9 @@ TEST(Gpu, OneRankCopiesOnTheStream) {
     const size_t n = (1 << 20) + 3;
     std::vector<float> values(n);
     for (size_t i = 0; i < n; ++i) values[i] = static_cast<float>(i % 1000);
-    DeviceFloats in(n), out(n), again(n), scaled(n), scalar(1);
-    c.Expect(in.ok && out.ok && again.ok && scaled.ok && scalar.ok && in.Put(values) && scaled.Put(values),
+    DeviceFloats in(n), out(n), again(n), scaled(n), scalar(1), received(n);
+    c.Expect(in.ok && out.ok && again.ok && scaled.ok && scalar.ok && received.ok && in.Put(values) &&
+                 scaled.Put(values),
              "device buffers");
     c.ExpectCode(tesseraAllReduce(in.p, out.p, n, tesseraFloat32, tesseraSum, comm, stream), tesseraSuccess,
                  "allreduce out of place");
@@ -354,6 +372,10 @@ TEST(Gpu, OneRankCopiesOnTheStream) {
     c.ExpectCode(tesseraAlltoAll(again.p, again.p, n, tesseraFloat32, comm, stream), tesseraSuccess,
                  "alltoall in place");
     c.ExpectCode(tesseraGroupEnd(), tesseraSuccess, "GroupEnd");
+    c.ExpectCode(tesseraGroupStart(), tesseraSuccess, "GroupStart (send/recv)");
+    c.ExpectCode(tesseraSend(in.p, n, tesseraFloat32, 0, comm, stream), tesseraSuccess, "send to itself");
+    c.ExpectCode(tesseraRecv(received.p, n, tesseraFloat32, 0, comm, stream), tesseraSuccess, "recv from itself");
+    c.ExpectCode(tesseraGroupEnd(), tesseraSuccess, "GroupEnd (send/recv)");
     const float half = 0.5f;
     c.Expect(cudaMemcpy(scalar.p, &half, 4, cudaMemcpyHostToDevice) == cudaSuccess, "scalar");
     tesseraRedOp_t premul;
@@ -366,6 +388,7 @@ TEST(Gpu, OneRankCopiesOnTheStream) {
     c.Expect(Mismatches(out.Get(), values) == 0, "allreduce out of place: wrong values");
     c.Expect(Mismatches(in.Get(), values) == 0, "allreduce in place: changed");
     c.Expect(Mismatches(again.Get(), values) == 0, "allgather then alltoall: wrong values");
+    c.Expect(Mismatches(received.Get(), values) == 0, "send/recv to itself: wrong values");
     std::vector<float> halves(n);
     for (size_t i = 0; i < n; ++i) halves[i] = 0.5f * values[i];
     c.Expect(Mismatches(scaled.Get(), halves) == 0, "PreMulSum: wrong values");

@@ -3,12 +3,14 @@
 #   1. the CUDA suites (cuda/ and the CUDA library's tests), which skip without a GPU;
 #   2. NVIDIA's nccl-tests against the CUDA drop-in libnccl.so.2 (one rank, device
 #      buffers, data checked), beside the NCCL of the machine's torch wheel;
-#   3. PyTorch's ProcessGroupNCCL and DDP over the drop-in (nccl/cuda/torch_nccl_check.py);
+#   3. PyTorch's ProcessGroupNCCL and DDP over the drop-in (nccl/cuda/torch_nccl_check.py),
+#      device-resident (cuda_ipc) and staged (TESSERA_TRANSPORT=shm);
 #   4. the trainer built against the machine's libtorch, its demo in fp16 on the GPU
 #      (2 ranks sharing it), and ResNet-50 steps in fp16 and fp32.
 # Usage: tools/gpu/run_checks.sh BUNDLE.tar.xz [STEPS]   (from tools/gpu/bundle.sh)
 #   STEPS: any of suites,nccl_tests,torch,trainer (default all). Logs go to $OUT (or
-#   ./gpu-logs), one per step, and summary.txt.
+#   ./gpu-logs), one per step, and summary.txt. NCCL_TESTS: which nccl-tests (default
+#   all seven, e.g. "all_reduce sendrecv").
 set -u
 cd "$(dirname "$0")/../.."
 BUNDLE_TAR=$(realpath "$1")
@@ -65,17 +67,22 @@ if step_on suites; then
 fi
 
 if step_on torch; then
-  stacks_after 70 torch_nccl_check &
-  watcher=$!
-  LD_PRELOAD="$B/bazel-bin/nccl/cuda/libnccl.so.2" PYTHONUNBUFFERED=1 timeout -k 5 110 \
-    python3 nccl/cuda/torch_nccl_check.py --ranks 2 >"$LOGS/torch.log" 2>&1
-  kill "$watcher" 2>/dev/null
-  say "torch_nccl_check (2 ranks): rc $? $(grep -E 'passed|busbw|PASS|FAIL|Error' "$LOGS/torch.log" | head -12 | tr '\n' ';')"
+  # Device-resident calls (cuda_ipc, the default), then staged ones (shm only).
+  for transport in auto shm; do
+    stacks_after 60 "torch_nccl_check|multiprocessing" &
+    watcher=$!
+    TESSERA_TRANSPORT=$transport LD_PRELOAD="$B/bazel-bin/nccl/cuda/libnccl.so.2" PYTHONUNBUFFERED=1 \
+      timeout -k 5 90 python3 nccl/cuda/torch_nccl_check.py --ranks 2 >"$LOGS/torch_$transport.log" 2>&1
+    rc=$?
+    kill "$watcher" 2>/dev/null
+    say "torch_nccl_check (2 ranks, TESSERA_TRANSPORT=$transport): rc $rc" \
+        "$(grep -E 'passed|busbw|PASS|FAIL|Error' "$LOGS/torch_$transport.log" | head -12 | tr '\n' ';')"
+  done
 fi
 
 if step_on nccl_tests; then
   REAL_NCCL=$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0] + "/lib")' 2>/dev/null)
-  for t in all_reduce all_gather broadcast reduce reduce_scatter sendrecv alltoall; do
+  for t in ${NCCL_TESTS:-all_reduce all_gather broadcast reduce reduce_scatter sendrecv alltoall}; do
     for lib in "$B/bazel-bin/nccl/cuda" "$REAL_NCCL"; do
       [ -n "$lib" ] || continue
       echo "=== ${t}_perf with $lib" >>"$LOGS/nccl_tests.log"
