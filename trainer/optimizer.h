@@ -40,6 +40,8 @@ class MomentumOptimizer {
   bool decays(size_t i) const { return decays_[i]; }
 
  private:
+  void StepLars(torch::Tensor& w, torch::Tensor& v, double wd, double lr);
+
   std::vector<torch::Tensor> parameters_;
   std::vector<torch::Tensor> momentum_;
   std::vector<bool> decays_;

@@ -95,6 +95,7 @@ class Trainer {
   tessera::Status TrainStep(const StepInput& input, int epoch, int64_t global_batch, StepMetrics* metrics);
   double ForwardBackward(const torch::Tensor& images, const torch::Tensor& labels, double factor);
   void ApplyGradient(bool have_gradient, double scale, double images, StepMetrics* metrics);
+  bool UnscaleGradients(double scale);
   void EndStep(const StepMetrics& metrics, int64_t positions, int64_t steps_left);
   tessera::Status EndEpoch(int epoch);
   tessera::Status Validate(EpochMetrics* metrics);
