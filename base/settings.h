@@ -60,10 +60,10 @@ namespace tessera {
     "Bytes of each rank's host-board slot (two per rank, after its channels): an "      \
     "allreduce on a communicator whose ranks share one host may post up to this much "  \
     "per round there and read every rank's (the board algorithm). 0: no board.")        \
-  X(int64_t, cuda_ipc_slot_bytes, "TESSERA_CUDA_IPC_SLOT_BYTES", 1048576,                \
+  X(int64_t, cuda_ipc_slot_bytes, "TESSERA_CUDA_IPC_SLOT_BYTES", 4194304,                \
     "Size of one of the TESSERA_CUDA_IPC_SLOTS device-memory slots a rank keeps per "   \
     "local peer for cuda_ipc (the pipelining unit of device-resident calls); all ranks " \
-    "must agree.")                                                                      \
+    "must agree. 1 MiB slots made a 64 MiB allreduce of 2 ranks on an H100 3.3x slower.") \
   X(int64_t, cuda_ipc_slots, "TESSERA_CUDA_IPC_SLOTS", 4,                                \
     "Device-memory slots a rank keeps per local peer for cuda_ipc: pieces of a message " \
     "in flight at once; all ranks must agree.")                                         \
