@@ -53,6 +53,7 @@ INJECT_DELAY_S = 0.3  # after every rank's first allreduce, so the fault lands m
 SLACK_S = 1.0         # "within TESSERA_TIMEOUT_MS + 1 s"
 LOSS_ITERATIONS = 20  # allreduces of the loss case, each checked
 LOSS_TIMEOUT_MS = 15000
+SETTLE_S = 0.1       # fds and threads back to their count within this after teardown
 
 LAYOUTS = {"1x4": (1, 4), "2x2": (2, 2)}
 TRANSPORTS = {"1x4": ["default", "tcp", "ucx"], "2x2": ["default", "ucx"]}
@@ -420,7 +421,9 @@ def collect(cluster, run, nranks, survivors, timeout_ms):
         pass
   run.checks["leftovers"] = (not why, "; ".join(why))
 
-  # fds/threads
+  # fds/threads: as before creation once tessera returns, or within SETTLE_S after (a
+  # thread tessera has joined can stay listed in /proc/self/task for a moment: UCX's,
+  # on a busy machine, for up to 20 ms).
   why = []
   for r in survivors:
     j = run.results.get(r) or {}
@@ -431,6 +434,8 @@ def collect(cluster, run, nranks, survivors, timeout_ms):
     again = (j.get("fds_after_recreate"), j.get("threads_after_recreate"))
     if after != before:
       settled = (j["fds_settled"], j["threads_settled"])
+      if settled == before and j["settle_s"] <= SETTLE_S:
+        continue
       why.append("rank %d after %s: fds %d->%d, threads %d->%d (%s)" % (
           r, j["teardown"], before[0], after[0], before[1], after[1],
           "back after %.2f s" % j["settle_s"] if settled == before else "still %d fds, %d threads after 2 s" % settled))
