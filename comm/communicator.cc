@@ -410,10 +410,10 @@ Status Communicator::ProbeAndAgree(double ranks_per_core) {
   const bool measure_rows =
       settings_.probe >= (multi_host || crowded ? 1 : 2) && settings_.tuning_file.empty() && host_grid_;
   const bool measure_columns = settings_.probe >= 1 && settings_.tuning_file.empty() && multi_host;
-  if (measure_rows) {
-    const Grid& g = *host_grid_;
-    TESSERA_RETURN_IF_ERROR(MeasureRing(ctx, RingGroup{g.rows[g.y[rank_]], g.x[rank_]}, &model_.intra));
-  }
+  // This rank's host row (both measurements need a host grid).
+  const Grid* hosts = host_grid_.get();
+  const RingGroup row = hosts ? RingGroup{hosts->rows[hosts->y[rank_]], hosts->x[rank_]} : RingGroup{};
+  if (measure_rows) TESSERA_RETURN_IF_ERROR(MeasureRing(ctx, row, &model_.intra));
   if (measure_columns) {
     const Grid& g = *host_grid_;
     // The X columns' large rings are timed together (the host's row waits for all of
@@ -422,7 +422,6 @@ Status Communicator::ProbeAndAgree(double ranks_per_core) {
     // schedule. Timed alone, each column's best of five was one that ran while the
     // others did not: on 2x2 emulated hosts beta_inter came out 0.49-0.54 GB/s for a
     // 0.25 GB/s link (2x1: 0.27).
-    const RingGroup row{g.rows[g.y[rank_]], g.x[rank_]};
     TESSERA_RETURN_IF_ERROR(MeasureRing(ctx, ProbeBlock(g.cols[g.x[rank_]], g.y[rank_]), &model_.inter, &row));
     model_.inter.beta /= g.X;
   }
