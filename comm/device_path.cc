@@ -171,7 +171,6 @@ enum class Route {
 };
 struct Plan {
   Route route = Route::kHost;
-  int device = -1;               // the stager's device
   AsyncWorker* proxy = nullptr;  // the thread that runs the batch
   std::vector<size_t> sources;   // kAlone: AloneSources's answer
 };
@@ -368,7 +367,6 @@ Status DevicePath::State::PlanBatch(const DeviceBatch& batch, const Classified& 
   }
   TESSERA_RETURN_IF_ERROR(StartStager(c.device));
   plan->proxy = ProxyFor(batch.worker);
-  plan->device = stager->device();
   plan->route = Route::kStaged;
   return Status::Ok();
 }
