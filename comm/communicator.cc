@@ -415,7 +415,7 @@ Status Communicator::ProbeAndAgree(double ranks_per_core) {
   const RingGroup row = hosts ? RingGroup{hosts->rows[hosts->y[rank_]], hosts->x[rank_]} : RingGroup{};
   if (measure_rows) TESSERA_RETURN_IF_ERROR(MeasureRing(ctx, row, &model_.intra));
   if (measure_columns) {
-    const Grid& g = *host_grid_;
+    const Grid& g = *hosts;
     // The X columns' large rings are timed together (the host's row waits for all of
     // them before and after), so X flows share each host's link in every timing: the
     // link itself moves X times what one flow measured. The model charges sharing per

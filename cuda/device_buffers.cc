@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <string>
 
+#include "base/poll.h"
 #include "cuda/availability.h"
 
 namespace tessera {
@@ -147,20 +148,14 @@ Status WaitForStream(void* stream, const Deadline& deadline, const std::atomic<b
   cudaEvent_t event = nullptr;
   TESSERA_RETURN_IF_ERROR(CudaCall(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), what + ": cudaEventCreate"));
   Status s = CudaCall(cudaEventRecord(event, static_cast<cudaStream_t>(stream)), what + ": cudaEventRecord");
-  int64_t pause_us = 0;
-  while (s.ok()) {
-    const cudaError_t e = cudaEventQuery(event);
-    if (e == cudaSuccess) break;
-    if (e != cudaErrorNotReady) {
-      s = CudaCall(e, what + ": cudaEventQuery");
-    } else if (abort != nullptr && abort->load()) {
-      s = RemoteError(what + ": the communicator was aborted");
-    } else if (deadline.Expired()) {
-      s = TimeoutError(what + ": the stream did not finish its earlier work within the timeout");
-    } else {
-      pause_us = std::min<int64_t>(1000, std::max<int64_t>(5, pause_us * 2));
-      usleep(static_cast<useconds_t>(pause_us));
-    }
+  if (s.ok()) {
+    s = PollUntil(
+        [&](bool* done) {
+          const cudaError_t e = cudaEventQuery(event);
+          *done = e == cudaSuccess;
+          return *done || e == cudaErrorNotReady ? Status::Ok() : CudaCall(e, what + ": cudaEventQuery");
+        },
+        deadline, abort, what, "the stream did not finish its earlier work within the timeout");
   }
   (void)cudaEventDestroy(event);
   return s;
@@ -455,15 +450,12 @@ Status DeviceStager::WaitInput(const StagedOp& op, const Deadline& deadline, con
     input_word = slots_[op.slot]->input_word;
   }
   const std::string what = "waiting for the stream to reach staged operation " + std::to_string(op.seq);
-  int64_t pause_us = 0;
-  for (;;) {
-    if (SequenceReached(__atomic_load_n(input_word, __ATOMIC_ACQUIRE), op.seq)) return Status::Ok();
-    if (abort != nullptr && abort->load()) return RemoteError(what + ": the communicator was aborted");
-    if (deadline.Expired()) return TimeoutError(what + ": the stream did not get there within the timeout");
-    // Short pauses first (the copies take microseconds), then at most 1 ms.
-    pause_us = std::min<int64_t>(1000, std::max<int64_t>(5, pause_us * 2));
-    usleep(static_cast<useconds_t>(pause_us));
-  }
+  return PollUntil(
+      [&](bool* done) {
+        *done = SequenceReached(__atomic_load_n(input_word, __ATOMIC_ACQUIRE), op.seq);
+        return Status::Ok();
+      },
+      deadline, abort, what, "the stream did not get there within the timeout");
 }
 
 Status DeviceStager::Finish(const StagedOp& op) {
