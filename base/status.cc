@@ -19,9 +19,14 @@ const char* CodeName(Code code) {
   return "unknown result code";
 }
 
+const std::string& Status::message() const {
+  static const std::string* const empty = new std::string();
+  return message_ ? *message_ : *empty;
+}
+
 std::string Status::ToString() const {
   if (ok()) return "OK";
-  return std::string(CodeName(code_)) + ": " + message_;
+  return std::string(CodeName(code_)) + ": " + message();
 }
 
 Status FailureFromWire(int64_t code, const char* text, size_t max_bytes) {

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -25,29 +26,33 @@ enum class Code : int {
   kTimeout = 8,
 };
 
+// Two words: an OK status (every call's usual result, copied up through each layer)
+// holds no string, so copying or destroying one costs no string construction; a
+// message is shared, immutable, between copies.
 class Status {
  public:
   Status() = default;  // OK
-  Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(Code code, std::string message)
+      : code_(code), message_(message.empty() ? nullptr : std::make_shared<const std::string>(std::move(message))) {}
 
   static Status Ok() { return Status(); }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
-  const std::string& message() const { return message_; }
+  const std::string& message() const;
 
   // Returns this status with `context` prepended ("context: message"), so an error
   // gathers a breadcrumb at each layer it passes (operation, rank, step...).
   Status Annotate(const std::string& context) const {
     if (ok()) return *this;
-    return Status(code_, context + ": " + message_);
+    return Status(code_, context + ": " + message());
   }
 
   std::string ToString() const;
 
  private:
   Code code_ = Code::kOk;
-  std::string message_;
+  std::shared_ptr<const std::string> message_;
 };
 
 // Constructors that read like what they report.
