@@ -71,11 +71,52 @@ struct GroupState {
 thread_local GroupState t_group;
 
 // Every live handle. Validating against this set turns use-after-destroy into an error.
+// `g_live_generation` counts the handles released: a thread that found a handle live
+// keeps it as valid until the count moves.
 std::mutex g_live_mu;
+std::atomic<uint64_t> g_live_generation{0};
 std::unordered_set<tesseraComm*>& Live() {
   static auto* live = new std::unordered_set<tesseraComm*>();
   return *live;
 }
+
+// A call in progress on a handle, for Release to wait on: each thread publishes the one
+// handle its call uses in its hazard slot (one exchange, no lock). A thread's second
+// handle at once (a group over several communicators) is counted in the handle's
+// `active_calls` under g_live_mu instead.
+struct HazardSlot {
+  std::atomic<tesseraComm*> comm{nullptr};
+};
+std::vector<HazardSlot*>& Hazards() {  // every thread's slot, under g_live_mu
+  static auto* slots = new std::vector<HazardSlot*>();
+  return *slots;
+}
+struct ThreadHazard {
+  HazardSlot* slot = nullptr;
+  const tesseraComm* valid = nullptr;  // the handle last found live, at generation `generation`
+  uint64_t generation = 0;
+  HazardSlot* Slot() {
+    if (slot == nullptr) {
+      slot = new HazardSlot;
+      std::lock_guard<std::mutex> lock(g_live_mu);
+      Hazards().push_back(slot);
+    }
+    return slot;
+  }
+  ~ThreadHazard() {
+    if (slot == nullptr) return;
+    {
+      std::lock_guard<std::mutex> lock(g_live_mu);
+      auto& all = Hazards();
+      all.erase(std::find(all.begin(), all.end(), slot));
+    }
+    delete slot;
+  }
+};
+thread_local ThreadHazard t_hazard;
+
+// Whether a call is in progress on `comm` in some thread; under g_live_mu.
+bool InUse(tesseraComm* comm);
 
 tesseraResult_t ToResult(Code c) { return static_cast<tesseraResult_t>(static_cast<int>(c)); }
 
@@ -101,17 +142,45 @@ tesseraResult_t Report(tesseraComm* comm, const char* function, const Status& s)
 }
 
 // Marks a call in progress on a live handle, so that Destroy/Abort wait for it to leave.
+// The usual case costs one exchange: the handle goes into this thread's hazard slot, then
+// counts as live while no handle was released since this thread last found it live
+// (Release bumps the generation before it looks at the slots, so one of the two sees the
+// other). Otherwise the live set is asked under its lock.
 class CallGuard {
  public:
   explicit CallGuard(tesseraComm* comm) {
+    if (comm == nullptr) return;
+    HazardSlot* slot = t_hazard.Slot();
+    if (slot->comm.load(std::memory_order_relaxed) == nullptr) {
+      slot->comm.store(comm, std::memory_order_seq_cst);
+      if (t_hazard.valid == comm && t_hazard.generation == g_live_generation.load(std::memory_order_seq_cst)) {
+        comm_ = comm;
+        slot_ = slot;
+        return;
+      }
+      std::lock_guard<std::mutex> lock(g_live_mu);
+      if (Live().count(comm) != 0) {
+        comm_ = comm;
+        slot_ = slot;
+        t_hazard.valid = comm;
+        t_hazard.generation = g_live_generation.load(std::memory_order_relaxed);
+      } else {
+        slot->comm.store(nullptr, std::memory_order_release);
+      }
+      return;
+    }
     std::lock_guard<std::mutex> lock(g_live_mu);
-    if (comm != nullptr && Live().count(comm) != 0) {
+    if (Live().count(comm) != 0) {
       comm_ = comm;
       comm_->active_calls.fetch_add(1);
     }
   }
   ~CallGuard() {
-    if (comm_ != nullptr) comm_->active_calls.fetch_sub(1);
+    if (slot_ != nullptr) {
+      slot_->comm.store(nullptr, std::memory_order_release);
+    } else if (comm_ != nullptr) {
+      comm_->active_calls.fetch_sub(1);
+    }
   }
   CallGuard(const CallGuard&) = delete;
   CallGuard& operator=(const CallGuard&) = delete;
@@ -119,7 +188,16 @@ class CallGuard {
 
  private:
   tesseraComm* comm_ = nullptr;
+  HazardSlot* slot_ = nullptr;  // this thread's, when the handle is published there
 };
+
+bool InUse(tesseraComm* comm) {
+  if (comm->active_calls.load() != 0) return true;
+  for (const HazardSlot* slot : Hazards()) {
+    if (slot->comm.load(std::memory_order_seq_cst) == comm) return true;
+  }
+  return false;
+}
 
 Status CheckCommHandle(const tesseraComm* given, const tesseraComm* live) {
   if (given == nullptr) return InvalidArgument("comm is NULL");
@@ -131,6 +209,7 @@ tesseraResult_t Release(tesseraComm_t comm, const char* function, bool abort) {
   {
     std::lock_guard<std::mutex> lock(g_live_mu);
     if (comm == nullptr || Live().erase(comm) == 0) return Report(nullptr, function, CheckCommHandle(comm, nullptr));
+    g_live_generation.fetch_add(1, std::memory_order_seq_cst);
   }
   if (abort) {
     comm->device.Abort();
@@ -143,7 +222,13 @@ tesseraResult_t Release(tesseraComm_t comm, const char* function, bool abort) {
   // so it is destroyed only once they have left (ThreadSanitizer found the reset racing
   // with tesseraAllReduce on another thread: a use after free when that call then
   // posted).
-  while (comm->active_calls.load() != 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(g_live_mu);
+      if (!InUse(comm)) break;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
   comm->worker.reset();  // finishes (or, aborted, quickly fails) what was queued
   delete comm;
   return tesseraSuccess;
@@ -164,6 +249,7 @@ void Unregister(tesseraComm* handle) {
   {
     std::lock_guard<std::mutex> lock(g_live_mu);
     Live().erase(handle);
+    g_live_generation.fetch_add(1, std::memory_order_seq_cst);
   }
   delete handle;
 }
