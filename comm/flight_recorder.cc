@@ -54,13 +54,9 @@ const char* FlightStateName(FlightEntry::State state) {
 void FlightRecorder::SetCapacity(size_t capacity) {
   ring_.reset(capacity > 0 ? new Slot[capacity] : nullptr);
   capacity_ = capacity;
+  current_ = nullptr;
+  next_slot_ = 0;
   recorded_.store(0, std::memory_order_release);
-}
-
-FlightRecorder::Slot* FlightRecorder::Current() {
-  const uint64_t n = recorded_.load(std::memory_order_relaxed);
-  if (capacity_ == 0 || n == 0) return nullptr;
-  return &ring_[(n - 1) % capacity_];
 }
 
 int64_t FlightRecorder::WallFrom(int64_t now_us) {
@@ -74,7 +70,9 @@ int64_t FlightRecorder::WallFrom(int64_t now_us) {
 void FlightRecorder::Begin(const char* what, uint64_t bytes, uint64_t seq, int64_t now_us) {
   if (capacity_ == 0) return;
   const uint64_t n = recorded_.load(std::memory_order_relaxed);
-  Slot& e = ring_[n % capacity_];
+  Slot& e = ring_[next_slot_];
+  current_ = &e;
+  next_slot_ = next_slot_ + 1 == capacity_ ? 0 : next_slot_ + 1;
   e.lock.BeginWrite();
   e.index.set(n);
   e.seq.set(seq);

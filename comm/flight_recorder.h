@@ -80,7 +80,7 @@ class FlightRecorder {
     SeqField<int> state;
   };
   // The slot of the latest entry, or null (none yet, or capacity 0).
-  Slot* Current();
+  Slot* Current() { return current_; }
   // The wall-clock time of a NowMicros() reading: one wall-clock read a second, not two
   // per call.
   int64_t WallFrom(int64_t now_us);
@@ -88,6 +88,10 @@ class FlightRecorder {
   std::unique_ptr<Slot[]> ring_;
   size_t capacity_ = 0;
   std::atomic<uint64_t> recorded_{0};  // entries ever begun
+  // The writer's place: the latest entry's slot and the next one's index in ring_ (no
+  // division by the capacity per call).
+  Slot* current_ = nullptr;
+  size_t next_slot_ = 0;
   mutable std::mutex dump_mu_;         // one Dump at a time
   int64_t wall_minus_now_us_ = 0;      // WallFrom's offset, taken at offset_taken_us_
   int64_t offset_taken_us_ = -1;

@@ -62,9 +62,10 @@ class Loop {
   std::vector<int> peers_;  // for the observer
 };
 
-// The clock is read only after a look that moved nothing, and the last move is dated
-// then: a wait that is over within a few looks (a small message whose peer is ready)
-// reads it once or never, where each read costs 20-90 ns here.
+// The clock is read only every fourth look that moved nothing, and the last move is
+// dated then: a wait that is over within a few looks (a small message whose peer is
+// ready, or a few hundred nanoseconds from it) never reads it, where each read costs
+// 20-90 ns here.
 Status Loop::Iterate() {
   int64_t last_peer_check_us = -1;
   bool undated_move = true;  // the start counts as a move
@@ -81,8 +82,9 @@ Status Loop::Iterate() {
       continue;
     }
     // Pausing ranks read the clock every few empty looks: a read costs 20-90 ns here,
-    // as long as a look, and delays seeing the peer's message as much.
-    if (!undated_move && !yielding && (++quiet_looks & 3) != 0) {
+    // as long as a look, and delays seeing the peer's message as much. The wait's
+    // start is dated a few looks late too (below a microsecond).
+    if (!yielding && (++quiet_looks & 3) != 0) {
       CpuRelax();
       continue;
     }
