@@ -334,8 +334,11 @@ Status CheckType(tesseraDataType_t datatype) {
   return Status::Ok();
 }
 
-Status CheckBuffer(const void* buf, size_t elems, const char* name) {
-  if (elems > 0 && buf == nullptr) return InvalidArgument(std::string(name) + " is NULL with count " + std::to_string(elems));
+// `bytes` of elements of `elem_size` at `buf`.
+Status CheckBuffer(const void* buf, size_t bytes, size_t elem_size, const char* name) {
+  if (bytes > 0 && buf == nullptr) {
+    return InvalidArgument(std::string(name) + " is NULL with count " + std::to_string(bytes / elem_size));
+  }
   return Status::Ok();
 }
 
@@ -345,7 +348,7 @@ Status ValidateParts(const Operation& op, size_t recv_bytes) {
   const uintptr_t r = reinterpret_cast<uintptr_t>(op.recv);
   for (size_t j = 1; j < op.parts.size(); ++j) {
     const std::string name = "sendbuffs[" + std::to_string(j) + "]";
-    TESSERA_RETURN_IF_ERROR(CheckBuffer(op.parts[j], op.count, name.c_str()));
+    TESSERA_RETURN_IF_ERROR(CheckBuffer(op.parts[j], op.count, 1, name.c_str()));
     const uintptr_t s = reinterpret_cast<uintptr_t>(op.parts[j]);
     if (recv_bytes > 0 && s < r + recv_bytes && r < s + recv_bytes) {
       return InvalidArgument(name + " overlaps recvbuff (only sendbuffs[0] may be recvbuff)");
@@ -370,13 +373,15 @@ Status ValidateOperation(tesseraComm* comm, const Operation& op, tesseraStream_t
     return InvalidArgument("peer " + std::to_string(op.peer) + " is not in [0, " + std::to_string(comm->nranks) + ")");
   }
   const size_t es = tessera::SizeOf(op.type);
-  if (op.count > static_cast<size_t>(PTRDIFF_MAX) / es / static_cast<size_t>(comm->nranks)) {
+  size_t all_ranks_bytes = 0;  // multiplied, not divided: two divisions were a twentieth of a small call
+  if (__builtin_mul_overflow(op.count, es, &all_ranks_bytes) ||
+      __builtin_mul_overflow(all_ranks_bytes, static_cast<size_t>(comm->nranks), &all_ranks_bytes) ||
+      all_ranks_bytes > static_cast<size_t>(PTRDIFF_MAX)) {
     return InvalidArgument("count " + std::to_string(op.count) + " times the datatype size overflows");
   }
   const tessera::OperationBytes bytes = tessera::BytesOf(op, comm->rank, comm->nranks);
-  const size_t send_elems = bytes.send / es, recv_elems = bytes.recv / es;
-  TESSERA_RETURN_IF_ERROR(CheckBuffer(op.send, send_elems, "sendbuff"));
-  TESSERA_RETURN_IF_ERROR(CheckBuffer(op.recv, recv_elems, "recvbuff"));
+  TESSERA_RETURN_IF_ERROR(CheckBuffer(op.send, bytes.send, es, "sendbuff"));
+  TESSERA_RETURN_IF_ERROR(CheckBuffer(op.recv, bytes.recv, es, "recvbuff"));
   if (op.kind == OpKind::kAllReduce || op.kind == OpKind::kAlltoAll) {
     const uintptr_t s = reinterpret_cast<uintptr_t>(op.send), r = reinterpret_cast<uintptr_t>(op.recv);
     const size_t sb = bytes.send, rb = bytes.recv;
