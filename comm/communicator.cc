@@ -599,7 +599,7 @@ Status Communicator::RunOps(const Operation* ops, size_t count) {
 
 // A call that ended while a revoke arrived from another thread: it is revoked too, and
 // (the revoking thread left it to this one) the peers are told now.
-Status Communicator::Revoked(const Status& s) {
+Status Communicator::Revoked(Status s) {
   if (!s.ok() || !revoked_.load()) return s;
   return Break(RemoteError("revoked"));
 }

@@ -138,7 +138,7 @@ class Communicator {
   // abort): the verdict of asking every rank (diagnosis/diagnose.h) first, then what
   // this rank saw. The verdict is also published for peers to adopt. Else `cause`.
   Status Diagnosed(const Status& cause, bool in_creation = false);
-  Status Revoked(const Status& s);
+  Status Revoked(Status s);
   // Run and RunGroup: `count` operations from `ops`, as one group.
   Status RunOps(const Operation* ops, size_t count);
   // The watch service, started before the rendezvous (its address is this rank's
