@@ -58,7 +58,7 @@ inline Status LocalCopy(const CollectiveContext& ctx, void* dst, const void* src
 // then costs no allocation.
 class Scratch {
  public:
-  static constexpr size_t kInlineBytes = 256;
+  static constexpr size_t kInlineBytes = 4096;
 
   Scratch() = default;
   Scratch(const Scratch&) = delete;  // data() may point into the object itself

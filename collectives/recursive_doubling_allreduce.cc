@@ -35,11 +35,22 @@ Status RecursiveDoublingOver(const CollectiveContext& ctx, const RingGroup* grou
     return LocalCopy(ctx, recv, send, bytes);
   }
   const RecursiveDoublingPlan plan = PlanRecursiveDoubling(r, p);
+  // The scratch buffer is taken only once a round would reduce into the buffer it sends
+  // (in place, or after a round into recv): two ranks out of place never need it, and
+  // above Scratch's inline bytes taking it costs a trip to the memory pool.
   Scratch scratch;
-  TESSERA_RETURN_IF_ERROR(scratch.Allocate(ctx, bytes));
   const char* cur = send;
-  auto other = [&](const char* c) { return c == recv ? scratch.data() : recv; };
+  auto other = [&](const char* c, char** next) {
+    if (c != recv) {
+      *next = recv;
+      return Status::Ok();
+    }
+    if (scratch.data() == nullptr) TESSERA_RETURN_IF_ERROR(scratch.Allocate(ctx, bytes));
+    *next = scratch.data();
+    return Status::Ok();
+  };
   Link* link = nullptr;
+  char* next = nullptr;
 
   if (plan.fold_partner >= 0) {
     TESSERA_RETURN_IF_ERROR(ctx.links->Get(rank_of(plan.fold_partner), ctx.exchange.deadline, &link));
@@ -48,7 +59,7 @@ Status RecursiveDoublingOver(const CollectiveContext& ctx, const RingGroup* grou
       Transfer t[2] = {Transfer::Send(link, cur, bytes), Transfer::Recv(link, recv, bytes)};
       return Exchange(t, 2, ctx.exchange);
     }
-    char* next = other(cur);
+    TESSERA_RETURN_IF_ERROR(other(cur, &next));
     Transfer t = Transfer::RecvReduce(link, next, cur, &args.reducer, bytes);
     TESSERA_RETURN_IF_ERROR(Exchange(&t, 1, ctx.exchange));
     cur = next;
@@ -56,7 +67,7 @@ Status RecursiveDoublingOver(const CollectiveContext& ctx, const RingGroup* grou
   for (int round = 0; round < plan.rounds; ++round) {
     TESSERA_RETURN_IF_ERROR(
         ctx.links->Get(rank_of(RecursiveDoublingPartner(plan, round)), ctx.exchange.deadline, &link));
-    char* next = other(cur);
+    TESSERA_RETURN_IF_ERROR(other(cur, &next));
     Transfer t[2] = {Transfer::Send(link, cur, bytes), Transfer::RecvReduce(link, next, cur, &args.reducer, bytes)};
     TESSERA_RETURN_IF_ERROR(Exchange(t, 2, ctx.exchange));
     cur = next;
