@@ -187,6 +187,7 @@ Executor::Executor(ExecutionSite site)
   device_shape_.board_bytes = 0;  // device-resident buffers never go on the host board
   const Settings& s = *site_.settings;
   tunes_ = s.autotune != 0 && s.algo == "auto" && s.algo_table.empty() && s.deterministic == 0;
+  widens_half_ = s.half_wire != "half";
 }
 
 Selection Executor::Choose(Collective c, size_t bytes) const {
@@ -196,7 +197,6 @@ Selection Executor::Choose(Collective c, size_t bytes) const {
   return SelectAlgorithm(c, site_.settings->algo, *site_.model, *site_.shape, bytes);
 }
 
-bool Executor::widens_half() const { return site_.settings->half_wire != "half"; }
 
 size_t Executor::WireElementSize(DataType type) const {
   return IsHalf(type) && widens_half() ? SizeOf(DataType::kFloat32) : SizeOf(type);

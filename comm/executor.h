@@ -79,7 +79,7 @@ class Executor {
 
  private:
   // Whether host-path reductions widen half types (TESSERA_HALF_WIRE is not "half").
-  bool widens_half() const;
+  bool widens_half() const { return widens_half_; }
   CollectiveContext HostContext(int64_t now_us);
   // `device`: the whole group's context on the device path; null on the host path.
   Status RunGroupIn(const Operation* ops, size_t count, const CollectiveContext* device, ElementwiseOps& elementwise);
@@ -116,6 +116,7 @@ class Executor {
   size_t next_choice_ = 0;
   // TESSERA_AUTOTUNE, where nothing else decides: host-path choices measured in the job.
   bool tunes_ = false;
+  bool widens_half_ = true;  // TESSERA_HALF_WIRE is not "half" (read once: every call asks)
   ChoiceTuner tuner_;
 };
 
