@@ -85,6 +85,9 @@ class Engine : public Waitable {
       if (queues_[q].busy()) queues_[q].link->AddWaits(set, queues_[q].is_send, !queues_[q].is_send);
     }
   }
+  void Flush() override {
+    for (size_t q = 0; q < nqueues_; ++q) queues_[q].link->Flush();
+  }
   Status CheckPeers() override;
   void WaitingPeers(std::vector<int>* peers) const override;
   std::string PendingSummary() const override;

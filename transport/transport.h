@@ -142,6 +142,12 @@ class Link {
   // What to sleep on while the active send and/or receive cannot move.
   virtual void AddWaits(WaitSet* set, bool sending, bool receiving) = 0;
 
+  // Wakes the peer if it sleeps on what ProgressSend/ProgressRecv made visible since the
+  // last Flush. A link may leave that wake-up until Flush (shm's doorbell costs a full
+  // fence, next to free once the data's stores have left the core), so whoever drives
+  // the progress calls flushes before it sleeps and before it stops driving them.
+  virtual void Flush() {}
+
   // A slow check that the peer process is still alive, for links whose medium does not
   // report a dead peer by itself. Called by the engine while it sleeps.
   virtual Status CheckPeer() { return Status::Ok(); }

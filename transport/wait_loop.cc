@@ -32,6 +32,7 @@ class Loop {
 
   Status Run() {
     const Status s = Iterate();
+    w_->Flush();
     if (!s.ok() && opt_.observer != nullptr) TellObserver();
     return s;
   }
@@ -89,6 +90,7 @@ Status Loop::Iterate() {
       continue;
     }
     const int64_t now = NowMicros();
+    w_->Flush();  // a few looks after publishing: the fence finds the stores gone
     yielding = opt_.progress != nullptr && opt_.progress->Yields(now);
     if (undated_move) {
       last_progress_us_ = now;
@@ -146,6 +148,7 @@ Status Loop::Sleep(WaitSet* waits, bool* moved) {
   if (opt_.notices != nullptr) opt_.notices->AddNoticeWaits(waits);
   const uint32_t token = waits->Announce();
   Status s = w_->Progress(moved);
+  w_->Flush();
   if (s.ok() && !*moved && !w_->Done()) {
     int64_t left_us =
         std::chrono::duration_cast<std::chrono::microseconds>(opt_.deadline.when() - Clock::now()).count();

@@ -25,6 +25,9 @@ class Waitable {
   virtual Status Progress(bool* moved) = 0;
   // What to sleep on while nothing moves.
   virtual void AddWaits(WaitSet* set) = 0;
+  // Wakes the peers that sleep on what Progress published (Link::Flush): called now and
+  // then while polling, before sleeping, and when the wait ends.
+  virtual void Flush() {}
   // The slow checks of the peers still waited for (alive, no published failure).
   virtual Status CheckPeers() = 0;
   // The ranks still waited for (for the observer), and what is pending, in words (for

@@ -49,6 +49,7 @@ class CudaIpcLink : public Link {
   Status ProgressSend(size_t available, bool* progressed, bool* done) override;
   Status ProgressRecv(bool* progressed, bool* done) override;
   void AddWaits(WaitSet* set, bool sending, bool receiving) override;
+  void Flush() override { parts_.control->Flush(); }  // Pump drives the control link
   Status CheckPeer() override { return parts_.control->CheckPeer(); }
   size_t sent_bytes() const override { return send_published_; }
   size_t received_bytes() const override { return recv_launched_; }
