@@ -137,11 +137,16 @@ struct Ring {
   char* slots = nullptr;
   size_t slot_bytes = 0;
   size_t nslots = 0;
-  SlotHeader* slot_header(uint64_t n) const { return reinterpret_cast<SlotHeader*>(slots + (n % nslots) * SlotStride(slot_bytes)); }
-  // Where slot n's piece of `piece` bytes is: in its first line when small enough.
-  char* payload(uint64_t n, size_t piece) const {
-    return piece <= kInlineBytes ? slot_header(n)->inline_bytes : reinterpret_cast<char*>(slot_header(n)) + kLine;
+  SlotHeader* slot_at(size_t index) const { return reinterpret_cast<SlotHeader*>(slots + index * SlotStride(slot_bytes)); }
+  SlotHeader* slot_header(uint64_t n) const { return slot_at(n % nslots); }
+  // Where the piece of `piece` bytes of the slot headed by `h` is: in its first line
+  // when small enough.
+  static char* payload(SlotHeader* h, size_t piece) {
+    return piece <= kInlineBytes ? h->inline_bytes : reinterpret_cast<char*>(h) + kLine;
   }
+  // The index after `index`, round the ring (links keep their slots' indices: a division
+  // per poll delayed seeing the peer's message).
+  size_t next(size_t index) const { return index + 1 == nslots ? 0 : index + 1; }
 };
 
 Ring RingOf(const ShmTransport::Mapping& m, size_t channel) {
@@ -179,6 +184,8 @@ class ShmLink : public Link {
     send_head_ = out_.ch->head.load(std::memory_order_relaxed);
     send_tail_ = out_.ch->tail.load(std::memory_order_relaxed);
     recv_tail_ = in_.ch->tail.load(std::memory_order_relaxed);
+    send_index_ = send_head_ % out_.nslots;
+    recv_index_ = recv_tail_ % in_.nslots;
   }
 
   const char* kind() const override { return "shm"; }
@@ -206,13 +213,14 @@ class ShmLink : public Link {
     // A full slot, or the end of the message: never a sliver of a gated message.
     const size_t piece = std::min(out_.slot_bytes, send_len_ - send_off_);
     if (send_head_ - send_tail_ < out_.nslots && send_off_ + piece <= available) {
-      SlotHeader* h = out_.slot_header(send_head_);
+      SlotHeader* h = out_.slot_at(send_index_);
       h->message_bytes = send_len_;
       h->offset = send_off_;
       if (send_off_ == 0) h->call = call_;
-      std::memcpy(out_.payload(send_head_, piece), send_data_ + send_off_, piece);
+      std::memcpy(Ring::payload(h, piece), send_data_ + send_off_, piece);
       h->published.store(send_head_ + 1, std::memory_order_release);
       out_.ch->head.store(++send_head_, std::memory_order_release);
+      send_index_ = out_.next(send_index_);
       ring_pending_ = true;
       send_off_ += piece;
       *progressed = true;
@@ -223,7 +231,7 @@ class ShmLink : public Link {
 
   Status ProgressRecv(bool* progressed, bool* done) override {
     *progressed = false;
-    const SlotHeader* h = in_.slot_header(recv_tail_);
+    SlotHeader* h = in_.slot_at(recv_index_);
     if (h->published.load(std::memory_order_acquire) == recv_tail_ + 1) {
       if (recv_off_ == 0 && h->offset == 0 && h->call != call_) {
         return MismatchedCalls(my_rank_, call_, peer(), h->call);  // before anything is consumed
@@ -235,13 +243,14 @@ class ShmLink : public Link {
                             " (do all ranks pass the same count and datatype?)");
       }
       const size_t piece = std::min(in_.slot_bytes, recv_len_ - recv_off_);
-      const char* src = in_.payload(recv_tail_, piece);
+      const char* src = Ring::payload(h, piece);
       if (recv_reducer_ != nullptr) {
         recv_reducer_->fn(recv_dst_ + recv_off_, recv_acc_ + recv_off_, src, piece / recv_reducer_->elem_size);
       } else {
         std::memcpy(recv_dst_ + recv_off_, src, piece);
       }
       in_.ch->tail.store(++recv_tail_, std::memory_order_release);
+      recv_index_ = in_.next(recv_index_);
       ring_pending_ = true;
       recv_off_ += piece;
       *progressed = true;
@@ -281,6 +290,7 @@ class ShmLink : public Link {
   Doorbell* theirs_;
   uint64_t send_head_ = 0, recv_tail_ = 0;
   uint64_t send_tail_ = 0;  // the receiver's tail as last read
+  size_t send_index_ = 0, recv_index_ = 0;  // send_head_ and recv_tail_'s slots (mod the slots)
   CallStamp call_;  // of this link's messages, both ways
   bool ring_pending_ = false;  // published a slot or freed one since the last Flush
   const char* send_data_ = nullptr;
