@@ -23,7 +23,4 @@ const char* OpName(OpKind kind) {
   return i >= 0 && i < kNumOpKinds ? kNames[i] : "unknown";
 }
 
-bool IsReduction(OpKind k) { return k == OpKind::kAllReduce || k == OpKind::kReduce || k == OpKind::kReduceScatter; }
-bool IsPointToPoint(OpKind k) { return k == OpKind::kSend || k == OpKind::kRecv; }
-
 }  // namespace tessera

@@ -37,8 +37,9 @@ enum class OpKind { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter,
 constexpr int kNumOpKinds = 10;
 
 const char* OpName(OpKind kind);  // "allreduce", "broadcast", ...
-bool IsReduction(OpKind kind);    // allreduce, reduce, reduce-scatter
-bool IsPointToPoint(OpKind kind);
+// allreduce, reduce, reduce-scatter
+inline bool IsReduction(OpKind k) { return k == OpKind::kAllReduce || k == OpKind::kReduce || k == OpKind::kReduceScatter; }
+inline bool IsPointToPoint(OpKind k) { return k == OpKind::kSend || k == OpKind::kRecv; }
 
 }  // namespace tessera
 
