@@ -218,8 +218,29 @@ Status GetReducerForIsa(DataType type, RedOp op, SimdIsa isa, Reducer* out) {
   return InvalidArgument(std::string("datatype ") + DataTypeName(type) + " is not supported yet");
 }
 
+// Every supported (type, op) found once: each reduction asks for its reducer, and the
+// three switches cost a small call as much as its flight record.
 Status GetReducer(DataType type, RedOp op, Reducer* out) {
-  return GetReducerForIsa(type, op, PreferredKernelIsa(), out);
+  struct Table {
+    Reducer reducer[kNumDataTypes][kNumRedOps];
+    bool found[kNumDataTypes][kNumRedOps] = {};
+  };
+  static const Table table = [] {
+    Table t;
+    for (int d = 0; d < kNumDataTypes; ++d) {
+      for (int o = 0; o < kNumRedOps; ++o) {
+        t.found[d][o] = GetReducerForIsa(static_cast<DataType>(d), static_cast<RedOp>(o), PreferredKernelIsa(),
+                                         &t.reducer[d][o]).ok();
+      }
+    }
+    return t;
+  }();
+  const int d = static_cast<int>(type), o = static_cast<int>(op);
+  if (d >= 0 && d < kNumDataTypes && o >= 0 && o < kNumRedOps && table.found[d][o]) {
+    *out = table.reducer[d][o];
+    return Status::Ok();
+  }
+  return GetReducerForIsa(type, op, PreferredKernelIsa(), out);  // its error
 }
 
 }  // namespace tessera
