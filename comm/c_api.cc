@@ -2,6 +2,7 @@
 // becomes a tesseraResult_t, where handles and arguments are validated, where groups are
 // recorded, and where the last error message is kept (per communicator and per thread:
 // no global error buffer).
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -62,9 +63,10 @@ namespace {
 thread_local std::string t_last_error;
 thread_local std::string t_returned_error;  // what tesseraGetLastError handed out
 
-// Groups are per thread, as in NCCL.
+// Groups are per thread, as in NCCL. The depth, which every call reads, is a plain
+// thread-local (one look-up, no initialisation guard).
+thread_local int t_group_depth = 0;
 struct GroupState {
-  int depth = 0;
   std::vector<std::pair<tesseraComm*, Operation>> ops;
   std::vector<tesseraStream_t> streams;  // streams[i] is ops[i]'s
 };
@@ -91,29 +93,40 @@ std::vector<HazardSlot*>& Hazards() {  // every thread's slot, under g_live_mu
   static auto* slots = new std::vector<HazardSlot*>();
   return *slots;
 }
+void ReleaseHazardSlot(void* slot);
+// This thread's hazard slot and the handle it last found live. Plain data, so every call
+// reads it with one look-up and no initialisation guard; the slot, made at the thread's
+// first call, is unregistered at its exit by a pthread key's destructor (which runs after
+// C++ thread-local destructors, so a call from one of those still finds it).
 struct ThreadHazard {
-  HazardSlot* slot = nullptr;
-  const tesseraComm* valid = nullptr;  // the handle last found live, at generation `generation`
-  uint64_t generation = 0;
-  HazardSlot* Slot() {
-    if (slot == nullptr) {
-      slot = new HazardSlot;
-      std::lock_guard<std::mutex> lock(g_live_mu);
-      Hazards().push_back(slot);
-    }
-    return slot;
-  }
-  ~ThreadHazard() {
-    if (slot == nullptr) return;
-    {
-      std::lock_guard<std::mutex> lock(g_live_mu);
-      auto& all = Hazards();
-      all.erase(std::find(all.begin(), all.end(), slot));
-    }
-    delete slot;
-  }
+  HazardSlot* slot;
+  const tesseraComm* valid;  // the handle last found live, at generation `generation`
+  uint64_t generation;
 };
-thread_local ThreadHazard t_hazard;
+thread_local ThreadHazard t_hazard = {nullptr, nullptr, 0};
+
+HazardSlot* SlotOf(ThreadHazard* mine) {
+  if (mine->slot != nullptr) return mine->slot;
+  static pthread_key_t key;
+  static const bool keyed = pthread_key_create(&key, &ReleaseHazardSlot) == 0;  // else the slot outlives the thread
+  mine->slot = new HazardSlot;
+  {
+    std::lock_guard<std::mutex> lock(g_live_mu);
+    Hazards().push_back(mine->slot);
+  }
+  if (keyed) pthread_setspecific(key, mine->slot);
+  return mine->slot;
+}
+
+void ReleaseHazardSlot(void* slot) {
+  {
+    std::lock_guard<std::mutex> lock(g_live_mu);
+    auto& all = Hazards();
+    all.erase(std::find(all.begin(), all.end(), slot));
+  }
+  t_hazard.slot = nullptr;
+  delete static_cast<HazardSlot*>(slot);
+}
 
 // Whether a call is in progress on `comm` in some thread; under g_live_mu.
 bool InUse(tesseraComm* comm);
@@ -150,10 +163,11 @@ class CallGuard {
  public:
   explicit CallGuard(tesseraComm* comm) {
     if (comm == nullptr) return;
-    HazardSlot* slot = t_hazard.Slot();
+    ThreadHazard& mine = t_hazard;  // one look-up of the thread's storage (a call into ld.so)
+    HazardSlot* slot = SlotOf(&mine);
     if (slot->comm.load(std::memory_order_relaxed) == nullptr) {
       slot->comm.store(comm, std::memory_order_seq_cst);
-      if (t_hazard.valid == comm && t_hazard.generation == g_live_generation.load(std::memory_order_seq_cst)) {
+      if (mine.valid == comm && mine.generation == g_live_generation.load(std::memory_order_seq_cst)) {
         comm_ = comm;
         slot_ = slot;
         return;
@@ -162,8 +176,8 @@ class CallGuard {
       if (Live().count(comm) != 0) {
         comm_ = comm;
         slot_ = slot;
-        t_hazard.valid = comm;
-        t_hazard.generation = g_live_generation.load(std::memory_order_relaxed);
+        mine.valid = comm;
+        mine.generation = g_live_generation.load(std::memory_order_relaxed);
       } else {
         slot->comm.store(nullptr, std::memory_order_release);
       }
@@ -199,7 +213,8 @@ bool InUse(tesseraComm* comm) {
   return false;
 }
 
-Status CheckCommHandle(const tesseraComm* given, const tesseraComm* live) {
+// Inlined: called on every call, and its check is a compare.
+[[gnu::always_inline]] inline Status CheckCommHandle(const tesseraComm* given, const tesseraComm* live) {
   if (given == nullptr) return InvalidArgument("comm is NULL");
   if (live == nullptr) return InvalidArgument("comm is not a live communicator (destroyed, aborted or never created)");
   return Status::Ok();
@@ -327,15 +342,17 @@ tesseraResult_t InitInto(const char* fn, tesseraComm_t* comm, int nranks, const 
   return tesseraSuccess;
 }
 
-Status CheckType(tesseraDataType_t datatype) {
+// Inlined: called on every call, and its check is a compare.
+[[gnu::always_inline]] inline Status CheckType(tesseraDataType_t datatype) {
   if (datatype < 0 || datatype >= tesseraNumTypes) {
     return InvalidArgument("datatype " + std::to_string(static_cast<int>(datatype)) + " is not a tesseraDataType_t");
   }
   return Status::Ok();
 }
 
-// `bytes` of elements of `elem_size` at `buf`.
-Status CheckBuffer(const void* buf, size_t bytes, size_t elem_size, const char* name) {
+// `bytes` of elements of `elem_size` at `buf`. Inlined: called on every call, and its
+// check is a compare.
+[[gnu::always_inline]] inline Status CheckBuffer(const void* buf, size_t bytes, size_t elem_size, const char* name) {
   if (bytes > 0 && buf == nullptr) {
     return InvalidArgument(std::string(name) + " is NULL with count " + std::to_string(bytes / elem_size));
   }
@@ -442,7 +459,7 @@ tesseraResult_t Submit(const char* fn, tesseraComm_t comm, const Operation& op, 
   if (s.ok()) s = bad_arguments;
   if (s.ok()) s = ValidateOperation(comm, op, stream);
   if (!s.ok()) return Report(guard.comm(), fn, s);
-  if (t_group.depth > 0) {
+  if (t_group_depth > 0) {
     t_group.ops.push_back({comm, op});
     t_group.streams.push_back(stream);
     return tesseraSuccess;
@@ -612,7 +629,7 @@ tesseraResult_t tesseraCommSplit(tesseraComm_t comm, int color, int key, tessera
   }
   Config cfg;
   if (s.ok()) s = ReadConfig(config, &cfg);
-  if (s.ok() && t_group.depth > 0) s = tessera::InvalidUsage("tesseraCommSplit inside a group is not supported");
+  if (s.ok() && t_group_depth > 0) s = tessera::InvalidUsage("tesseraCommSplit inside a group is not supported");
   if (!s.ok()) return Report(guard.comm(), fn, s);
   *newcomm = nullptr;
   if (comm->worker) comm->worker->WaitIdle();
@@ -676,7 +693,7 @@ tesseraResult_t tesseraCommShrink(tesseraComm_t comm, const int* excludeRanks, i
   if (s.ok() && lost && excludeCount > 0) s = InvalidArgument("TESSERA_SHRINK_LOST with an exclude list");
   Config cfg;
   if (s.ok()) s = ReadConfig(config, &cfg);
-  if (s.ok() && t_group.depth > 0) s = tessera::InvalidUsage("tesseraCommShrink inside a group is not supported");
+  if (s.ok() && t_group_depth > 0) s = tessera::InvalidUsage("tesseraCommShrink inside a group is not supported");
   if (s.ok() && !comm->impl()) s = tessera::InvalidUsage("the parent communicator was never created");
   if (!s.ok()) return Report(guard.comm(), fn, s);
   if ((flags & TESSERA_SHRINK_ABORT) != 0) comm->impl()->Revoke();
@@ -888,14 +905,14 @@ tesseraResult_t tesseraRecv(void* recvbuff, size_t count, tesseraDataType_t data
 }
 
 tesseraResult_t tesseraGroupStart(void) {
-  ++t_group.depth;
+  ++t_group_depth;
   return tesseraSuccess;
 }
 
 tesseraResult_t tesseraGroupEnd(void) {
   const char* fn = "tesseraGroupEnd";
-  if (t_group.depth == 0) return Report(nullptr, fn, tessera::InvalidUsage("tesseraGroupEnd without tesseraGroupStart"));
-  if (--t_group.depth > 0) return tesseraSuccess;
+  if (t_group_depth == 0) return Report(nullptr, fn, tessera::InvalidUsage("tesseraGroupEnd without tesseraGroupStart"));
+  if (--t_group_depth > 0) return tesseraSuccess;
   GroupState recorded;
   std::swap(recorded, t_group);
   std::vector<GroupPart> parts = PartsByComm(recorded);
