@@ -319,6 +319,13 @@ class ShmBoard : public HostBoard, public Waitable {
   bool Done() const override { return next_ == maps_.size(); }
   Status Progress(bool* moved) override;
   void AddWaits(WaitSet* set) override { maps_[my_]->header()->doorbell.AddTo(set); }
+  void Flush() override {
+    if (!ring_pending_) return;
+    ring_pending_ = false;
+    for (size_t i = 0; i < maps_.size(); ++i) {
+      if (i != my_) maps_[i]->header()->doorbell.Ring();
+    }
+  }
   Status CheckPeers() override;
   void WaitingPeers(std::vector<int>* peers) const override {
     for (size_t i = next_; i < maps_.size(); ++i) {
@@ -350,6 +357,7 @@ class ShmBoard : public HostBoard, public Waitable {
   size_t next_ = 0;      // the ranks before it have posted round_, checked
   CallStamp call_;       // of this round
   size_t bytes_ = 0;
+  bool ring_pending_ = false;  // posted since the peers' doorbells were last rung
 };
 
 Status ShmBoard::Round(size_t bytes, const ExchangeOptions& options) {
@@ -364,9 +372,7 @@ Status ShmBoard::Round(size_t bytes, const ExchangeOptions& options) {
   own->bytes = bytes;
   own->call = call_;
   own->round.store(round_, std::memory_order_release);
-  for (size_t i = 0; i < maps_.size(); ++i) {
-    if (i != my_) maps_[i]->header()->doorbell.Ring();
-  }
+  ring_pending_ = true;  // rung by Flush, from the wait (as a link's doorbell)
   next_ = 0;
   return WaitFor(this, options);
 }
