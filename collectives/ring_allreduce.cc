@@ -16,6 +16,7 @@
 // soon as it has reduced it, and no step waits for the previous one to drain.
 #include "collectives/ring_allreduce.h"
 
+#include <numeric>
 #include <vector>
 
 #include "collectives/ring_pattern.h"
@@ -66,12 +67,14 @@ Status RunRing(const CollectiveContext& ctx, const RingGroup& group, const char*
 
 RingGroup WholeRing(const CollectiveContext& ctx) {
   RingGroup g;
-  for (int r = 0; r < ctx.nranks; ++r) g.ranks.push_back(r);
+  g.ranks.resize(static_cast<size_t>(ctx.nranks));  // one allocation, not one per doubling
+  std::iota(g.ranks.begin(), g.ranks.end(), 0);
   g.pos = ctx.rank;
   return g;
 }
 
 Status RingAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args) {
+  if (ctx.nranks == 1) return LocalCopy(ctx, args.recv, args.send, args.count * args.elem_size);  // no ring to build
   return RunRing(ctx, WholeRing(ctx), static_cast<const char*>(args.send), static_cast<char*>(args.recv), args.count,
                  args.elem_size, &args.reducer, kRingReduceScatter | kRingAllGather);
 }
