@@ -1,12 +1,14 @@
 // The shared-memory transport's ring shape: full rings while a host's channels fit its
 // segment budget, fewer slots, then smaller ones past it; and a message through the
-// smallest rings arrives whole (three ranks of one process, one thread each).
+// smallest rings arrives whole (three ranks of one process, one thread each); a sleeping
+// receiver is woken by the sender's Flush.
 #include "transport/shm/shm_transport.h"
 
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <thread>
 
 namespace tessera {
@@ -105,6 +107,47 @@ TEST(ShmTransport, SmallAndLargePiecesShareTheSlots) {
     Move(out.get(), in.get(), src, &dst);
     EXPECT_EQ(src, dst) << len;
   }
+}
+
+// A receiver asleep on its doorbell (the wait loop's protocol: announce, look, sleep) is
+// woken by the sender's Flush after it published, well before its sleep would end.
+TEST(ShmTransport, FlushWakesASleepingReceiver) {
+  SmallRings rings;
+  for (const Status& s : rings.made_) ASSERT_TRUE(s.ok()) << s.message();
+  std::unique_ptr<Link> out, in;
+  ASSERT_TRUE(rings.t_[1]->Connect(0, Deadline::AfterMs(1000), &out).ok());
+  ASSERT_TRUE(rings.t_[0]->Connect(1, Deadline::AfterMs(1000), &in).ok());
+  out->SetCall(CallStamp());
+  in->SetCall(CallStamp());
+  const std::vector<char> src(8, 'x');
+  std::vector<char> dst(8, 0);
+  in->BeginRecv(dst.data(), dst.size(), nullptr, nullptr);
+  constexpr int64_t kSleepUs = 10000000;
+  int64_t slept_us = -1;
+  std::thread receiver([&] {
+    WaitSet waits;
+    in->AddWaits(&waits, false, true);
+    const uint32_t token = waits.Announce();
+    bool progressed = false, done = false;
+    if (in->ProgressRecv(&progressed, &done).ok() && !done) {
+      const int64_t start = NowMicros();
+      waits.Sleep(token, kSleepUs);
+      slept_us = NowMicros() - start;
+    }
+    waits.Retire();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the receiver is asleep by now
+  out->BeginSend(src.data(), src.size());
+  bool progressed = false, sent = false;
+  ASSERT_TRUE(out->ProgressSend(src.size(), &progressed, &sent).ok());
+  ASSERT_TRUE(sent);
+  out->Flush();
+  receiver.join();
+  EXPECT_LT(slept_us, kSleepUs / 2) << "the receiver slept until its timeout: no wake-up";
+  bool received = false;
+  ASSERT_TRUE(in->ProgressRecv(&progressed, &received).ok());
+  EXPECT_TRUE(received);
+  EXPECT_EQ(src, dst);
 }
 
 }  // namespace
