@@ -128,9 +128,6 @@ void ReleaseHazardSlot(void* slot) {
   delete static_cast<HazardSlot*>(slot);
 }
 
-// Whether a call is in progress on `comm` in some thread; under g_live_mu.
-bool InUse(tesseraComm* comm);
-
 tesseraResult_t ToResult(Code c) { return static_cast<tesseraResult_t>(static_cast<int>(c)); }
 
 std::string Describe(const tesseraComm* comm) {
@@ -165,29 +162,28 @@ class CallGuard {
     if (comm == nullptr) return;
     ThreadHazard& mine = t_hazard;  // one look-up of the thread's storage (a call into ld.so)
     HazardSlot* slot = SlotOf(&mine);
-    if (slot->comm.load(std::memory_order_relaxed) == nullptr) {
+    const bool published = slot->comm.load(std::memory_order_relaxed) == nullptr;  // else a group's second handle
+    if (published) {
       slot->comm.store(comm, std::memory_order_seq_cst);
       if (mine.valid == comm && mine.generation == g_live_generation.load(std::memory_order_seq_cst)) {
         comm_ = comm;
         slot_ = slot;
         return;
       }
-      std::lock_guard<std::mutex> lock(g_live_mu);
-      if (Live().count(comm) != 0) {
-        comm_ = comm;
-        slot_ = slot;
-        mine.valid = comm;
-        mine.generation = g_live_generation.load(std::memory_order_relaxed);
-      } else {
-        slot->comm.store(nullptr, std::memory_order_release);
-      }
-      return;
     }
     std::lock_guard<std::mutex> lock(g_live_mu);
-    if (Live().count(comm) != 0) {
-      comm_ = comm;
-      comm_->active_calls.fetch_add(1);
+    if (Live().count(comm) == 0) {
+      if (published) slot->comm.store(nullptr, std::memory_order_release);
+      return;
     }
+    comm_ = comm;
+    if (!published) {
+      comm_->active_calls.fetch_add(1);
+      return;
+    }
+    slot_ = slot;
+    mine.valid = comm;
+    mine.generation = g_live_generation.load(std::memory_order_relaxed);
   }
   ~CallGuard() {
     if (slot_ != nullptr) {
@@ -205,6 +201,7 @@ class CallGuard {
   HazardSlot* slot_ = nullptr;  // this thread's, when the handle is published there
 };
 
+// Whether a call is in progress on `comm` in some thread; under g_live_mu.
 bool InUse(tesseraComm* comm) {
   if (comm->active_calls.load() != 0) return true;
   for (const HazardSlot* slot : Hazards()) {
@@ -365,7 +362,8 @@ Status ValidateParts(const Operation& op, size_t recv_bytes) {
   const uintptr_t r = reinterpret_cast<uintptr_t>(op.recv);
   for (size_t j = 1; j < op.parts.size(); ++j) {
     const std::string name = "sendbuffs[" + std::to_string(j) + "]";
-    TESSERA_RETURN_IF_ERROR(CheckBuffer(op.parts[j], op.count, 1, name.c_str()));
+    TESSERA_RETURN_IF_ERROR(CheckBuffer(op.parts[j], op.count * tessera::SizeOf(op.type), tessera::SizeOf(op.type),
+                                        name.c_str()));
     const uintptr_t s = reinterpret_cast<uintptr_t>(op.parts[j]);
     if (recv_bytes > 0 && s < r + recv_bytes && r < s + recv_bytes) {
       return InvalidArgument(name + " overlaps recvbuff (only sendbuffs[0] may be recvbuff)");
