@@ -81,7 +81,8 @@ namespace tessera {
     "Pipelining unit of UCX links: messages travel as tagged sends of this size.")      \
   X(int64_t, ucx_chunks_in_flight, "TESSERA_UCX_CHUNKS_IN_FLIGHT", 8,                    \
     "Chunks a UCX link keeps in flight at once, per direction (and the staging chunks " \
-    "of a reducing receive).")                                                          \
+    "of a reducing receive, and the credit window of eager links). The same on every "  \
+    "rank.")                                                                            \
   X(std::string, ib_hca, "TESSERA_IB_HCA", "",                                           \
     "RDMA devices (and ports) the ibverbs transport may use, e.g. mlx5_0,mlx5_2:1. "    \
     "Empty: any active port, the rank's NUMA node first.")                                \

@@ -9,6 +9,11 @@ namespace tessera {
 bool FragmentReduce::Fragment(size_t offset, const void* src, size_t bytes) {
   if (offset > length || bytes > length - offset) return false;
   const size_t e = reducer->elem_size;
+  // The whole chunk at once (every small message) at an aligned address: no cut.
+  if (offset == 0 && bytes == length && reinterpret_cast<uintptr_t>(src) % e == 0) {
+    reducer->fn(dst, acc, src, length / e);
+    return true;
+  }
   const char* from = static_cast<const char*>(src);
   const size_t end = offset + bytes;
   const size_t first = (offset + e - 1) / e, last = end / e;  // whole elements [first, last)

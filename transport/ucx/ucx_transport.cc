@@ -31,11 +31,14 @@ struct Chunking {
   size_t End(size_t k) const { return Begin(k) + Length(k); }
 };
 
-Chunking ChunkingFor(size_t len, size_t chunk) { return Chunking{len, chunk, (len + chunk - 1) / chunk}; }
+// A message of at most one chunk (every small one) is cut without a division.
+Chunking ChunkingFor(size_t len, size_t chunk) {
+  return Chunking{len, chunk, len <= chunk ? static_cast<size_t>(len != 0) : (len + chunk - 1) / chunk};
+}
 
-// The tag numbers at most kUcxMaxChunks chunks per message.
+// The tag numbers at most kUcxMaxChunks chunks per message (chunk <= 2^28: no overflow).
 Status CheckLength(size_t len, size_t chunk) {
-  if (len / chunk < kUcxMaxChunks) return Status::Ok();
+  if (len < kUcxMaxChunks * chunk) return Status::Ok();
   return InvalidArgument("a message of " + std::to_string(len) + " bytes is more than the UCX transport carries (" +
                          std::to_string(kUcxMaxChunks) + " chunks of " + std::to_string(chunk) + " bytes)");
 }
@@ -51,6 +54,10 @@ constexpr int kNoticeSendMs = 500;
 constexpr int kLocalNoticeSendMs = 50;
 // Progress rounds per call: enough to drain a burst, bounded so one call stays short.
 constexpr int kProgressRounds = 8;
+// What a chunk costs in credits: its bytes in these units, at least one (an eager
+// message a receiver holds takes at least one of UCX's 8 KiB buffers).
+constexpr size_t kCreditUnitBytes = 8192;
+size_t CreditUnits(size_t bytes) { return std::max<size_t>(1, (bytes + kCreditUnitBytes - 1) / kCreditUnitBytes); }
 
 // Whether UCX_TLS (unset: all) may enable one of `names`. "^list" excludes; take it as
 // "may" (worst case UCX warns about a setting it did not use).
@@ -219,7 +226,9 @@ class UcxLink : public Link {
   UcxLink(int my_rank, UcxTransport::Peer* peer, UcxTransport::Worker* worker, size_t chunk_bytes, size_t in_flight,
           bool credited)
       : Link(peer->rank), my_rank_(my_rank), peer_(peer), worker_(worker), chunk_bytes_(chunk_bytes),
-        in_flight_(in_flight), credited_(credited), credits_(in_flight), recv_slots_(in_flight) {}
+        in_flight_(in_flight), credited_(credited), window_(in_flight * CreditUnits(chunk_bytes)),
+        grant_at_(std::max<size_t>(1, std::min(window_ / 2, window_ - CreditUnits(chunk_bytes) + 1))),
+        credits_(window_), recv_slots_(in_flight) {}
 
   ~UcxLink() override {
     AbandonSend();
@@ -263,8 +272,10 @@ class UcxLink : public Link {
     while (send_ops_.size() < in_flight_ && send_next_ < send_.count && send_.End(send_next_) <= available) {
       if (peer_->ep == nullptr) return send_error_ = peer_->FailureStatus();  // unreachable
       if (credited_) {
-        if (credits_ == 0 && !TakeCredits()) break;
-        --credits_;
+        const size_t cost = CreditUnits(send_.Length(send_next_));
+        if (credits_ < cost) TakeCredits();
+        if (credits_ < cost) break;
+        credits_ -= cost;
       }
       const size_t k = send_next_++;
       peer_->used = true;
@@ -332,7 +343,7 @@ class UcxLink : public Link {
     // arrived and its length and last-chunk flag have been checked (ucp_tag_probe_nb).
     while (recv_next_ - recv_ready_ < in_flight_ && recv_next_ < recv_.count) {
       const size_t k = recv_next_++;
-      RecvSlot& slot = recv_slots_[k % in_flight_];
+      RecvSlot& slot = recv_slots_[SlotOf(k)];
       slot = RecvSlot();
       *progressed = true;
       if (!reducing && recv_.Length(k) < recv_.chunk) {
@@ -354,7 +365,7 @@ class UcxLink : public Link {
     }
     if (worker_->Progress()) *progressed = true;
     for (size_t k = recv_ready_; k < recv_next_; ++k) {
-      RecvSlot& slot = recv_slots_[k % in_flight_];
+      RecvSlot& slot = recv_slots_[SlotOf(k)];
       if (slot.probing) TESSERA_RETURN_IF_ERROR(MatchShortLastChunk(k, &slot, progressed));
       if (!slot.complete || slot.handled) continue;
       if (slot.request != nullptr) ucp_request_free(slot.request);
@@ -363,7 +374,7 @@ class UcxLink : public Link {
       *progressed = true;
       TESSERA_RETURN_IF_ERROR(ChunkReceived(k, slot.status, slot.info));
     }
-    while (recv_ready_ < recv_next_ && recv_slots_[recv_ready_ % in_flight_].handled) ++recv_ready_;
+    while (recv_ready_ < recv_next_ && recv_slots_[SlotOf(recv_ready_)].handled) ++recv_ready_;
     GrantCredits();
     *done = recv_ready_ == recv_.count;
     if (!*done && !*progressed && peer_->failed()) return recv_error_ = peer_->FailureStatus();
@@ -380,13 +391,13 @@ class UcxLink : public Link {
   // transport never progresses again before the worker goes).
   void SettleRecv() {
     for (size_t k = recv_ready_; k < recv_next_; ++k) {
-      RecvSlot& slot = recv_slots_[k % in_flight_];
+      RecvSlot& slot = recv_slots_[SlotOf(k)];
       if (slot.request != nullptr && !slot.complete) ucp_request_cancel(worker_->worker, slot.request);
     }
     const Deadline deadline = Deadline::AfterMs(kCloseMs);
     auto unsettled = [&] {
       for (size_t k = recv_ready_; k < recv_next_; ++k) {
-        const RecvSlot& slot = recv_slots_[k % in_flight_];
+        const RecvSlot& slot = recv_slots_[SlotOf(k)];
         if (slot.request != nullptr && !slot.complete) return true;
       }
       return false;
@@ -397,11 +408,15 @@ class UcxLink : public Link {
     AbandonRecv();
   }
 
+  // Chunk k's receive slot (and staging slot): k % in_flight_, without the division for
+  // a message's first chunks (all of a small one's), as polls ask for it each look.
+  size_t SlotOf(size_t k) const { return k < in_flight_ ? k : k % in_flight_; }
+
   // Reducing receives go through UnpackReduce (worker->reduce_dt) when there is one.
   bool Fused() const { return recv_reducer_ != nullptr && worker_->reduce_dt != 0; }
 
   char* Landing(size_t k) const {
-    return recv_reducer_ != nullptr ? staging_ + (k % in_flight_) * recv_.chunk : recv_dst_ + recv_.Begin(k);
+    return recv_reducer_ != nullptr ? staging_ + SlotOf(k) * recv_.chunk : recv_dst_ + recv_.Begin(k);
   }
 
   ucp_request_param_t& RecvParam(RecvSlot* slot) {
@@ -469,25 +484,27 @@ class UcxLink : public Link {
       return recv_error_ = Mismatch(k, info.length, last, false);
     }
     if (Fused()) {
-      recv_slots_[k % in_flight_].fused.Finish();
+      recv_slots_[SlotOf(k)].fused.Finish();
     } else if (recv_reducer_ != nullptr) {
       const size_t at = recv_.Begin(k);
       recv_reducer_->fn(recv_dst_ + at, recv_acc_ + at, Landing(k), recv_.Length(k) / recv_reducer_->elem_size);
     }
     recv_bytes_ += recv_.Length(k);
-    ++consumed_;
+    consumed_ += CreditUnits(recv_.Length(k));
     return Status::Ok();
   }
 
   // Credits. An eager chunk is taken in by the receiver's worker whether or not a
   // receive waits for it, so a receiver busy elsewhere would hold all a sender sends.
-  // On eager links a sender therefore has in_flight_ credits, one per chunk sent, and
-  // the receiver hands them back (an empty message whose tag holds the count) once it
-  // has taken in half a window's chunks: a receiver holds at most in_flight_ chunks it
-  // did not ask for, on each link.
+  // On eager links a sender therefore has a window of credits, in_flight_ chunks'
+  // worth counted in 8 KiB units (CreditUnits: a small message costs one), and spends
+  // a chunk's units to send it; the receiver hands them back (an empty message whose
+  // tag holds the count) once it has taken in half a window: a receiver holds at most
+  // in_flight_ chunks' bytes it did not ask for, on each link, and small messages cost
+  // one credit message per few hundred rather than per few.
   //
-  // Takes the credits the peer sent; true if there are some now.
-  bool TakeCredits() {
+  // Takes the credits the peer sent.
+  void TakeCredits() {
     ucp_tag_recv_info_t info{};
     while (ucp_tag_message_h msg =
                ucp_tag_probe_nb(worker_->worker, UcxCreditTag(peer(), 0), kUcxCreditMatchMask, 1, &info)) {
@@ -496,18 +513,22 @@ class UcxLink : public Link {
       void* req = ucp_tag_msg_recv_nbx(worker_->worker, nullptr, 0, msg, &param);  // empty: done at once
       if (UCS_PTR_IS_PTR(req)) ucp_request_free(req);  // released when complete
     }
-    return credits_ > 0;
   }
 
-  // Hands back the credits of the chunks taken in, half a window at a time: an empty
-  // message whose tag holds the count, so nothing of this link must outlive its send.
+  // Hands back the credits of the chunks taken in once they reach grant_at_ (half a
+  // window; less when a window holds fewer than two chunks, so that a sender waiting
+  // for a whole chunk's credits always gets them): empty messages whose tags hold the
+  // count, so nothing of this link must outlive its send.
   void GrantCredits() {
-    if (!credited_ || consumed_ < std::max<size_t>(1, in_flight_ / 2) || peer_->ep == nullptr) return;
-    ucp_request_param_t param{};
-    void* req = ucp_tag_send_nbx(peer_->ep, nullptr, 0, UcxCreditTag(my_rank_, consumed_), &param);
-    if (UCS_PTR_IS_ERR(req)) return;  // the peer failed: its link fails on its own
-    if (UCS_PTR_IS_PTR(req)) ucp_request_free(req);  // released when sent
-    consumed_ = 0;
+    if (!credited_ || consumed_ < grant_at_ || peer_->ep == nullptr) return;
+    while (consumed_ > 0) {
+      const size_t count = std::min<size_t>(consumed_, kUcxMaxCredits);
+      ucp_request_param_t param{};
+      void* req = ucp_tag_send_nbx(peer_->ep, nullptr, 0, UcxCreditTag(my_rank_, count), &param);
+      if (UCS_PTR_IS_ERR(req)) return;  // the peer failed: its link fails on its own
+      if (UCS_PTR_IS_PTR(req)) ucp_request_free(req);  // released when sent
+      consumed_ -= count;
+    }
   }
 
   void ChunkSent(size_t k) {
@@ -553,7 +574,7 @@ class UcxLink : public Link {
   }
   void AbandonRecv() {
     for (size_t k = recv_ready_; k < recv_next_; ++k) {
-      RecvSlot& slot = recv_slots_[k % in_flight_];
+      RecvSlot& slot = recv_slots_[SlotOf(k)];
       if (slot.request == nullptr) continue;
       if (!slot.complete) {
         ucp_request_cancel(worker_->worker, slot.request);
@@ -606,9 +627,12 @@ class UcxLink : public Link {
   const size_t chunk_bytes_;
   const size_t in_flight_;
 
-  // Credits (TakeCredits): chunks this rank may still send, and chunks it took in and
-  // has not handed back (at most in_flight_, far below kUcxMaxCredits).
+  // Credits (TakeCredits), in CreditUnits: the window, what the receiver takes in
+  // before it hands credits back, what this rank may still send, and what it took in
+  // and has not handed back. The same on both ends (chunk size and window are agreed).
   const bool credited_;
+  const size_t window_;
+  const size_t grant_at_;
   size_t credits_;
   size_t consumed_ = 0;
 

@@ -38,8 +38,9 @@
 // the sender as the receiver reduces the previous ones (one host: 2-3x faster from
 // 32 KiB, docs/performance.md#ucx). Eager chunks are taken in by the receiver's worker
 // whether or not it waits for them, so eager links limit them with credits: a sender
-// spends one per chunk from a window of `chunks_in_flight`, and the receiver hands
-// them back (a tagged count) each half window it takes in.
+// spends a chunk's bytes in 8 KiB units (at least one) from a window of
+// `chunks_in_flight` chunks, and the receiver hands them back (a tagged count) each
+// half window it takes in (for 8-byte messages, one credit message per 256).
 //
 // Waiting: the engine sleeps on the worker's event fd (ucp_worker_get_efd, armed with
 // ucp_worker_arm), so an idle rank spins no core. Failures: an endpoint error (UCX

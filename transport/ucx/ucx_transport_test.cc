@@ -543,6 +543,92 @@ TEST_P(UcxTransportTest, BusyReceiverHoldsAtMostTheWindow) {
   EXPECT_EQ(Failures(out), "");
 }
 
+// Small messages cost credits by their bytes (one 8 KiB unit each), not a whole
+// chunk's: a busy receiver holds at most a window's worth of them (4 chunks of 64 KiB:
+// 32 units), and once it receives, credits flow back and the rest arrive.
+TEST_P(UcxTransportTest, SmallMessagesToABusyReceiverStayWithinTheWindow) {
+  if (!GetParam().eager) GTEST_SKIP() << "credits are for eager links";
+  constexpr int kMessages = 200;
+  constexpr size_t kWindowUnits = 4 * (65536 / 8192);
+  auto out = RunRanks(Config(2, 65536, 4), [&](const Rank& me) {
+    std::string f;
+    Link* peer = me.Get(1 - me.rank, &f);
+    if (peer == nullptr || !ArriveAndWait(0, 2, Milliseconds(20000))) return f + "set-up failed\n";
+    if (me.rank == 1) {
+      // Busy for 600 ms, its worker progressing (a finished send's ProgressSend still
+      // progresses it), then takes all.
+      uint64_t word = 0;
+      peer->BeginSend(&word, 0);
+      bool p = false, sent = false;
+      const Deadline busy = Deadline::AfterMs(600);
+      while (!busy.Expired()) {
+        Status s = peer->ProgressSend(0, &p, &sent);
+        if (!s.ok()) return "while busy: " + s.ToString();
+      }
+      for (int m = 0; m < kMessages; ++m) {
+        Transfer t = Transfer::Recv(peer, &word, sizeof(word));
+        Status s = Exchange(&t, 1, me.Options(10000));
+        if (!s.ok()) return "receiving message " + std::to_string(m) + ": " + s.ToString();
+        if (word != static_cast<uint64_t>(m)) f += "message " + std::to_string(m) + " holds " + std::to_string(word) + "\n";
+      }
+      return f;
+    }
+    // Rank 0 sends one after another; what completed in 300 ms is what rank 1 holds.
+    const Deadline count_at = Deadline::AfterMs(300), give_up = Deadline::AfterMs(20000);
+    std::vector<uint64_t> words(kMessages);
+    int done = -1;  // messages complete at count_at
+    for (int m = 0; m < kMessages; ++m) {
+      words[m] = static_cast<uint64_t>(m);
+      peer->BeginSend(&words[m], sizeof(uint64_t));
+      bool p = false, sent = false;
+      while (!sent) {
+        if (done < 0 && count_at.Expired()) done = m;
+        if (give_up.Expired()) return f + "message " + std::to_string(m) + " not sent in 20 s\n";
+        Status s = peer->ProgressSend(sizeof(uint64_t), &p, &sent);
+        if (!s.ok()) return "sending message " + std::to_string(m) + ": " + s.ToString();
+      }
+    }
+    if (done > static_cast<int>(kWindowUnits) || done < 0) {
+      f += std::to_string(done < 0 ? kMessages : done) +
+           " small messages completed before the receiver took any, more than the window's " +
+           std::to_string(kWindowUnits) + "\n";
+    }
+    if (done >= 0 && done < 2) f += "only " + std::to_string(done) + " small messages went before the receiver took any\n";
+    return f;
+  });
+  EXPECT_EQ(Failures(out), "");
+}
+
+// A window of one chunk: after a small message the sender needs a whole chunk's
+// credits for the next, which the receiver must hand back though it took in less than
+// half a window.
+TEST_P(UcxTransportTest, OneChunkWindowAfterASmallMessage) {
+  constexpr size_t kChunk = 65536;
+  auto out = RunRanks(Config(2, kChunk, 1), [&](const Rank& me) {
+    std::string f;
+    Link* peer = me.Get(1 - me.rank, &f);
+    if (peer == nullptr) return f;
+    std::vector<std::vector<uint8_t>> bufs = {std::vector<uint8_t>(8), std::vector<uint8_t>(kChunk),
+                                              std::vector<uint8_t>(8), std::vector<uint8_t>(kChunk)};
+    std::vector<Transfer> t;
+    for (size_t m = 0; m < bufs.size(); ++m) {
+      if (me.rank == 0) {
+        Fill(&bufs[m], 0, static_cast<int>(m));
+        t.push_back(Transfer::Send(peer, bufs[m].data(), bufs[m].size()));
+      } else {
+        t.push_back(Transfer::Recv(peer, bufs[m].data(), bufs[m].size()));
+      }
+    }
+    Status s = Exchange(t.data(), t.size(), me.Options(10000));
+    if (!s.ok()) return "exchange: " + s.ToString();
+    if (me.rank == 1) {
+      for (size_t m = 0; m < bufs.size(); ++m) f += CheckPattern(bufs[m].data(), bufs[m].size(), 0, static_cast<int>(m));
+    }
+    return f;
+  });
+  EXPECT_EQ(Failures(out), "");
+}
+
 // A peer that is alive but never takes part: the exchange times out naming it, and
 // the interrupted sends and receives are abandoned and torn down in bounded time (the
 // harness checks teardown).

@@ -1,5 +1,6 @@
 #include "transport/ucx/ucx_wire.h"
 
+#include <cstddef>
 #include <cstring>
 
 #include "base/hash.h"
@@ -15,17 +16,25 @@ constexpr int kSeqShift = 29;
 constexpr uint64_t kSeqMask = (uint64_t{1} << 16) - 1;
 constexpr int kDigestShift = 21;
 
-struct Crc8Table {
-  uint8_t at[256] = {};
-  constexpr Crc8Table() {
+// CRC-8 (polynomial x^8 + x^2 + x + 1, initial value 0) is linear: the CRC of a
+// message is the XOR over its bytes of the CRC of that byte followed by as many zero
+// bytes as follow it in the message. at[k][b] is the CRC of byte b followed by k zero
+// bytes, so a stamp's digest is independent lookups rather than a chain of them.
+constexpr size_t kDigestBytes = 20;  // the stamp's fields (CallStamp: its first 20 bytes)
+struct Crc8Tables {
+  uint8_t at[kDigestBytes][256] = {};
+  constexpr Crc8Tables() {
     for (int i = 0; i < 256; ++i) {
       uint8_t c = static_cast<uint8_t>(i);
       for (int b = 0; b < 8; ++b) c = static_cast<uint8_t>((c & 0x80) ? (c << 1) ^ 0x07 : c << 1);
-      at[i] = c;
+      at[0][i] = c;
+    }
+    for (size_t k = 1; k < kDigestBytes; ++k) {
+      for (int i = 0; i < 256; ++i) at[k][i] = at[0][at[k - 1][i]];
     }
   }
 };
-constexpr Crc8Table kCrc8;
+constexpr Crc8Tables kCrc8;
 
 }  // namespace
 
@@ -78,18 +87,19 @@ int UcxTagSender(uint64_t tag) {
 
 uint8_t UcxTagDigest(uint64_t tag) { return static_cast<uint8_t>((tag & kUcxDigestMask) >> kDigestShift); }
 
+// The fields in the CRC's order, each little-endian, are the stamp's first 20 bytes.
+static_assert(offsetof(CallStamp, count) == 0 && offsetof(CallStamp, seq) == 8 && offsetof(CallStamp, kind) == 12 &&
+                  offsetof(CallStamp, type) == 13 && offsetof(CallStamp, op) == 14 &&
+                  offsetof(CallStamp, flags) == 15 && offsetof(CallStamp, root) == 16,
+              "CallStamp's fields lie in the digest's order");
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the digest reads the stamp's fields as little-endian");
+
 uint8_t UcxCallDigest(const CallStamp& call) {
+  uint8_t bytes[kDigestBytes];
+  std::memcpy(bytes, &call, kDigestBytes);
   uint8_t crc = 0;
-  auto add = [&crc](uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i) crc = kCrc8.at[crc ^ static_cast<uint8_t>(v >> (8 * i))];
-  };
-  add(call.count, 8);
-  add(call.seq, 4);
-  add(call.kind, 1);
-  add(call.type, 1);
-  add(call.op, 1);
-  add(call.flags, 1);
-  add(static_cast<uint32_t>(call.root), 4);
+#pragma GCC unroll 20
+  for (size_t i = 0; i < kDigestBytes; ++i) crc ^= kCrc8.at[kDigestBytes - 1 - i][bytes[i]];
   return crc;
 }
 

@@ -81,6 +81,45 @@ TEST(UcxTags, DigestTellsCallsApart) {
   EXPECT_EQ(UcxCallDigest(a), UcxCallDigest(CallStamp(a)));
 }
 
+// The digest is the CRC-8 of the stamp's fields in order, however it is computed: a
+// bitwise CRC here, against the tables the wire code uses.
+uint8_t BitwiseCrc8(const CallStamp& call) {
+  uint8_t crc = 0;
+  auto add = [&crc](uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) {
+      crc ^= static_cast<uint8_t>(v >> (8 * i));
+      for (int b = 0; b < 8; ++b) crc = static_cast<uint8_t>((crc & 0x80) ? (crc << 1) ^ 0x07 : crc << 1);
+    }
+  };
+  add(call.count, 8);
+  add(call.seq, 4);
+  add(call.kind, 1);
+  add(call.type, 1);
+  add(call.op, 1);
+  add(call.flags, 1);
+  add(static_cast<uint32_t>(call.root), 4);
+  return crc;
+}
+
+TEST(UcxTags, DigestIsTheStampsCrc8) {
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (int i = 0; i < 1000; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    CallStamp c;
+    c.count = x;
+    c.seq = static_cast<uint32_t>(x >> 11);
+    c.kind = static_cast<uint8_t>(x >> 3);
+    c.type = static_cast<uint8_t>(x >> 19);
+    c.op = static_cast<uint8_t>(x >> 27);
+    c.flags = static_cast<uint8_t>(x >> 35);
+    c.root = static_cast<int32_t>(x >> 29);
+    ASSERT_EQ(UcxCallDigest(c), BitwiseCrc8(c)) << "stamp " << i;
+  }
+  EXPECT_EQ(UcxCallDigest(CallStamp{}), 0);
+}
+
 TEST(UcxNotice, CarriesTheCodeAndTheReason) {
   const Status s = DecodeUcxNotice(3, EncodeUcxNotice(TimeoutError("receiving from rank 1 (ucx)")));
   EXPECT_EQ(s.code(), Code::kTimeout);
