@@ -263,6 +263,7 @@ class UcxLink : public Link {
     recv_seq_now_ = recv_seq_++;
     recv_error_ = CheckLength(len, chunk_bytes_);
     if (recv_error_.ok() && reducer != nullptr) recv_error_ = EnsureStaging(in_flight_ * recv_.chunk);
+    if (recv_error_.ok()) PostReceives();
   }
 
   Status ProgressSend(size_t available, bool* progressed, bool* done) override {
@@ -330,22 +331,46 @@ class UcxLink : public Link {
   Status ProgressRecvChunks(bool* progressed, bool* done) {
     *progressed = false;
     TESSERA_RETURN_IF_ERROR(recv_error_);
+    if (PostReceives()) *progressed = true;
+    if (worker_->Progress()) *progressed = true;
+    for (size_t k = recv_ready_; k < recv_next_; ++k) {
+      RecvSlot& slot = recv_slots_[SlotOf(k)];
+      if (slot.probing) TESSERA_RETURN_IF_ERROR(MatchShortLastChunk(k, &slot, progressed));
+      if (!slot.complete || slot.handled) continue;
+      if (slot.request != nullptr) ucp_request_free(slot.request);
+      slot.request = nullptr;
+      slot.handled = true;
+      *progressed = true;
+      TESSERA_RETURN_IF_ERROR(ChunkReceived(k, slot.status, slot.info));
+    }
+    while (recv_ready_ < recv_next_ && recv_slots_[SlotOf(recv_ready_)].handled) ++recv_ready_;
+    GrantCredits();
+    *done = recv_ready_ == recv_.count;
+    if (!*done && !*progressed && peer_->failed()) return recv_error_ = peer_->FailureStatus();
+    return Status::Ok();
+  }
+
+  // Posts receives for the next chunks; true if it posted any (or marked a short last
+  // chunk for probing). Chunks [recv_ready_, recv_next_) are out, at most in_flight_
+  // of them, so chunk k owns slot k % in_flight_ (and, when reducing, staging slot
+  // k % in_flight_). BeginRecv posts the first ones at once: before the exchange's
+  // send goes, so the peer's message finds its receive waiting (UCX matches it as it
+  // arrives instead of queueing it as unexpected).
+  //
+  // A posted receive is never shorter than the chunk a sender can send for it (a
+  // whole chunk, or a staging chunk), except a short last chunk landing in the
+  // destination. A longer message would truncate into that receive, and UCX 1.13 can
+  // then still write the rendezvous data after reporting the truncation, possibly
+  // into memory the caller has freed. So that chunk is received only once it has
+  // arrived and its length and last-chunk flag have been checked (ucp_tag_probe_nb).
+  bool PostReceives() {
     const bool reducing = recv_reducer_ != nullptr;
-    // Post receives for the next chunks: chunks [recv_ready_, recv_next_) are out, at
-    // most in_flight_ of them, so chunk k owns slot k % in_flight_ (and, when reducing,
-    // staging slot k % in_flight_).
-    //
-    // A posted receive is never shorter than the chunk a sender can send for it (a
-    // whole chunk, or a staging chunk), except a short last chunk landing in the
-    // destination. A longer message would truncate into that receive, and UCX 1.13 can
-    // then still write the rendezvous data after reporting the truncation, possibly
-    // into memory the caller has freed. So that chunk is received only once it has
-    // arrived and its length and last-chunk flag have been checked (ucp_tag_probe_nb).
+    bool posted = false;
     while (recv_next_ - recv_ready_ < in_flight_ && recv_next_ < recv_.count) {
       const size_t k = recv_next_++;
       RecvSlot& slot = recv_slots_[SlotOf(k)];
       slot = RecvSlot();
-      *progressed = true;
+      posted = true;
       if (!reducing && recv_.Length(k) < recv_.chunk) {
         slot.probing = true;
         continue;
@@ -363,22 +388,7 @@ class UcxLink : public Link {
                                    UcxDataTag(peer(), recv_seq_now_, 0, k, false), kUcxDataMatchMask, &RecvParam(&slot));
       Posted(&slot, req);
     }
-    if (worker_->Progress()) *progressed = true;
-    for (size_t k = recv_ready_; k < recv_next_; ++k) {
-      RecvSlot& slot = recv_slots_[SlotOf(k)];
-      if (slot.probing) TESSERA_RETURN_IF_ERROR(MatchShortLastChunk(k, &slot, progressed));
-      if (!slot.complete || slot.handled) continue;
-      if (slot.request != nullptr) ucp_request_free(slot.request);
-      slot.request = nullptr;
-      slot.handled = true;
-      *progressed = true;
-      TESSERA_RETURN_IF_ERROR(ChunkReceived(k, slot.status, slot.info));
-    }
-    while (recv_ready_ < recv_next_ && recv_slots_[SlotOf(recv_ready_)].handled) ++recv_ready_;
-    GrantCredits();
-    *done = recv_ready_ == recv_.count;
-    if (!*done && !*progressed && peer_->failed()) return recv_error_ = peer_->FailureStatus();
-    return Status::Ok();
+    return posted;
   }
 
   // After a failed receive (a size mismatch, a dead peer), its other chunks may already

@@ -1,0 +1,171 @@
+// ucx_exchange_floor: what UCX alone takes for the exchange a 2-rank sendrecv (or one
+// step of recursive doubling) makes: two processes on this host, each sending S bytes
+// to the other and receiving S bytes, with nothing of tessera around it (one tagged
+// send and one tagged receive, contiguous, full tag mask, polling the worker). The
+// floor under any UCX link, to set beside sendrecv_perf over TESSERA_TRANSPORT=ucx and
+// =shm (docs/performance.md#ucx).
+//   bazel build //bench:ucx_exchange_floor && bazel-bin/bench/ucx_exchange_floor [-b 8] [-e 4M] [-f 8] [-n 10000]
+// UCX reads its own variables (UCX_TLS, UCX_RNDV_THRESH, ...). Prints one row per size:
+// bytes, microseconds per exchange (the slower process's average).
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <ucp/api/ucp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Flags {
+  size_t begin = 8, end = 4 << 20, factor = 8;
+  long iters = 10000;
+};
+
+size_t ParseSize(const char* s) {
+  char* rest = nullptr;
+  size_t v = std::strtoull(s, &rest, 10);
+  if (*rest == 'K') v <<= 10;
+  if (*rest == 'M') v <<= 20;
+  return v;
+}
+
+bool ParseFlags(int argc, char** argv, Flags* f) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i];
+    if (k == "-b") f->begin = ParseSize(argv[i + 1]);
+    else if (k == "-e") f->end = ParseSize(argv[i + 1]);
+    else if (k == "-f") f->factor = ParseSize(argv[i + 1]);
+    else if (k == "-n") f->iters = std::atol(argv[i + 1]);
+    else return false;
+  }
+  return f->begin > 0 && f->factor > 1 && f->iters > 0;
+}
+
+bool WriteAll(int fd, const void* p, size_t n) {
+  return write(fd, p, n) == static_cast<ssize_t>(n);  // a socketpair takes a few hundred bytes at once
+}
+
+bool ReadAll(int fd, void* p, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = read(fd, static_cast<char*>(p) + got, n - got);
+    if (r <= 0) return false;
+    got += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// Polls until the request (null: done at once) completes; false on an error.
+bool Finish(ucp_worker_h worker, void* req) {
+  if (req == nullptr) return true;
+  if (UCS_PTR_IS_ERR(req)) return false;
+  ucs_status_t s;
+  while ((s = ucp_request_check_status(req)) == UCS_INPROGRESS) ucp_worker_progress(worker);
+  ucp_request_free(req);
+  return s == UCS_OK;
+}
+
+// One process: sets up UCX, swaps worker addresses over `fd`, runs every size. Writes
+// each size's microseconds per exchange to `fd` (rank 1) or returns them (rank 0).
+int RunRank(int rank, int fd, const Flags& flags, std::vector<double>* us) {
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_TAG;
+  ucp_context_h context;
+  if (ucp_init(&params, nullptr, &context) != UCS_OK) return 2;
+  ucp_worker_params_t wp{};
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+  ucp_worker_h worker;
+  if (ucp_worker_create(context, &wp, &worker) != UCS_OK) return 2;
+  ucp_address_t* address;
+  size_t address_len;
+  if (ucp_worker_get_address(worker, &address, &address_len) != UCS_OK) return 2;
+  uint64_t len = address_len, peer_len = 0;
+  std::vector<char> peer_address;
+  if (!WriteAll(fd, &len, sizeof(len)) || !WriteAll(fd, address, address_len) ||
+      !ReadAll(fd, &peer_len, sizeof(peer_len))) return 2;
+  peer_address.resize(peer_len);
+  if (!ReadAll(fd, peer_address.data(), peer_len)) return 2;
+  ucp_ep_params_t ep_params{};
+  ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+  ep_params.address = reinterpret_cast<const ucp_address_t*>(peer_address.data());
+  ucp_ep_h ep;
+  if (ucp_ep_create(worker, &ep_params, &ep) != UCS_OK) return 2;
+
+  std::vector<char> send(flags.end, static_cast<char>(rank)), recv(flags.end);
+  for (size_t size = flags.begin; size <= flags.end; size *= flags.factor) {
+    auto exchange = [&] {
+      ucp_request_param_t rp{};
+      void* r = ucp_tag_recv_nbx(worker, recv.data(), size, 1, ~uint64_t{0}, &rp);
+      ucp_request_param_t sp{};
+      void* s = ucp_tag_send_nbx(ep, send.data(), size, 1, &sp);
+      return Finish(worker, s) && Finish(worker, r);
+    };
+    char token = 0;
+    for (long i = 0; i < flags.iters / 10 + 10; ++i) {
+      if (!exchange()) return 3;
+    }
+    // Both start timing together.
+    if (!WriteAll(fd, &token, 1) || !ReadAll(fd, &token, 1)) return 2;
+    const auto start = std::chrono::steady_clock::now();
+    for (long i = 0; i < flags.iters; ++i) {
+      if (!exchange()) return 3;
+    }
+    const double t = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    us->push_back(t / flags.iters);
+  }
+  ucp_worker_release_address(worker, address);
+  void* close = ucp_ep_close_nb(ep, UCP_EP_CLOSE_MODE_FLUSH);
+  if (UCS_PTR_IS_PTR(close)) {
+    while (ucp_request_check_status(close) == UCS_INPROGRESS) ucp_worker_progress(worker);
+    ucp_request_free(close);
+  }
+  ucp_worker_destroy(worker);
+  ucp_cleanup(context);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  if (!ParseFlags(argc, argv, &flags)) {
+    std::fprintf(stderr, "usage: %s [-b bytes] [-e bytes] [-f factor] [-n iterations] (sizes take K and M)\n", argv[0]);
+    return 1;
+  }
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) return 2;
+  const pid_t child = fork();
+  if (child < 0) return 2;
+  std::vector<double> us;
+  if (child == 0) {
+    close(fds[0]);
+    const int rc = RunRank(1, fds[1], flags, &us);
+    if (rc == 0 && !WriteAll(fds[1], us.data(), us.size() * sizeof(double))) return 2;
+    _exit(rc);
+  }
+  close(fds[1]);
+  const int rc = RunRank(0, fds[0], flags, &us);
+  std::vector<double> theirs(us.size());
+  const bool got = rc == 0 && ReadAll(fds[0], theirs.data(), theirs.size() * sizeof(double));
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (!got || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "ucx_exchange_floor: a process failed (rank 0: %d, rank 1 status %d)\n", rc, status);
+    return 2;
+  }
+  std::printf("# UCX alone: 2 processes, each sends and receives S bytes per exchange\n");
+  std::printf("%12s %12s\n", "bytes", "us/exchange");
+  size_t size = flags.begin;
+  for (size_t i = 0; i < us.size(); ++i, size *= flags.factor) {
+    std::printf("%12zu %12.3f\n", size, std::max(us[i], theirs[i]));
+  }
+  return 0;
+}
