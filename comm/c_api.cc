@@ -67,8 +67,14 @@ thread_local std::string t_returned_error;  // what tesseraGetLastError handed o
 // thread-local (one look-up, no initialisation guard).
 thread_local int t_group_depth = 0;
 struct GroupState {
-  std::vector<std::pair<tesseraComm*, Operation>> ops;
+  std::vector<tesseraComm*> comms;       // comms[i] made ops[i]
+  std::vector<Operation> ops;
   std::vector<tesseraStream_t> streams;  // streams[i] is ops[i]'s
+  void clear() {
+    comms.clear();
+    ops.clear();
+    streams.clear();
+  }
 };
 thread_local GroupState t_group;
 
@@ -426,15 +432,20 @@ struct GroupPart {
   std::vector<tesseraStream_t> streams;
 };
 
-// The recorded calls by communicator, communicators in order of first use.
-std::vector<GroupPart> PartsByComm(const GroupState& group) {
+// The recorded calls by communicator, communicators in order of first use. A group of
+// one communicator (the usual one) takes the recorded vectors whole.
+std::vector<GroupPart> PartsByComm(GroupState* group) {
   std::vector<GroupPart> parts;
-  for (size_t r = 0; r < group.ops.size(); ++r) {
-    tesseraComm* comm = group.ops[r].first;
-    auto it = std::find_if(parts.begin(), parts.end(), [&](const GroupPart& p) { return p.comm == comm; });
-    if (it == parts.end()) it = parts.insert(parts.end(), GroupPart{comm, {}, {}});
-    it->ops.push_back(group.ops[r].second);
-    it->streams.push_back(group.streams[r]);
+  const std::vector<tesseraComm*>& comms = group->comms;
+  if (!comms.empty() && std::all_of(comms.begin(), comms.end(), [&](tesseraComm* c) { return c == comms[0]; })) {
+    parts.push_back(GroupPart{comms[0], std::move(group->ops), std::move(group->streams)});
+    return parts;
+  }
+  for (size_t r = 0; r < comms.size(); ++r) {
+    auto it = std::find_if(parts.begin(), parts.end(), [&](const GroupPart& p) { return p.comm == comms[r]; });
+    if (it == parts.end()) it = parts.insert(parts.end(), GroupPart{comms[r], {}, {}});
+    it->ops.push_back(group->ops[r]);
+    it->streams.push_back(group->streams[r]);
   }
   return parts;
 }
@@ -458,7 +469,8 @@ tesseraResult_t Submit(const char* fn, tesseraComm_t comm, const Operation& op, 
   if (s.ok()) s = ValidateOperation(comm, op, stream);
   if (!s.ok()) return Report(guard.comm(), fn, s);
   if (t_group_depth > 0) {
-    t_group.ops.push_back({comm, op});
+    t_group.comms.push_back(comm);
+    t_group.ops.push_back(op);
     t_group.streams.push_back(stream);
     return tesseraSuccess;
   }
@@ -483,9 +495,12 @@ bool RunParts(const char* fn, const std::vector<GroupPart>& parts, std::vector<S
   for (size_t i = 0; i < parts.size(); ++i) {
     tesseraComm* comm = parts[i].comm;
     bool staged = false;
-    tessera::DeviceBatch batch = DeviceBatchOf(comm, fn, parts[i].ops, parts[i].streams);
-    batch.may_block = parts.size() == 1;
-    Status routed = comm->device.Submit(batch, &staged);
+    Status routed;
+    if (comm->device.may_take()) {
+      tessera::DeviceBatch batch = DeviceBatchOf(comm, fn, parts[i].ops, parts[i].streams);
+      batch.may_block = parts.size() == 1;
+      routed = comm->device.Submit(batch, &staged);
+    }
     if (staged) {
       if (routed.code() == Code::kInProgress) in_progress = true;
       else (*results)[i] = routed;
@@ -913,7 +928,7 @@ tesseraResult_t tesseraGroupEnd(void) {
   if (--t_group_depth > 0) return tesseraSuccess;
   GroupState recorded;
   std::swap(recorded, t_group);
-  std::vector<GroupPart> parts = PartsByComm(recorded);
+  std::vector<GroupPart> parts = PartsByComm(&recorded);
   std::vector<std::unique_ptr<CallGuard>> guards;
   for (const GroupPart& part : parts) {
     guards.push_back(std::make_unique<CallGuard>(part.comm));
@@ -929,6 +944,14 @@ tesseraResult_t tesseraGroupEnd(void) {
     tesseraResult_t r = Report(parts[i].comm, fn, results[i]);
     if (first == tesseraSuccess) first = r;
   }
+  // The thread's next group records into this one's vectors: a loop of groups allocates
+  // none for its records (nothing records on this thread while it runs the group).
+  if (parts.size() == 1) {
+    recorded.ops = std::move(parts[0].ops);
+    recorded.streams = std::move(parts[0].streams);
+  }
+  recorded.clear();
+  if (t_group.ops.empty()) std::swap(recorded, t_group);
   if (first == tesseraSuccess && in_progress) return tesseraInProgress;
   return first;
 }

@@ -1,5 +1,6 @@
 #include "comm/executor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -229,11 +230,16 @@ Status Executor::RunGroupOnDevice(const std::vector<Operation>& ops, CollectiveC
 
 Status Executor::RunGroupIn(const Operation* ops, size_t count, const CollectiveContext* device,
                             ElementwiseOps& elementwise) {
-  std::vector<Operation> p2p;
+  // A group of sends and receives only (the usual one) runs from `ops` as they are.
+  if (std::all_of(ops, ops + count, [](const Operation& op) { return IsPointToPoint(op.kind); })) {
+    if (count == 0) return Status::Ok();
+    return RunPointToPointGroup(ops, count, device ? *device : HostContext(CoarseNowMicros()));
+  }
+  p2p_.clear();
   for (size_t i = 0; i < count; ++i) {
     const Operation& op = ops[i];
     if (IsPointToPoint(op.kind)) {
-      p2p.push_back(op);
+      p2p_.push_back(op);
       continue;
     }
     StampCollective(op);
@@ -254,8 +260,8 @@ Status Executor::RunGroupIn(const Operation* ops, size_t count, const Collective
     site_.activity->EndCall(s.ok(), s.ok() ? end_us : CoarseNowMicros());
     if (!s.ok()) return s;
   }
-  if (p2p.empty()) return Status::Ok();
-  return RunPointToPointGroup(p2p, device ? *device : HostContext(CoarseNowMicros()));
+  if (p2p_.empty()) return Status::Ok();
+  return RunPointToPointGroup(p2p_.data(), p2p_.size(), device ? *device : HostContext(CoarseNowMicros()));
 }
 
 // The next collective's sequence number and stamp: what every rank's call must match.
@@ -439,30 +445,31 @@ Status Executor::RunContender(Collective c, size_t bytes, const ChoiceTuner::Pic
   return Status::Ok();
 }
 
-Status Executor::RunPointToPointGroup(const std::vector<Operation>& p2p, const CollectiveContext& ctx) {
+Status Executor::RunPointToPointGroup(const Operation* p2p, size_t count, const CollectiveContext& ctx) {
   // Sends to self must pair with receives from self: a local mistake, checked before
   // communicating, so it does not break the communicator.
   size_t self_sends = 0, self_recvs = 0;
-  for (const Operation& op : p2p) {
+  uint64_t sent = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const Operation& op = p2p[i];
     if (op.peer == site_.rank) ++(op.kind == OpKind::kSend ? self_sends : self_recvs);
+    sent += op.kind == OpKind::kSend ? op.count * SizeOf(op.type) : 0;
   }
   if (self_sends != self_recvs) {
     return InvalidUsage(std::to_string(self_sends) + " send(s) to self but " + std::to_string(self_recvs) +
                         " receive(s) from self: a send to self needs its receive in the same group");
   }
   if (site_.tracer != nullptr) site_.tracer->BeginOperation("send/recv#" + std::to_string(++op_count_));
-  uint64_t sent = 0;
-  for (const Operation& op : p2p) sent += op.kind == OpKind::kSend ? op.count * SizeOf(op.type) : 0;
   const int64_t begin_us = CoarseNowMicros();
   site_.recorder->Begin("send/recv", sent, 0, begin_us);
   CallStamp group;  // sequence number 0: sends and receives are not matched across all ranks
   group.kind = static_cast<uint8_t>(p2p[0].kind);
   group.count = sent;
   site_.activity->BeginCall(group, begin_us);
-  Status s = RunPointToPoint(p2p, ctx);
+  Status s = RunPointToPoint(p2p, count, ctx);
   const int64_t end_us = CoarseNowMicros();
   site_.recorder->End(s.ok(), end_us);
-  if (!s.ok()) s = site_.fail(s.Annotate(p2p.size() == 1 ? OpName(p2p[0].kind) : "send/recv group"));
+  if (!s.ok()) s = site_.fail(s.Annotate(count == 1 ? OpName(p2p[0].kind) : "send/recv group"));
   site_.activity->EndCall(s.ok(), s.ok() ? end_us : CoarseNowMicros());
   return s;
 }
@@ -470,10 +477,15 @@ Status Executor::RunPointToPointGroup(const std::vector<Operation>& p2p, const C
 // Every send and receive of the group in one exchange: the engine progresses them all
 // together, so their order on each rank does not matter. Sends to self are copies,
 // matched in order with receives from self.
-Status Executor::RunPointToPoint(const std::vector<Operation>& ops, const CollectiveContext& ctx) {
-  std::vector<Transfer> t;
-  std::vector<const Operation*> self_sends, self_recvs;
-  for (const Operation& op : ops) {
+Status Executor::RunPointToPoint(const Operation* ops, size_t count, const CollectiveContext& ctx) {
+  std::vector<Transfer>& t = transfers_;
+  std::vector<const Operation*>& self_sends = self_sends_;
+  std::vector<const Operation*>& self_recvs = self_recvs_;
+  t.clear();
+  self_sends.clear();
+  self_recvs.clear();
+  for (size_t i = 0; i < count; ++i) {
+    const Operation& op = ops[i];
     const size_t bytes = op.count * SizeOf(op.type);
     if (op.peer == site_.rank) {
       (op.kind == OpKind::kSend ? self_sends : self_recvs).push_back(&op);

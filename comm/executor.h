@@ -96,8 +96,9 @@ class Executor {
   Selection CachedChoice(Collective c, size_t bytes);
   Status RunContender(Collective c, size_t bytes, const ChoiceTuner::Pick& pick, const CollectiveContext& ctx,
                       const CollectiveArgs& args);
-  Status RunPointToPointGroup(const std::vector<Operation>& p2p, const CollectiveContext& ctx);
-  Status RunPointToPoint(const std::vector<Operation>& ops, const CollectiveContext& ctx);
+  // A group's sends and receives, `count` of them from `p2p`.
+  Status RunPointToPointGroup(const Operation* p2p, size_t count, const CollectiveContext& ctx);
+  Status RunPointToPoint(const Operation* ops, size_t count, const CollectiveContext& ctx);
 
   const ExecutionSite site_;
   Shape device_shape_;  // the shape as the device path's choices see it
@@ -118,6 +119,10 @@ class Executor {
   bool tunes_ = false;
   bool widens_half_ = true;  // TESSERA_HALF_WIRE is not "half" (read once: every call asks)
   ChoiceTuner tuner_;
+  // The point-to-point path's lists, kept between calls (a loop of groups allocates none).
+  std::vector<Operation> p2p_;
+  std::vector<Transfer> transfers_;
+  std::vector<const Operation*> self_sends_, self_recvs_;
 };
 
 }  // namespace tessera
