@@ -5,8 +5,13 @@
 // floor under any UCX link, to set beside sendrecv_perf over TESSERA_TRANSPORT=ucx and
 // =shm (docs/performance.md#ucx).
 //   bazel build //bench:ucx_exchange_floor && bazel-bin/bench/ucx_exchange_floor [-b 8] [-e 4M] [-f 8] [-n 10000]
+// Across hosts (emulated: tools/cluster), one process per host, the first listening:
+//   cluster.sh exec --host 1 -- ucx_exchange_floor --listen 5555 [flags] &
+//   cluster.sh exec --host 2 -- ucx_exchange_floor --connect 10.99.0.1:5555 [flags]
 // UCX reads its own variables (UCX_TLS, UCX_RNDV_THRESH, ...). Prints one row per size:
-// bytes, microseconds per exchange (the slower process's average).
+// bytes, microseconds per exchange (the slower process's average), from the first process.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +30,8 @@ namespace {
 struct Flags {
   size_t begin = 8, end = 4 << 20, factor = 8;
   long iters = 10000;
+  int listen_port = 0;   // --listen: this process is rank 0 of two on different hosts
+  std::string connect;   // --connect host:port: this process is rank 1
 };
 
 size_t ParseSize(const char* s) {
@@ -42,6 +49,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     else if (k == "-e") f->end = ParseSize(argv[i + 1]);
     else if (k == "-f") f->factor = ParseSize(argv[i + 1]);
     else if (k == "-n") f->iters = std::atol(argv[i + 1]);
+    else if (k == "--listen") f->listen_port = std::atoi(argv[i + 1]);
+    else if (k == "--connect") f->connect = argv[i + 1];
     else return false;
   }
   return f->begin > 0 && f->factor > 1 && f->iters > 0;
@@ -132,14 +141,77 @@ int RunRank(int rank, int fd, const Flags& flags, std::vector<double>* us) {
   return 0;
 }
 
+// The socket to the other process on another host: rank 0 accepts on the port, rank 1
+// connects to host:port (retrying for 10 s while rank 0 starts); -1 on failure.
+int HostSocket(const Flags& flags) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  if (flags.listen_port > 0) {
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    addr.sin_port = htons(static_cast<uint16_t>(flags.listen_port));
+    addr.sin_addr.s_addr = htonl(INADDR_ANY);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 1) != 0) return -1;
+    const int peer = accept(fd, nullptr, nullptr);
+    close(fd);
+    return peer;
+  }
+  const size_t colon = flags.connect.rfind(':');
+  if (colon == std::string::npos) return -1;
+  addr.sin_port = htons(static_cast<uint16_t>(std::atoi(flags.connect.c_str() + colon + 1)));
+  if (inet_pton(AF_INET, flags.connect.substr(0, colon).c_str(), &addr.sin_addr) != 1) return -1;
+  for (int tries = 0; tries < 100; ++tries) {
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) return fd;
+    usleep(100000);
+  }
+  return -1;
+}
+
+void PrintRows(const Flags& flags, const std::vector<double>& us, const std::vector<double>& theirs) {
+  std::printf("# UCX alone: 2 processes, each sends and receives S bytes per exchange\n");
+  std::printf("%12s %12s\n", "bytes", "us/exchange");
+  size_t size = flags.begin;
+  for (size_t i = 0; i < us.size(); ++i, size *= flags.factor) {
+    std::printf("%12zu %12.3f\n", size, std::max(us[i], theirs[i]));
+  }
+}
+
+// One process of two on different hosts.
+int RunOnHost(const Flags& flags) {
+  const int fd = HostSocket(flags);
+  if (fd < 0) {
+    std::fprintf(stderr, "ucx_exchange_floor: no connection to the other host\n");
+    return 2;
+  }
+  const int rank = flags.listen_port > 0 ? 0 : 1;
+  std::vector<double> us;
+  int rc = RunRank(rank, fd, flags, &us);
+  if (rc == 0 && rank == 1 && !WriteAll(fd, us.data(), us.size() * sizeof(double))) rc = 2;
+  std::vector<double> theirs(us.size());
+  if (rc == 0 && rank == 0 && !ReadAll(fd, theirs.data(), theirs.size() * sizeof(double))) rc = 2;
+  close(fd);
+  if (rc != 0) {
+    std::fprintf(stderr, "ucx_exchange_floor: rank %d failed (%d)\n", rank, rc);
+    return rc;
+  }
+  if (rank == 0) PrintRows(flags, us, theirs);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Flags flags;
   if (!ParseFlags(argc, argv, &flags)) {
-    std::fprintf(stderr, "usage: %s [-b bytes] [-e bytes] [-f factor] [-n iterations] (sizes take K and M)\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s [-b bytes] [-e bytes] [-f factor] [-n iterations] [--listen port | --connect host:port]"
+                 " (sizes take K and M)\n",
+                 argv[0]);
     return 1;
   }
+  if (flags.listen_port > 0 || !flags.connect.empty()) return RunOnHost(flags);
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) return 2;
   const pid_t child = fork();
@@ -161,11 +233,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ucx_exchange_floor: a process failed (rank 0: %d, rank 1 status %d)\n", rc, status);
     return 2;
   }
-  std::printf("# UCX alone: 2 processes, each sends and receives S bytes per exchange\n");
-  std::printf("%12s %12s\n", "bytes", "us/exchange");
-  size_t size = flags.begin;
-  for (size_t i = 0; i < us.size(); ++i, size *= flags.factor) {
-    std::printf("%12zu %12.3f\n", size, std::max(us[i], theirs[i]));
-  }
+  PrintRows(flags, us, theirs);
   return 0;
 }
