@@ -42,8 +42,10 @@
 // `chunks_in_flight` chunks, and the receiver hands them back (a tagged count) each
 // half window it takes in (for 8-byte messages, one credit message per 256).
 //
-// Waiting: the engine sleeps on the worker's event fd (ucp_worker_get_efd, armed with
-// ucp_worker_arm), so an idle rank spins no core. Failures: an endpoint error (UCX
+// Waiting: while it polls, a link turns UCX's progress engine once a look, and a send
+// only when it waits on something (its requests, or credits): over TCP a turn is an
+// epoll_wait. The engine then sleeps on the worker's event fd (ucp_worker_get_efd,
+// armed with ucp_worker_arm), so an idle rank spins no core. Failures: an endpoint error (UCX
 // reports a dead peer through the error handler, within about a second thanks to a
 // short keepalive interval) becomes RemoteError naming the peer; PublishFailure sends
 // peers a failure notice as a tagged message.
