@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/perf_options.h"
+
 namespace {
 
 struct Flags {
@@ -34,24 +36,18 @@ struct Flags {
   std::string connect;   // --connect host:port: this process is rank 1
 };
 
-size_t ParseSize(const char* s) {
-  char* rest = nullptr;
-  size_t v = std::strtoull(s, &rest, 10);
-  if (*rest == 'K') v <<= 10;
-  if (*rest == 'M') v <<= 20;
-  return v;
-}
-
 bool ParseFlags(int argc, char** argv, Flags* f) {
   for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i];
-    if (k == "-b") f->begin = ParseSize(argv[i + 1]);
-    else if (k == "-e") f->end = ParseSize(argv[i + 1]);
-    else if (k == "-f") f->factor = ParseSize(argv[i + 1]);
-    else if (k == "-n") f->iters = std::atol(argv[i + 1]);
-    else if (k == "--listen") f->listen_port = std::atoi(argv[i + 1]);
-    else if (k == "--connect") f->connect = argv[i + 1];
-    else return false;
+    const std::string k = argv[i], v = argv[i + 1];
+    bool ok = true;
+    if (k == "-b") ok = tessera_bench::ParseByteSize(v, &f->begin);
+    else if (k == "-e") ok = tessera_bench::ParseByteSize(v, &f->end);
+    else if (k == "-f") f->factor = std::strtoull(v.c_str(), nullptr, 10);
+    else if (k == "-n") f->iters = std::atol(v.c_str());
+    else if (k == "--listen") f->listen_port = std::atoi(v.c_str());
+    else if (k == "--connect") f->connect = v;
+    else ok = false;
+    if (!ok) return false;
   }
   return f->begin > 0 && f->factor > 1 && f->iters > 0;
 }
@@ -207,7 +203,7 @@ int main(int argc, char** argv) {
   if (!ParseFlags(argc, argv, &flags)) {
     std::fprintf(stderr,
                  "usage: %s [-b bytes] [-e bytes] [-f factor] [-n iterations] [--listen port | --connect host:port]"
-                 " (sizes take K and M)\n",
+                 " (sizes take K, M and G)\n",
                  argv[0]);
     return 1;
   }

@@ -58,6 +58,15 @@ constexpr int kProgressRounds = 8;
 // message a receiver holds takes at least one of UCX's 8 KiB buffers).
 constexpr size_t kCreditUnitBytes = 8192;
 size_t CreditUnits(size_t bytes) { return std::max<size_t>(1, (bytes + kCreditUnitBytes - 1) / kCreditUnitBytes); }
+// A link's credit window: `in_flight` chunks of `chunk_bytes`, in units.
+size_t CreditWindow(size_t chunk_bytes, size_t in_flight) { return in_flight * CreditUnits(chunk_bytes); }
+// What a receiver takes in before it hands credits back: half the window, less when
+// the window holds fewer than two chunks, so that a sender waiting for a whole chunk's
+// credits always gets them.
+size_t GrantAt(size_t chunk_bytes, size_t in_flight) {
+  const size_t window = CreditWindow(chunk_bytes, in_flight);
+  return std::max<size_t>(1, std::min(window / 2, window - CreditUnits(chunk_bytes) + 1));
+}
 
 // Whether UCX_TLS (unset: all) may enable one of `names`. "^list" excludes; take it as
 // "may" (worst case UCX warns about a setting it did not use).
@@ -106,7 +115,8 @@ struct UcxTransport::Worker {
 
   // One turn of UCX's progress engine; true if it did anything. Over TCP a turn is an
   // epoll_wait, a system call: the links turn it once a look, and only for what they
-  // wait on (three turns a call cost a third of an 8-byte allreduce across two hosts).
+  // wait on (three turns a call cost about a tenth of an 8-byte allreduce across two
+  // emulated hosts).
   bool Turn() { return ucp_worker_progress(worker) != 0; }
 
   // Turns UCX's progress engine until it reports nothing more (bounded); true if it did
@@ -231,9 +241,8 @@ class UcxLink : public Link {
   UcxLink(int my_rank, UcxTransport::Peer* peer, UcxTransport::Worker* worker, size_t chunk_bytes, size_t in_flight,
           bool credited)
       : Link(peer->rank), my_rank_(my_rank), peer_(peer), worker_(worker), chunk_bytes_(chunk_bytes),
-        in_flight_(in_flight), credited_(credited), window_(in_flight * CreditUnits(chunk_bytes)),
-        grant_at_(std::max<size_t>(1, std::min(window_ / 2, window_ - CreditUnits(chunk_bytes) + 1))),
-        credits_(window_), recv_slots_(in_flight) {}
+        in_flight_(in_flight), credited_(credited), grant_at_(GrantAt(chunk_bytes, in_flight)),
+        credits_(CreditWindow(chunk_bytes, in_flight)), recv_slots_(in_flight) {}
 
   ~UcxLink() override {
     AbandonSend();
@@ -536,10 +545,8 @@ class UcxLink : public Link {
     }
   }
 
-  // Hands back the credits of the chunks taken in once they reach grant_at_ (half a
-  // window; less when a window holds fewer than two chunks, so that a sender waiting
-  // for a whole chunk's credits always gets them): empty messages whose tags hold the
-  // count, so nothing of this link must outlive its send.
+  // Hands back the credits of the chunks taken in once they reach grant_at_: empty
+  // messages whose tags hold the count, so nothing of this link must outlive its send.
   void GrantCredits() {
     if (!credited_ || consumed_ < grant_at_ || peer_->ep == nullptr) return;
     while (consumed_ > 0) {
@@ -648,11 +655,11 @@ class UcxLink : public Link {
   const size_t chunk_bytes_;
   const size_t in_flight_;
 
-  // Credits (TakeCredits), in CreditUnits: the window, what the receiver takes in
-  // before it hands credits back, what this rank may still send, and what it took in
-  // and has not handed back. The same on both ends (chunk size and window are agreed).
+  // Credits (TakeCredits), in CreditUnits: what the receiver takes in before it hands
+  // credits back (GrantAt), what this rank may still send (a CreditWindow at first),
+  // and what it took in and has not handed back. The same on both ends (chunk size and
+  // window are agreed).
   const bool credited_;
-  const size_t window_;
   const size_t grant_at_;
   size_t credits_;
   size_t consumed_ = 0;
