@@ -8,8 +8,13 @@
 // Across hosts (emulated: tools/cluster), one process per host, the first listening:
 //   cluster.sh exec --host 1 -- ucx_exchange_floor --listen 5555 [flags] &
 //   cluster.sh exec --host 2 -- ucx_exchange_floor --connect 10.99.0.1:5555 [flags]
-// UCX reads its own variables (UCX_TLS, UCX_RNDV_THRESH, ...). Prints one row per size:
-// bytes, microseconds per exchange (the slower process's average), from the first process.
+// UCX reads its own variables (UCX_TLS, UCX_RNDV_THRESH, ...). `--as-link LIST` sets up
+// UCX as tessera's UCX links do, one setting at a time (LIST: comma-separated, or all):
+// wakeup (UCP_FEATURE_WAKEUP), serialized (UCS_THREAD_MODE_SERIALIZED), peer
+// (UCP_ERR_HANDLING_MODE_PEER on the endpoint, with shared memory and cma allowed under
+// it, as the link allows them), keepalive (a 1 s keepalive interval).
+// Prints one row per size: bytes, microseconds per exchange (the slower process's
+// average), from the first process.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -34,7 +39,25 @@ struct Flags {
   long iters = 10000;
   int listen_port = 0;   // --listen: this process is rank 0 of two on different hosts
   std::string connect;   // --connect host:port: this process is rank 1
+  // --as-link: the UCX link's settings taken on.
+  bool wakeup = false, serialized = false, peer_errors = false, keepalive = false;
 };
+
+bool ParseAsLink(const std::string& list, Flags* f) {
+  size_t at = 0;
+  while (at <= list.size()) {
+    const size_t comma = std::min(list.find(',', at), list.size());
+    const std::string item = list.substr(at, comma - at);
+    const bool all = item == "all";
+    if (!all && item != "wakeup" && item != "serialized" && item != "peer" && item != "keepalive") return false;
+    f->wakeup |= all || item == "wakeup";
+    f->serialized |= all || item == "serialized";
+    f->peer_errors |= all || item == "peer";
+    f->keepalive |= all || item == "keepalive";
+    at = comma + 1;
+  }
+  return true;
+}
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -46,6 +69,7 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     else if (k == "-n") f->iters = std::atol(v.c_str());
     else if (k == "--listen") f->listen_port = std::atoi(v.c_str());
     else if (k == "--connect") f->connect = v;
+    else if (k == "--as-link") ok = ParseAsLink(v, f);
     else ok = false;
     if (!ok) return false;
   }
@@ -78,15 +102,26 @@ bool Finish(ucp_worker_h worker, void* req) {
 
 // One process: sets up UCX, swaps worker addresses over `fd`, runs every size. Writes
 // each size's microseconds per exchange to `fd` (rank 1) or returns them (rank 0).
+void IgnoreEndpointError(void*, ucp_ep_h, ucs_status_t) {}
+
 int RunRank(int rank, int fd, const Flags& flags, std::vector<double>* us) {
+  ucp_config_t* config = nullptr;
+  if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) return 2;
+  if (flags.keepalive) ucp_config_modify(config, "KEEPALIVE_INTERVAL", "1s");
+  if (flags.peer_errors) {  // as the link: else one host falls back to TCP loopback
+    ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
+    ucp_config_modify(config, "MEMORY_INVALIDATE", "y");
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = UCP_FEATURE_TAG;
+  params.features = UCP_FEATURE_TAG | (flags.wakeup ? UCP_FEATURE_WAKEUP : 0);
   ucp_context_h context;
-  if (ucp_init(&params, nullptr, &context) != UCS_OK) return 2;
+  const ucs_status_t init = ucp_init(&params, config, &context);
+  ucp_config_release(config);
+  if (init != UCS_OK) return 2;
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+  wp.thread_mode = flags.serialized ? UCS_THREAD_MODE_SERIALIZED : UCS_THREAD_MODE_SINGLE;
   ucp_worker_h worker;
   if (ucp_worker_create(context, &wp, &worker) != UCS_OK) return 2;
   ucp_address_t* address;
@@ -101,6 +136,11 @@ int RunRank(int rank, int fd, const Flags& flags, std::vector<double>* us) {
   ucp_ep_params_t ep_params{};
   ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
   ep_params.address = reinterpret_cast<const ucp_address_t*>(peer_address.data());
+  if (flags.peer_errors) {
+    ep_params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep_params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep_params.err_handler.cb = IgnoreEndpointError;
+  }
   ucp_ep_h ep;
   if (ucp_ep_create(worker, &ep_params, &ep) != UCS_OK) return 2;
 
@@ -203,7 +243,7 @@ int main(int argc, char** argv) {
   if (!ParseFlags(argc, argv, &flags)) {
     std::fprintf(stderr,
                  "usage: %s [-b bytes] [-e bytes] [-f factor] [-n iterations] [--listen port | --connect host:port]"
-                 " (sizes take K, M and G)\n",
+                 " [--as-link all|wakeup,serialized,peer,keepalive] (sizes take K, M and G)\n",
                  argv[0]);
     return 1;
   }

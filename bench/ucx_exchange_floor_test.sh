@@ -1,8 +1,9 @@
 #!/bin/bash
 # Runs bench/ucx_exchange_floor for real: forked on one host, and as two processes
 # joined by --listen/--connect over 127.0.0.1 (as across emulated hosts). Fails unless
-# each run exits 0 with one row per size, every time positive; also checks that an
-# unknown flag is refused (exit 1). Every run is bounded by `timeout`.
+# each run exits 0 with one row per size, every time positive, also with the UCX link's
+# settings (--as-link all); checks that an unknown flag or setting is refused (exit 1).
+# Every run is bounded by `timeout`.
 # Usage: ucx_exchange_floor_test.sh PROGRAM
 set -u
 bin="$1"
@@ -30,6 +31,13 @@ listener=$!
 timeout -k 5 60 "$bin" --connect "127.0.0.1:$port" "${args[@]}" >"$out/connect" 2>&1 || fail "--connect exited $?: $(cat "$out/connect")"
 wait "$listener" || fail "--listen exited $?: $(cat "$out/listen")"
 check listen "$out/listen"
+
+# With the UCX link's settings (wakeup, serialized worker, peer error handling, keepalive).
+timeout -k 5 60 "$bin" "${args[@]}" --as-link all >"$out/as_link" 2>&1 || fail "--as-link all exited $?: $(cat "$out/as_link")"
+check as-link "$out/as_link"
+timeout -k 5 10 "$bin" --as-link wakeup,nonsense >"$out/bad_list" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] || fail "--as-link with an unknown setting: exit $rc, want 1"
 
 timeout -k 5 10 "$bin" --no-such-flag 1 >"$out/bad" 2>&1
 rc=$?
