@@ -281,20 +281,23 @@ Status RunRings(const CollectiveContext& ctx, const RingGroup& group, size_t cou
   return Status::Ok();
 }
 
-// The best of five timings of RunRings, in seconds per ring. With `together`, each
-// timing starts and ends with a ring of one element per rank round it (every rank waits
-// for all), so that it covers the rings of all of them: those that share a link.
+// Five timings of RunRings, in seconds per ring: the best, or with `median` the middle
+// one. With `together`, each timing starts and ends with a ring of one element per rank
+// round it (every rank waits for all), so that it covers the rings of all of them:
+// those that share a link.
 Status TimeRings(const CollectiveContext& ctx, const RingGroup& group, size_t count, int rings, char* buf,
-                 double* seconds, const RingGroup* together = nullptr) {
+                 double* seconds, const RingGroup* together = nullptr, bool median = false) {
   const size_t together_count = together != nullptr ? together->ranks.size() : 0;
-  *seconds = 1e30;
-  for (int rep = 0; rep < 5; ++rep) {
+  double timings[5];
+  for (double& t : timings) {
     if (together_count > 1) TESSERA_RETURN_IF_ERROR(RunRings(ctx, *together, together_count, 1, buf));
     const int64_t start = NowMicros();
     TESSERA_RETURN_IF_ERROR(RunRings(ctx, group, count, rings, buf));
     if (together_count > 1) TESSERA_RETURN_IF_ERROR(RunRings(ctx, *together, together_count, 1, buf));
-    *seconds = std::min(*seconds, (NowMicros() - start) * 1e-6 / rings);
+    t = (NowMicros() - start) * 1e-6 / rings;
   }
+  std::sort(timings, timings + 5);
+  *seconds = median ? timings[2] : timings[0];
   return Status::Ok();
 }
 
@@ -304,7 +307,12 @@ Status TimeRings(const CollectiveContext& ctx, const RingGroup& group, size_t co
 // each, after a round that connects the links). `sharing`, when not null, are the
 // ranks whose groups run beside this one over the same links (a host's columns): the
 // large ring is timed from when all of them start until all end (TimeRings).
-Status MeasureRing(const CollectiveContext& ctx, const RingGroup& group, LinkCost* cost,
+// `crowded`: this rank's kernel has more ranks than cores. alpha is then the median of
+// the small rings' timings, not the best: a step's cost there is mostly waiting for the
+// peer to get a core, and the best timing is one where it happened to have one (on 4x2
+// emulated hosts alpha_inter came out 7.5-7.9 us in half the creations and 27-75 in the
+// others, and the model then chose hierarchical_leader at 8 KiB, 2.5x the best).
+Status MeasureRing(const CollectiveContext& ctx, const RingGroup& group, LinkCost* cost, bool crowded,
                    const RingGroup* sharing = nullptr) {
   const int q = static_cast<int>(group.ranks.size());
   if (q < 2) return Status::Ok();
@@ -316,7 +324,8 @@ Status MeasureRing(const CollectiveContext& ctx, const RingGroup& group, LinkCos
   const RingGroup pair = ProbePairOf(group);
   const int g = static_cast<int>(pair.ranks.size());
   double small = 0, large = 0;
-  TESSERA_RETURN_IF_ERROR(TimeRings(ctx, pair, static_cast<size_t>(g), kSmallRingsPerTiming, buf.data(), &small));
+  TESSERA_RETURN_IF_ERROR(
+      TimeRings(ctx, pair, static_cast<size_t>(g), kSmallRingsPerTiming, buf.data(), &small, nullptr, crowded));
   TESSERA_RETURN_IF_ERROR(TimeRings(ctx, group, big / 4, 1, buf.data(), &large, sharing));
   const double steps = 2.0 * (q - 1);
   cost->alpha = std::max(1e-7, small / (2.0 * (g - 1)));
@@ -413,7 +422,8 @@ Status Communicator::ProbeAndAgree(double ranks_per_core) {
   // This rank's host row (both measurements need a host grid).
   const Grid* hosts = host_grid_.get();
   const RingGroup row = hosts ? RingGroup{hosts->rows[hosts->y[rank_]], hosts->x[rank_]} : RingGroup{};
-  if (measure_rows) TESSERA_RETURN_IF_ERROR(MeasureRing(ctx, row, &model_.intra));
+  const bool kernel_crowded = ranks_per_core > 1;
+  if (measure_rows) TESSERA_RETURN_IF_ERROR(MeasureRing(ctx, row, &model_.intra, kernel_crowded));
   if (measure_columns) {
     const Grid& g = *hosts;
     // The X columns' large rings are timed together (the host's row waits for all of
@@ -422,7 +432,8 @@ Status Communicator::ProbeAndAgree(double ranks_per_core) {
     // schedule. Timed alone, each column's best of five was one that ran while the
     // others did not: on 2x2 emulated hosts beta_inter came out 0.49-0.54 GB/s for a
     // 0.25 GB/s link (2x1: 0.27).
-    TESSERA_RETURN_IF_ERROR(MeasureRing(ctx, ProbeBlock(g.cols[g.x[rank_]], g.y[rank_]), &model_.inter, &row));
+    TESSERA_RETURN_IF_ERROR(
+        MeasureRing(ctx, ProbeBlock(g.cols[g.x[rank_]], g.y[rank_]), &model_.inter, kernel_crowded, &row));
     model_.inter.beta /= g.X;
   }
   if (!measure_rows && !measure_columns && settings_.tuning_file.empty()) return Status::Ok();
