@@ -100,10 +100,10 @@ bool Finish(ucp_worker_h worker, void* req) {
   return s == UCS_OK;
 }
 
-// One process: sets up UCX, swaps worker addresses over `fd`, runs every size. Writes
-// each size's microseconds per exchange to `fd` (rank 1) or returns them (rank 0).
 void IgnoreEndpointError(void*, ucp_ep_h, ucs_status_t) {}
 
+// One process: sets up UCX, swaps worker addresses over `fd`, runs every size. Writes
+// each size's microseconds per exchange to `fd` (rank 1) or returns them (rank 0).
 int RunRank(int rank, int fd, const Flags& flags, std::vector<double>* us) {
   ucp_config_t* config = nullptr;
   if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) return 2;
@@ -189,19 +189,23 @@ int HostSocket(const Flags& flags) {
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     addr.sin_port = htons(static_cast<uint16_t>(flags.listen_port));
     addr.sin_addr.s_addr = htonl(INADDR_ANY);
-    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 1) != 0) return -1;
-    const int peer = accept(fd, nullptr, nullptr);
+    const bool listening =
+        bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 && listen(fd, 1) == 0;
+    const int peer = listening ? accept(fd, nullptr, nullptr) : -1;
     close(fd);
     return peer;
   }
   const size_t colon = flags.connect.rfind(':');
-  if (colon == std::string::npos) return -1;
-  addr.sin_port = htons(static_cast<uint16_t>(std::atoi(flags.connect.c_str() + colon + 1)));
-  if (inet_pton(AF_INET, flags.connect.substr(0, colon).c_str(), &addr.sin_addr) != 1) return -1;
-  for (int tries = 0; tries < 100; ++tries) {
-    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) return fd;
-    usleep(100000);
+  const bool parsed =
+      colon != std::string::npos && inet_pton(AF_INET, flags.connect.substr(0, colon).c_str(), &addr.sin_addr) == 1;
+  if (parsed) {
+    addr.sin_port = htons(static_cast<uint16_t>(std::atoi(flags.connect.c_str() + colon + 1)));
+    for (int tries = 0; tries < 100; ++tries) {
+      if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) return fd;
+      usleep(100000);
+    }
   }
+  close(fd);
   return -1;
 }
 

@@ -45,10 +45,10 @@
 // Waiting: while it polls, a link turns UCX's progress engine once a look, and a send
 // only when it waits on something (its requests, or credits): over TCP a turn is an
 // epoll_wait. The engine then sleeps on the worker's event fd (ucp_worker_get_efd,
-// armed with ucp_worker_arm), so an idle rank spins no core. Failures: an endpoint error (UCX
-// reports a dead peer through the error handler, within about a second thanks to a
-// short keepalive interval) becomes RemoteError naming the peer; PublishFailure sends
-// peers a failure notice as a tagged message.
+// armed with ucp_worker_arm), so an idle rank spins no core. Failures: an endpoint
+// error (UCX reports a dead peer through the error handler, within about a second
+// thanks to a short keepalive interval) becomes RemoteError naming the peer;
+// PublishFailure sends peers a failure notice as a tagged message.
 //
 // After a failed receive, its chunks already matched to rendezvous data are let arrive
 // (bounded, about a second) before the failure is returned, while the destination is
