@@ -47,7 +47,7 @@ Status ChainReduceOver(const CollectiveContext& ctx, const RingGroup& group, con
 double PredictChainReduce(const CostModel& m, const Shape& s, size_t bytes) {
   if (s.p <= 1) return 0;
   const LinkCost& slow = SlowestLink(m, s);
-  return (s.p - 1) * slow.alpha + static_cast<double>(bytes) * (slow.beta + m.gamma);
+  return (s.p - 1) * StepSeconds(slow, 0) + static_cast<double>(bytes) * (slow.beta + m.gamma);
 }
 
 }  // namespace tessera

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -19,8 +20,11 @@ const LinkCost& SlowestLink(const CostModel& m, const Shape& s) { return s.hosts
 LinkCost LeadersLink(const CostModel& m, const Shape& s) {
   const double shared = s.ranks_per_core;
   if (shared <= 1 || s.per_host < 1) return m.inter;
-  return LinkCost{m.inter.alpha * std::max(1.0, shared / s.per_host) / shared, m.inter.beta};
+  const double fewer = std::max(1.0, shared / s.per_host) / shared;
+  return LinkCost{m.inter.alpha * fewer, m.inter.beta, m.inter.floor * fewer};
 }
+
+double StepSeconds(const LinkCost& l, double bytes) { return std::max(l.floor, l.alpha + bytes * l.beta); }
 
 int Log2Floor(int v) {
   int l = 0;
@@ -31,7 +35,7 @@ int Log2Floor(int v) {
 double RingSeconds(int q, double n, const LinkCost& l, double share, double gamma, bool allreduce) {
   if (q <= 1) return 0;
   const double steps = allreduce ? 2.0 * (q - 1) : (q - 1);
-  return steps * (l.alpha + n / q * l.beta * share) + (q - 1.0) / q * n * gamma;
+  return steps * StepSeconds(l, n / q * share) + (q - 1.0) / q * n * gamma;
 }
 
 int CrossHostRounds(const Shape& s, int rounds) {
@@ -53,9 +57,9 @@ GridPhaseSeconds GridPhases(const CostModel& m, const Shape& s, int X, int Y, si
   const GridLinks g = GridLinksOf(m, s, X);
   GridPhaseSeconds t;
   t.block = static_cast<double>(bytes) / s.p;
-  t.col = (Y - 1) * (g.col->alpha + t.block * g.col->beta * g.share);
-  t.row = (X - 1) * Y * (g.row->alpha + t.block * g.row->beta);
-  t.row_of_one_block = (X - 1) * (g.row->alpha + t.block * g.row->beta);
+  t.col = (Y - 1) * StepSeconds(*g.col, t.block * g.share);
+  t.row = (X - 1) * Y * StepSeconds(*g.row, t.block);
+  t.row_of_one_block = (X - 1) * StepSeconds(*g.row, t.block);
   return t;
 }
 
@@ -84,6 +88,7 @@ Status CostModel::FromTuningText(const std::string& text, const std::string& pat
     else if (key == "alpha_inter_us") m.inter.alpha = v * 1e-6;
     else if (key == "beta_inter_gbps") m.inter.beta = 1 / (v * 1e9);
     else if (key == "gamma_gbps") m.gamma = 1 / (v * 1e9);
+    else if (key == "step_floor_inter_us") m.inter.floor = v * 1e-6;
     else return InvalidArgument(path + ":" + std::to_string(no) + ": unknown key '" + key + "'");
   }
   *out = m;
@@ -185,6 +190,10 @@ std::string CostModel::ToString() const {
   std::snprintf(buf, sizeof(buf),
                 "alpha_intra %.1f us, beta_intra %.2f GB/s, alpha_inter %.1f us, beta_inter %.3f GB/s, gamma %.2f GB/s",
                 intra.alpha * 1e6, 1e-9 / intra.beta, inter.alpha * 1e6, 1e-9 / inter.beta, 1e-9 / gamma);
+  if (inter.floor > 0) {
+    const size_t used = std::strlen(buf);
+    std::snprintf(buf + used, sizeof(buf) - used, ", step floor across %.1f us", inter.floor * 1e6);
+  }
   return buf;
 }
 

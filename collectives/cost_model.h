@@ -17,6 +17,10 @@ namespace tessera {
 struct LinkCost {
   double alpha = 0;  // seconds per message
   double beta = 0;   // seconds per byte
+  // The least a step over the link takes, however little it carries (seconds; 0: no
+  // floor). Where ranks outnumber cores a step waits for its peer to get a core, and
+  // the probe measures that wait in whole calls (docs/algorithms.md#the-step-floor).
+  double floor = 0;
 };
 
 // A choice measured on one layout (TESSERA_ALGO_TABLE, as bench/algorithm_sweep -o
@@ -40,7 +44,8 @@ struct CostModel {
   std::vector<MeasuredChoice> measured;  // consulted before the formulas (algorithms.h)
 
   // Reads "key = value" lines (alpha_intra_us, beta_intra_gbps, alpha_inter_us,
-  // beta_inter_gbps, gamma_gbps); '#' starts a comment. InvalidArgument names the line.
+  // beta_inter_gbps, gamma_gbps, step_floor_inter_us); '#' starts a comment.
+  // InvalidArgument names the line.
   static Status FromTuningFile(const std::string& path, CostModel* out);
   // The same for the file's text; `path` only names it in errors. Any text gives OK or
   // an InvalidArgument (the values stay positive).
@@ -88,10 +93,14 @@ const LinkCost& SlowestLink(const CostModel& m, const Shape& s);
 // The link across hosts for a step where one rank per host runs and the host's others
 // wait for it (the leaders' steps of the two-level schedules). The probe measures alpha
 // across with every rank running; where ranks outnumber cores (ranks_per_core > 1) a
-// step with one in R of them running waits that much less for a core: alpha scaled by
-// max(1, ranks_per_core / R) / ranks_per_core. On 2x2 and 4x2 emulated hosts on 2 cores
-// such a step took 0.5-0.6 of one with every rank running.
+// step with one in R of them running waits that much less for a core: alpha and the
+// step floor scaled by max(1, ranks_per_core / R) / ranks_per_core. On 2x2 and 4x2
+// emulated hosts on 2 cores such a step took 0.5-0.6 of one with every rank running.
 LinkCost LeadersLink(const CostModel& m, const Shape& s);
+
+// One step over `l` carrying `bytes` (shares of a link already counted in): alpha +
+// bytes x beta, and at least the link's floor.
+double StepSeconds(const LinkCost& l, double bytes);
 
 // floor(log2 v), and 0 for v < 1.
 int Log2Floor(int v);

@@ -62,6 +62,30 @@ TEST(CostModel, LeadersStepsCostLessWhereRanksShareCores) {
   EXPECT_DOUBLE_EQ(LeadersLink(m, four).alpha, m.inter.alpha / 2);
 }
 
+// Where ranks outnumber cores a step across hosts takes at least the probe's floor,
+// however little it carries, and a leaders' step the floor scaled as its alpha. With
+// the figures of 4x2 emulated hosts pinned to 2 cores (alpha across 8 us, floor 38 us)
+// 8 KiB goes to hierarchical_doubling, which ran there in 69 us; without the floor the
+// model took hierarchical_leader's ring of 2 KiB steps for as fast, and it ran 176.
+// Large steps are the link's: 32 KiB still runs hierarchical_leader (208 us against
+// Rabenseifner's 219).
+TEST(CostModel, StepsAcrossHostsTakeAtLeastTheFloor) {
+  CostModel m;
+  m.intra = LinkCost{1.6e-6, 1.0 / 16e9};
+  m.inter = LinkCost{8e-6, 1.0 / 0.25e9};
+  m.gamma = 1.0 / 82e9;
+  Shape s = HostsOf(4, 2);
+  s.ranks_per_core = 4.0;
+  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 8 << 10).algo->name, "hierarchical_leader");
+  m.inter.floor = 38e-6;
+  EXPECT_DOUBLE_EQ(StepSeconds(m.inter, 8), 38e-6);
+  EXPECT_DOUBLE_EQ(StepSeconds(m.inter, 1 << 20), 8e-6 + (1 << 20) / 0.25e9);
+  EXPECT_DOUBLE_EQ(LeadersLink(m, s).floor, 19e-6);
+  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 8).algo->name, "hierarchical_doubling");
+  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 8 << 10).algo->name, "hierarchical_doubling");
+  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 32 << 10).algo->name, "hierarchical_leader");
+}
+
 // Below kPipelinedFromBytes a pipelined schedule's blocks do not overlap, so the
 // fastest prediction is chosen however near a pipelined one is.
 TEST(CostModel, NoPipelinedPreferenceForSmallBuffers) {
@@ -187,12 +211,13 @@ TEST(CostModel, TuningFileReadsAndNamesBadLines) {
   const std::string path = testing::TempDir() + "/tuning.txt";
   {
     std::ofstream f(path);
-    f << "# measured\nalpha_intra_us = 1.5\nbeta_inter_gbps = 0.25  # 2 Gbit/s\n";
+    f << "# measured\nalpha_intra_us = 1.5\nbeta_inter_gbps = 0.25  # 2 Gbit/s\nstep_floor_inter_us = 38\n";
   }
   CostModel m;
   ASSERT_TRUE(CostModel::FromTuningFile(path, &m).ok());
   EXPECT_DOUBLE_EQ(m.intra.alpha, 1.5e-6);
   EXPECT_DOUBLE_EQ(m.inter.beta, 1 / 0.25e9);
+  EXPECT_DOUBLE_EQ(m.inter.floor, 38e-6);
   {
     std::ofstream f(path);
     f << "alpha_intra_us = 1\nspeed = fast\n";

@@ -94,7 +94,7 @@ double PredictHierarchicalDoublingAllReduce(const CostModel& m, const Shape& s, 
   const double n = static_cast<double>(bytes);
   const int rounds = Log2Floor(s.hosts);
   const LinkCost across = LeadersLink(m, s);
-  const double step = across.alpha + n * across.beta;
+  const double step = StepSeconds(across, n);
   return HostChainsSeconds(m, s.per_host, n) + rounds * (step + n * m.gamma) +
          (s.hosts != (1 << rounds) ? 2 * step : 0);
 }

@@ -97,10 +97,10 @@ double PredictRabenseifnerAllReduce(const CostModel& m, const Shape& s, size_t b
     part /= 2;
     const bool inter = k >= rounds - cross;
     const LinkCost& l = inter ? m.inter : m.intra;
-    t += 2 * (l.alpha + part * l.beta * (inter && R > 0 ? R : 1)) + part * m.gamma;
+    t += 2 * StepSeconds(l, part * (inter && R > 0 ? R : 1)) + part * m.gamma;
   }
   const LinkCost& slow = SlowestLink(m, s);
-  return t + (s.p != (1 << rounds) ? 2 * (slow.alpha + n * slow.beta) : 0);
+  return t + (s.p != (1 << rounds) ? 2 * StepSeconds(slow, n) : 0);
 }
 
 }  // namespace tessera

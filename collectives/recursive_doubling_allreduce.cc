@@ -94,10 +94,10 @@ double PredictRecursiveDoublingAllReduce(const CostModel& m, const Shape& s, siz
   for (int k = 0; k < rounds; ++k) {
     const bool inter = k >= rounds - cross;
     const LinkCost& l = inter ? m.inter : m.intra;
-    t += l.alpha + n * l.beta * (inter && R > 0 ? R : 1) + n * m.gamma;
+    t += StepSeconds(l, n * (inter && R > 0 ? R : 1)) + n * m.gamma;
   }
   const LinkCost& slow = SlowestLink(m, s);
-  return t + (s.p != (1 << rounds) ? 2 * (slow.alpha + n * slow.beta) : 0);
+  return t + (s.p != (1 << rounds) ? 2 * StepSeconds(slow, n) : 0);
 }
 
 }  // namespace tessera

@@ -39,7 +39,7 @@ double PredictRingAllGather(const CostModel& m, const Shape& s, size_t bytes) {
   if (s.p <= 1) return 0;
   const LinkCost& slow = SlowestLink(m, s);
   const double block = static_cast<double>(bytes) / s.p;
-  return (s.p - 1) * (slow.alpha + block * slow.beta);
+  return (s.p - 1) * StepSeconds(slow, block);
 }
 
 }  // namespace tessera

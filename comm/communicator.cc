@@ -338,6 +338,41 @@ Status MeasureRing(const CollectiveContext& ctx, const RingGroup& group, LinkCos
   return Status::Ok();
 }
 
+// The floor of a step across hosts where ranks outnumber cores: recursive doubling
+// allreduces of 8 bytes over every rank (kSmallRingsPerTiming to a timing, the median
+// of five), each call's time over its rounds that cross hosts. On 4x2 emulated hosts
+// pinned to 2 cores the probe's pairs measured alpha across at 8 us while each round
+// across of a whole call took 37-39: the pairs run in step, a call's ranks do not
+// (docs/performance.md#step-floor). Every rank times; `crowded` ones report it.
+Status MeasureStepFloor(const CollectiveContext& ctx, const Shape& shape, bool crowded, double* floor) {
+  CollectiveArgs args;
+  float buf[2] = {1.0f, 1.0f};
+  args.send = buf;
+  args.recv = buf;
+  args.count = 2;
+  args.elem_size = sizeof(float);
+  TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat32, RedOp::kSum, &args.reducer));
+  const AlgorithmInfo* doubling = FindAlgorithm(Collective::kAllReduce, "recursive_doubling");
+  // The polls start afresh, as in a job of small calls: the large rings before may have
+  // made yields run late, and the policy then stops yielding for 100 ms, which on 4x2
+  // emulated hosts made every call of the timings 3x slower in some creations.
+  ProgressPolicy* polls = ctx.exchange.progress;
+  const ProgressPolicy::State before = polls != nullptr ? polls->Save(NowMicros()) : ProgressPolicy::State{};
+  if (polls != nullptr) polls->Resume(ProgressPolicy::State{}, NowMicros());
+  TESSERA_RETURN_IF_ERROR(doubling->run(ctx, args));  // connects the partners' links
+  double timings[5];
+  for (double& t : timings) {
+    const int64_t start = NowMicros();
+    for (int i = 0; i < kSmallRingsPerTiming; ++i) TESSERA_RETURN_IF_ERROR(doubling->run(ctx, args));
+    t = (NowMicros() - start) * 1e-6 / kSmallRingsPerTiming;
+  }
+  if (polls != nullptr) polls->Resume(before, NowMicros());
+  std::sort(timings, timings + 5);
+  const int across = std::max(1, CrossHostRounds(shape, Log2Floor(shape.p)));
+  *floor = crowded ? timings[2] / across : 0;
+  return Status::Ok();
+}
+
 // gamma: the float32 sum over two buffers of 64 KiB, in cache (best of 5 timings of 16
 // passes). The rate a small or medium call reduces at, where the choice between
 // schedules of fewer steps and of less volume is made; larger calls are decided by
@@ -359,13 +394,13 @@ Status MeasureGamma(double* gamma) {
 
 // Every rank's parameters, and each one's median over the ranks (the lower middle for
 // an even count: the same on every rank). Gathered as a max-allreduce of a table where
-// each rank fills its own row and leaves the others 0 (every parameter is positive).
+// each rank fills its own row and leaves the others 0 (none is negative).
 // The median, not the maximum: each rank's figures are the best of five timings of
 // its own pair or ring, and on 4x2 emulated hosts (2 cores) one slow pair made the
 // maximum alpha_inter 48-187 us between creations, with typical pairs at 11-45 us;
 // the choice at 32 KiB flipped with it (recursive doubling 2.4x slower than
 // Rabenseifner there).
-constexpr int kModelParams = 6;  // the model's five, and the ranks per core
+constexpr int kModelParams = 7;  // the model's five, the step floor across, the ranks per core
 Status AgreeOnMedians(const CollectiveContext& ctx, const double (&mine)[kModelParams], double (&agreed)[kModelParams]) {
   Reducer max;
   TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat64, RedOp::kMax, &max));
@@ -397,7 +432,8 @@ RingGroup ProbeBlock(const std::vector<int>& column, int pos) {
 }  // namespace
 
 // Measures alpha and beta of the intra-host rows and the inter-host columns of the host
-// grid (MeasureRing; columns in blocks of at most kProbeHosts hosts), then takes the
+// grid (MeasureRing; columns in blocks of at most kProbeHosts hosts), and across hosts
+// the step floor (MeasureStepFloor; not where ranks fit their cores), then takes the
 // median of every parameter over all ranks (AgreeOnMedians), so that every rank's
 // model, and so every choice of algorithm, is the same. All rows (or all columns) are
 // measured at once, so the figures include what the real schedules meet: links shared
@@ -435,18 +471,19 @@ Status Communicator::ProbeAndAgree(double ranks_per_core) {
     TESSERA_RETURN_IF_ERROR(
         MeasureRing(ctx, ProbeBlock(g.cols[g.x[rank_]], g.y[rank_]), &model_.inter, kernel_crowded, &row));
     model_.inter.beta /= g.X;
+    TESSERA_RETURN_IF_ERROR(MeasureStepFloor(ctx, shape_, kernel_crowded, &model_.inter.floor));
   }
   if (!measure_rows && !measure_columns && settings_.tuning_file.empty()) return Status::Ok();
   if (measure_rows || measure_columns) TESSERA_RETURN_IF_ERROR(MeasureGamma(&model_.gamma));
   const double mine[kModelParams] = {model_.intra.alpha, model_.intra.beta, model_.inter.alpha, model_.inter.beta,
-                                     model_.gamma, ranks_per_core};
+                                     model_.gamma, model_.inter.floor, ranks_per_core};
   double agreed[kModelParams];
   TESSERA_RETURN_IF_ERROR(AgreeOnMedians(ctx, mine, agreed));
   model_.intra = LinkCost{agreed[0], agreed[1]};
-  model_.inter = LinkCost{agreed[2], agreed[3]};
+  model_.inter = LinkCost{agreed[2], agreed[3], agreed[5]};
   model_.gamma = agreed[4];
   // What alpha across was measured with: every rank running (LeadersLink).
-  if (measure_columns) shape_.ranks_per_core = agreed[5];
+  if (measure_columns) shape_.ranks_per_core = agreed[6];
   Log(log_level_, LogLevel::kInfo, "rank " + std::to_string(rank_) + ": cost model " + model_.ToString());
   return Status::Ok();
 }
