@@ -37,7 +37,8 @@ Status ChainBroadcastOver(const CollectiveContext& ctx, const RingGroup& group, 
   return Exchange(t, n, ctx.exchange);
 }
 
-// The pipeline fills in p - 1 hops, then the buffer streams through the slowest link.
+// The pipeline fills in p - 1 hops (each an empty step: alpha, or the link's floor),
+// then the buffer streams through the slowest link.
 double PredictChainBroadcast(const CostModel& m, const Shape& s, size_t bytes) {
   if (s.p <= 1) return 0;
   const LinkCost& slow = SlowestLink(m, s);
