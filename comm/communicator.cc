@@ -281,24 +281,34 @@ Status RunRings(const CollectiveContext& ctx, const RingGroup& group, size_t cou
   return Status::Ok();
 }
 
-// Five timings of RunRings, in seconds per ring: the best, or with `median` the middle
-// one. With `together`, each timing starts and ends with a ring of one element per rank
-// round it (every rank waits for all), so that it covers the rings of all of them:
-// those that share a link.
-Status TimeRings(const CollectiveContext& ctx, const RingGroup& group, size_t count, int rings, char* buf,
-                 double* seconds, const RingGroup* together = nullptr, bool median = false) {
-  const size_t together_count = together != nullptr ? together->ranks.size() : 0;
+// Five timings of `run` (a Status()), each over `per`: the best, or with `median` the
+// middle one.
+template <typename Run>
+Status FiveTimings(Run run, int per, bool median, double* seconds) {
   double timings[5];
   for (double& t : timings) {
-    if (together_count > 1) TESSERA_RETURN_IF_ERROR(RunRings(ctx, *together, together_count, 1, buf));
     const int64_t start = NowMicros();
-    TESSERA_RETURN_IF_ERROR(RunRings(ctx, group, count, rings, buf));
-    if (together_count > 1) TESSERA_RETURN_IF_ERROR(RunRings(ctx, *together, together_count, 1, buf));
-    t = (NowMicros() - start) * 1e-6 / rings;
+    TESSERA_RETURN_IF_ERROR(run());
+    t = (NowMicros() - start) * 1e-6 / per;
   }
   std::sort(timings, timings + 5);
   *seconds = median ? timings[2] : timings[0];
   return Status::Ok();
+}
+
+// Five timings of RunRings, in seconds per ring (FiveTimings). With `together`, each
+// timing starts and ends with a ring of one element per rank round it (every rank
+// waits for all), so that it covers the rings of all of them: those that share a link.
+Status TimeRings(const CollectiveContext& ctx, const RingGroup& group, size_t count, int rings, char* buf,
+                 double* seconds, const RingGroup* together = nullptr, bool median = false) {
+  const size_t together_count = together != nullptr ? together->ranks.size() : 0;
+  auto run = [&]() -> Status {
+    if (together_count > 1) TESSERA_RETURN_IF_ERROR(RunRings(ctx, *together, together_count, 1, buf));
+    TESSERA_RETURN_IF_ERROR(RunRings(ctx, group, count, rings, buf));
+    if (together_count > 1) TESSERA_RETURN_IF_ERROR(RunRings(ctx, *together, together_count, 1, buf));
+    return Status::Ok();
+  };
+  return FiveTimings(run, rings, median, seconds);
 }
 
 // alpha and beta of the links of `group`: alpha from ring allreduces of one element
@@ -360,16 +370,15 @@ Status MeasureStepFloor(const CollectiveContext& ctx, const Shape& shape, bool c
   const ProgressPolicy::State before = polls != nullptr ? polls->Save(NowMicros()) : ProgressPolicy::State{};
   if (polls != nullptr) polls->Resume(ProgressPolicy::State{}, NowMicros());
   TESSERA_RETURN_IF_ERROR(doubling->run(ctx, args));  // connects the partners' links
-  double timings[5];
-  for (double& t : timings) {
-    const int64_t start = NowMicros();
+  auto calls = [&]() -> Status {
     for (int i = 0; i < kSmallRingsPerTiming; ++i) TESSERA_RETURN_IF_ERROR(doubling->run(ctx, args));
-    t = (NowMicros() - start) * 1e-6 / kSmallRingsPerTiming;
-  }
+    return Status::Ok();
+  };
+  double call = 0;
+  TESSERA_RETURN_IF_ERROR(FiveTimings(calls, kSmallRingsPerTiming, true, &call));
   if (polls != nullptr) polls->Resume(before, NowMicros());
-  std::sort(timings, timings + 5);
   const int across = std::max(1, CrossHostRounds(shape, Log2Floor(shape.p)));
-  *floor = crowded ? timings[2] / across : 0;
+  *floor = crowded ? call / across : 0;
   return Status::Ok();
 }
 
