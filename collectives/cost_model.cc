@@ -21,7 +21,8 @@ LinkCost LeadersLink(const CostModel& m, const Shape& s) {
   const double shared = s.ranks_per_core;
   if (shared <= 1 || s.per_host < 1) return m.inter;
   const double fewer = std::max(1.0, shared / s.per_host) / shared;
-  return LinkCost{m.inter.alpha * fewer, m.inter.beta, m.inter.floor * fewer};
+  const double alpha = m.leaders_alpha > 0 ? m.leaders_alpha : m.inter.alpha * fewer;
+  return LinkCost{alpha, m.inter.beta, m.inter.floor * fewer};
 }
 
 double StepSeconds(const LinkCost& l, double bytes) { return std::max(l.floor, l.alpha + bytes * l.beta); }
@@ -193,6 +194,10 @@ std::string CostModel::ToString() const {
   if (inter.floor > 0) {
     const size_t used = std::strlen(buf);
     std::snprintf(buf + used, sizeof(buf) - used, ", step floor across %.1f us", inter.floor * 1e6);
+  }
+  if (leaders_alpha > 0) {
+    const size_t used = std::strlen(buf);
+    std::snprintf(buf + used, sizeof(buf) - used, ", leaders' alpha %.1f us", leaders_alpha * 1e6);
   }
   return buf;
 }

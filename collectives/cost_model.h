@@ -41,6 +41,9 @@ struct CostModel {
   LinkCost intra{2e-6, 1.0 / 4e9};    // shared memory
   LinkCost inter{50e-6, 1.0 / 1e9};   // network
   double gamma = 1.0 / 8e9;           // reduction
+  // alpha of a leaders' step (LeadersLink) as whole hierarchical_leader calls measured
+  // it where ranks outnumber cores (seconds; 0: not measured, scaled from inter's).
+  double leaders_alpha = 0;
   std::vector<MeasuredChoice> measured;  // consulted before the formulas (algorithms.h)
 
   // Reads "key = value" lines (alpha_intra_us, beta_intra_gbps, alpha_inter_us,
@@ -96,6 +99,9 @@ const LinkCost& SlowestLink(const CostModel& m, const Shape& s);
 // step with one in R of them running waits that much less for a core: alpha and the
 // step floor scaled by max(1, ranks_per_core / R) / ranks_per_core. On 2x2 and 4x2
 // emulated hosts on 2 cores such a step took 0.5-0.6 of one with every rank running.
+// Where the probe measured the leaders' alpha (m.leaders_alpha) that replaces the
+// scaled one: on unpinned 4x2 emulated hosts the same step took the whole alpha or
+// none of it, as the job's ranks happened to be placed (docs/algorithms.md#leaders-alpha).
 LinkCost LeadersLink(const CostModel& m, const Shape& s);
 
 // One step over `l` carrying `bytes` (shares of a link already counted in): alpha +

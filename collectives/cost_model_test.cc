@@ -10,6 +10,7 @@
 
 #include "collectives/algorithms.h"
 #include "collectives/grid.h"
+#include "collectives/topology_allreduce.h"
 
 namespace tessera {
 namespace {
@@ -84,6 +85,32 @@ TEST(CostModel, StepsAcrossHostsTakeAtLeastTheFloor) {
   EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 8).algo->name, "hierarchical_doubling");
   EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 8 << 10).algo->name, "hierarchical_doubling");
   EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 32 << 10).algo->name, "hierarchical_leader");
+}
+
+// The probe's hierarchical_leader calls give the leaders' alpha (LeadersAlphaOf, the
+// prediction solved for it), which replaces the scaled one: placed well, the leaders'
+// steps overlap their waits with transfers (alpha near 0, hierarchical_leader at 32 KiB);
+// placed badly, they take the whole alpha across, and Rabenseifner or two-level doubling
+// is cheaper.
+TEST(CostModel, MeasuredLeadersAlphaReplacesTheScaledOne) {
+  CostModel m;
+  m.intra = LinkCost{1.7e-6, 1.0 / 16e9};
+  m.inter = LinkCost{25e-6, 1.0 / 0.25e9, 45e-6};
+  m.gamma = 1.0 / 82e9;
+  Shape s = HostsOf(4, 2);
+  s.ranks_per_core = 4.0;
+  EXPECT_DOUBLE_EQ(LeadersLink(m, s).alpha, 12.5e-6);
+  const size_t bytes = 32 << 10;
+  m.leaders_alpha = 20e-6;
+  EXPECT_DOUBLE_EQ(LeadersLink(m, s).alpha, 20e-6);
+  EXPECT_DOUBLE_EQ(LeadersLink(m, s).floor, 22.5e-6);
+  const double call = PredictSeconds(Collective::kAllReduce, "hierarchical_leader", m, s, bytes);
+  EXPECT_NEAR(LeadersAlphaOf(m, s, bytes, call), 20e-6, 1e-12);
+  EXPECT_STRNE(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, bytes).algo->name, "hierarchical_leader");
+  m.leaders_alpha = LeadersAlphaOf(m, s, bytes, 1e-6);  // faster than its transfers: the least alpha
+  EXPECT_DOUBLE_EQ(m.leaders_alpha, 1e-7);
+  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, bytes).algo->name, "hierarchical_leader");
+  EXPECT_NE(m.ToString().find("leaders' alpha 0.1 us"), std::string::npos);
 }
 
 // Below kPipelinedFromBytes a pipelined schedule's blocks do not overlap, so the

@@ -12,6 +12,7 @@
 // among them (hierarchical_doubling: lg H steps across, as MPI libraries' two-level
 // allreduce for small buffers). Only one rank per host crosses the network, so a host's
 // link carries one flow, and its other ranks wait while the leader works.
+#include <algorithm>
 #include <cstring>
 
 #include "collectives/collectives.h"
@@ -85,6 +86,18 @@ double HostChainsSeconds(const CostModel& m, int R, double n) {
 double PredictHierarchicalLeaderAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
   const double n = static_cast<double>(bytes);
   return HostChainsSeconds(m, s.per_host, n) + RingSeconds(s.hosts, n, LeadersLink(m, s), 1.0, m.gamma, true);
+}
+
+// The leaders' alpha at which the prediction above is `seconds` (LeadersLink's floor
+// aside): what is left of the time after the chains, the reduction and the ring's
+// transfers, over the ring's 2(H-1) steps; at least 0.1 us.
+double LeadersAlphaOf(const CostModel& m, const Shape& s, size_t bytes, double seconds) {
+  const double n = static_cast<double>(bytes);
+  const int H = s.hosts;
+  if (H < 2) return 0;
+  const double steps = 2.0 * (H - 1);
+  const double rest = HostChainsSeconds(m, s.per_host, n) + (H - 1.0) / H * n * m.gamma + steps * (n / H) * m.inter.beta;
+  return std::max(1e-7, (seconds - rest) / steps);
 }
 
 // The host chains, and recursive doubling among the H leaders between them: lg H

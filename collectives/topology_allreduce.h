@@ -25,6 +25,10 @@ double PredictHierarchicalLeaderAllReduce(const CostModel& m, const Shape& s, si
 double PredictHierarchicalDoublingAllReduce(const CostModel& m, const Shape& s, size_t bytes);
 double PredictRabenseifnerAllReduce(const CostModel& m, const Shape& s, size_t bytes);
 
+// The leaders' alpha (CostModel::leaders_alpha) at which hierarchical_leader's
+// prediction for `bytes` is `seconds`, as the probe measured a call of it.
+double LeadersAlphaOf(const CostModel& m, const Shape& s, size_t bytes, double seconds);
+
 }  // namespace tessera
 
 #endif  // TESSERA_COLLECTIVES_TOPOLOGY_ALLREDUCE_H_

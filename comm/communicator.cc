@@ -12,6 +12,7 @@
 #include "collectives/reduce_kernels.h"
 #include "collectives/ring_allreduce.h"
 #include "collectives/ring_pattern.h"
+#include "collectives/topology_allreduce.h"
 #include "topology/host_identity.h"
 #include "topology/layout.h"
 
@@ -348,6 +349,51 @@ Status MeasureRing(const CollectiveContext& ctx, const RingGroup& group, LinkCos
   return Status::Ok();
 }
 
+// The probe's polls start afresh while it times small calls, as in a job of small
+// calls, and take up their state again after: the large rings before may have made
+// yields run late, and the policy then stops yielding for 100 ms, which on 4x2 emulated
+// hosts made every call of the timings 3x slower in some creations.
+class FreshPolls {
+ public:
+  explicit FreshPolls(ProgressPolicy* polls)
+      : polls_(polls), before_(polls != nullptr ? polls->Save(NowMicros()) : ProgressPolicy::State{}) {
+    if (polls_ != nullptr) polls_->Resume(ProgressPolicy::State{}, NowMicros());
+  }
+  ~FreshPolls() {
+    if (polls_ != nullptr) polls_->Resume(before_, NowMicros());
+  }
+  FreshPolls(const FreshPolls&) = delete;
+  FreshPolls& operator=(const FreshPolls&) = delete;
+
+ private:
+  ProgressPolicy* polls_;
+  ProgressPolicy::State before_;
+};
+
+// Five timings of `calls` runs of `algo` over `args` (median, seconds per call), after
+// one that connects the links.
+Status TimeCalls(const CollectiveContext& ctx, const char* algo, const CollectiveArgs& args, int calls,
+                 double* seconds) {
+  const AlgorithmInfo* info = FindAlgorithm(Collective::kAllReduce, algo);
+  if (info == nullptr) return InternalError(std::string("the probe's algorithm ") + algo + " is not in the table");
+  FreshPolls fresh(ctx.exchange.progress);
+  TESSERA_RETURN_IF_ERROR(info->run(ctx, args));
+  auto run = [&]() -> Status {
+    for (int i = 0; i < calls; ++i) TESSERA_RETURN_IF_ERROR(info->run(ctx, args));
+    return Status::Ok();
+  };
+  return FiveTimings(run, calls, true, seconds);
+}
+
+// A float32 sum of `count` elements in place over `buf`.
+Status SumArgs(float* buf, size_t count, CollectiveArgs* args) {
+  args->send = buf;
+  args->recv = buf;
+  args->count = count;
+  args->elem_size = sizeof(float);
+  return GetReducer(DataType::kFloat32, RedOp::kSum, &args->reducer);
+}
+
 // The floor of a step across hosts where ranks outnumber cores: recursive doubling
 // allreduces of 8 bytes over every rank (kSmallRingsPerTiming to a timing, the median
 // of five), each call's time over its rounds that cross hosts. On 4x2 emulated hosts
@@ -355,28 +401,11 @@ Status MeasureRing(const CollectiveContext& ctx, const RingGroup& group, LinkCos
 // across of a whole call took 37-39: the pairs run in step, a call's ranks do not
 // (docs/performance.md#step-floor). Every rank times; `crowded` ones report it.
 Status MeasureStepFloor(const CollectiveContext& ctx, const Shape& shape, bool crowded, double* floor) {
-  CollectiveArgs args;
   float buf[2] = {1.0f, 1.0f};
-  args.send = buf;
-  args.recv = buf;
-  args.count = 2;
-  args.elem_size = sizeof(float);
-  TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat32, RedOp::kSum, &args.reducer));
-  const AlgorithmInfo* doubling = FindAlgorithm(Collective::kAllReduce, "recursive_doubling");
-  // The polls start afresh, as in a job of small calls: the large rings before may have
-  // made yields run late, and the policy then stops yielding for 100 ms, which on 4x2
-  // emulated hosts made every call of the timings 3x slower in some creations.
-  ProgressPolicy* polls = ctx.exchange.progress;
-  const ProgressPolicy::State before = polls != nullptr ? polls->Save(NowMicros()) : ProgressPolicy::State{};
-  if (polls != nullptr) polls->Resume(ProgressPolicy::State{}, NowMicros());
-  TESSERA_RETURN_IF_ERROR(doubling->run(ctx, args));  // connects the partners' links
-  auto calls = [&]() -> Status {
-    for (int i = 0; i < kSmallRingsPerTiming; ++i) TESSERA_RETURN_IF_ERROR(doubling->run(ctx, args));
-    return Status::Ok();
-  };
+  CollectiveArgs args;
+  TESSERA_RETURN_IF_ERROR(SumArgs(buf, 2, &args));
   double call = 0;
-  TESSERA_RETURN_IF_ERROR(FiveTimings(calls, kSmallRingsPerTiming, true, &call));
-  if (polls != nullptr) polls->Resume(before, NowMicros());
+  TESSERA_RETURN_IF_ERROR(TimeCalls(ctx, "recursive_doubling", args, kSmallRingsPerTiming, &call));
   const int across = std::max(1, CrossHostRounds(shape, Log2Floor(shape.p)));
   *floor = crowded ? call / across : 0;
   return Status::Ok();
@@ -409,7 +438,8 @@ Status MeasureGamma(double* gamma) {
 // maximum alpha_inter 48-187 us between creations, with typical pairs at 11-45 us;
 // the choice at 32 KiB flipped with it (recursive doubling 2.4x slower than
 // Rabenseifner there).
-constexpr int kModelParams = 7;  // the model's five, the step floor across, the ranks per core
+// The model's five, the step floor across, the ranks per core, a leaders' call's time.
+constexpr int kModelParams = 8;
 Status AgreeOnMedians(const CollectiveContext& ctx, const double (&mine)[kModelParams], double (&agreed)[kModelParams]) {
   Reducer max;
   TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat64, RedOp::kMax, &max));
@@ -438,18 +468,52 @@ RingGroup ProbeBlock(const std::vector<int>& column, int pos) {
   return RingGroup{std::vector<int>(column.begin() + part.first, column.begin() + part.end), pos - part.first};
 }
 
+// What a leaders' ring step carries when the probe times hierarchical_leader calls
+// (LeadersCallBytes), and the calls to a timing.
+constexpr size_t kLeadersStepBytes = 8 << 10;
+constexpr int kLeadersCallsPerTiming = 4;
+
+// The bytes of the hierarchical_leader calls the probe times: kLeadersStepBytes a ring
+// step; 0 where none are timed (hosts of one rank, uneven hosts, more than kProbeHosts
+// hosts, whose ring would take the probe too long).
+size_t LeadersCallBytes(const Shape& shape) {
+  const bool leaders = shape.hosts > 1 && shape.hosts <= kProbeHosts && shape.per_host > 1;
+  return leaders ? kLeadersStepBytes * static_cast<size_t>(shape.hosts) : 0;
+}
+
+// Where ranks outnumber cores, whole hierarchical_leader calls of LeadersCallBytes
+// (kLeadersCallsPerTiming to a timing, the median of five), in seconds per call, from
+// which the model takes the leaders' alpha (LeadersAlphaOf). On unpinned 4x2 emulated
+// hosts the same calls took 208 us in some jobs and 300-445 in others, every
+// communicator of a job alike: the whole alpha across or none of it, as the job's
+// ranks happened to be placed (docs/algorithms.md#leaders-alpha). Every rank times;
+// `crowded` ones report it.
+Status TimeLeadersCalls(const CollectiveContext& ctx, const Shape& shape, bool crowded, double* seconds) {
+  const size_t bytes = LeadersCallBytes(shape);
+  *seconds = 0;
+  if (bytes == 0 || ctx.host_grid == nullptr) return Status::Ok();
+  std::vector<float> buf(bytes / sizeof(float), 1.0f);
+  CollectiveArgs args;
+  TESSERA_RETURN_IF_ERROR(SumArgs(buf.data(), buf.size(), &args));
+  double call = 0;
+  TESSERA_RETURN_IF_ERROR(TimeCalls(ctx, "hierarchical_leader", args, kLeadersCallsPerTiming, &call));
+  *seconds = crowded ? call : 0;
+  return Status::Ok();
+}
+
 }  // namespace
 
 // Measures alpha and beta of the intra-host rows and the inter-host columns of the host
 // grid (MeasureRing; columns in blocks of at most kProbeHosts hosts), and across hosts
-// the step floor (MeasureStepFloor; not where ranks fit their cores), then takes the
-// median of every parameter over all ranks (AgreeOnMedians), so that every rank's
-// model, and so every choice of algorithm, is the same. All rows (or all columns) are
-// measured at once, so the figures include what the real schedules meet: links shared
-// by a host's ranks, and processes waiting for a core when ranks outnumber cores. The
-// agreement runs round the whole ring (2(p-1) steps; recursive doubling would take
-// lg p, docs/scale.md#creation-at-scale says why not yet), and not at all when nothing
-// was measured or read: every rank then holds the built-in defaults.
+// the step floor and the leaders' alpha (MeasureStepFloor, TimeLeadersCalls; not where
+// ranks fit their cores), then takes the median of every parameter over all ranks
+// (AgreeOnMedians), so that every rank's model, and so every choice of algorithm, is
+// the same. All rows (or all columns) are measured at once, so the figures include what
+// the real schedules meet: links shared by a host's ranks, and processes waiting for a
+// core when ranks outnumber cores. The agreement runs round the whole ring (2(p-1)
+// steps; recursive doubling would take lg p, docs/scale.md#creation-at-scale says why
+// not yet), and not at all when nothing was measured or read: every rank then holds
+// the built-in defaults.
 Status Communicator::ProbeAndAgree(double ranks_per_core) {
   const CollectiveContext ctx = Context();
   // On one host whose ranks fit its cores the defaults hold well, so a probe is opt-in
@@ -468,6 +532,7 @@ Status Communicator::ProbeAndAgree(double ranks_per_core) {
   const Grid* hosts = host_grid_.get();
   const RingGroup row = hosts ? RingGroup{hosts->rows[hosts->y[rank_]], hosts->x[rank_]} : RingGroup{};
   const bool kernel_crowded = ranks_per_core > 1;
+  double leaders_call = 0;  // seconds (TimeLeadersCalls)
   if (measure_rows) TESSERA_RETURN_IF_ERROR(MeasureRing(ctx, row, &model_.intra, kernel_crowded));
   if (measure_columns) {
     const Grid& g = *hosts;
@@ -481,11 +546,12 @@ Status Communicator::ProbeAndAgree(double ranks_per_core) {
         MeasureRing(ctx, ProbeBlock(g.cols[g.x[rank_]], g.y[rank_]), &model_.inter, kernel_crowded, &row));
     model_.inter.beta /= g.X;
     TESSERA_RETURN_IF_ERROR(MeasureStepFloor(ctx, shape_, kernel_crowded, &model_.inter.floor));
+    TESSERA_RETURN_IF_ERROR(TimeLeadersCalls(ctx, shape_, kernel_crowded, &leaders_call));
   }
   if (!measure_rows && !measure_columns && settings_.tuning_file.empty()) return Status::Ok();
   if (measure_rows || measure_columns) TESSERA_RETURN_IF_ERROR(MeasureGamma(&model_.gamma));
   const double mine[kModelParams] = {model_.intra.alpha, model_.intra.beta, model_.inter.alpha, model_.inter.beta,
-                                     model_.gamma, model_.inter.floor, ranks_per_core};
+                                     model_.gamma, model_.inter.floor, ranks_per_core, leaders_call};
   double agreed[kModelParams];
   TESSERA_RETURN_IF_ERROR(AgreeOnMedians(ctx, mine, agreed));
   model_.intra = LinkCost{agreed[0], agreed[1]};
@@ -493,6 +559,7 @@ Status Communicator::ProbeAndAgree(double ranks_per_core) {
   model_.gamma = agreed[4];
   // What alpha across was measured with: every rank running (LeadersLink).
   if (measure_columns) shape_.ranks_per_core = agreed[6];
+  if (agreed[7] > 0) model_.leaders_alpha = LeadersAlphaOf(model_, shape_, LeadersCallBytes(shape_), agreed[7]);
   Log(log_level_, LogLevel::kInfo, "rank " + std::to_string(rank_) + ": cost model " + model_.ToString());
   return Status::Ok();
 }
