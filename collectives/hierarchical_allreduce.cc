@@ -95,9 +95,9 @@ double LeadersAlphaOf(const CostModel& m, const Shape& s, size_t bytes, double s
   const double n = static_cast<double>(bytes);
   const int H = s.hosts;
   if (H < 2) return 0;
-  const double steps = 2.0 * (H - 1);
-  const double rest = HostChainsSeconds(m, s.per_host, n) + (H - 1.0) / H * n * m.gamma + steps * (n / H) * m.inter.beta;
-  return std::max(1e-7, (seconds - rest) / steps);
+  const LinkCost transfers_only{0, m.inter.beta};
+  const double rest = HostChainsSeconds(m, s.per_host, n) + RingSeconds(H, n, transfers_only, 1.0, m.gamma, true);
+  return std::max(1e-7, (seconds - rest) / (2.0 * (H - 1)));
 }
 
 // The host chains, and recursive doubling among the H leaders between them: lg H

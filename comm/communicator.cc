@@ -491,7 +491,7 @@ size_t LeadersCallBytes(const Shape& shape) {
 Status TimeLeadersCalls(const CollectiveContext& ctx, const Shape& shape, bool crowded, double* seconds) {
   const size_t bytes = LeadersCallBytes(shape);
   *seconds = 0;
-  if (bytes == 0 || ctx.host_grid == nullptr) return Status::Ok();
+  if (bytes == 0) return Status::Ok();
   std::vector<float> buf(bytes / sizeof(float), 1.0f);
   CollectiveArgs args;
   TESSERA_RETURN_IF_ERROR(SumArgs(buf.data(), buf.size(), &args));
