@@ -90,14 +90,19 @@ double PredictHierarchicalLeaderAllReduce(const CostModel& m, const Shape& s, si
 
 // The leaders' alpha at which the prediction above is `seconds` (LeadersLink's floor
 // aside): what is left of the time after the chains, the reduction and the ring's
-// transfers, over the ring's 2(H-1) steps; at least 0.1 us.
+// transfers, over the ring's 2(H-1) steps; at least kLeastLeadersAlpha, a send and a
+// receive through the kernel. Where the calls ran at their transfers' time the
+// remainder is nothing or less, and at the 0.1 us the least once was, two hosts'
+// leaders ring (two steps of half the buffer) tied with their recursive doubling (one
+// step of all of it) and won by its smaller reduction: on 2x2 emulated hosts at 8 KiB
+// it ran 62-65 us where two-level doubling ran 38-41 (docs/performance.md#least-leaders-alpha).
 double LeadersAlphaOf(const CostModel& m, const Shape& s, size_t bytes, double seconds) {
   const double n = static_cast<double>(bytes);
   const int H = s.hosts;
   if (H < 2) return 0;
   const LinkCost transfers_only{0, m.inter.beta};
   const double rest = HostChainsSeconds(m, s.per_host, n) + RingSeconds(H, n, transfers_only, 1.0, m.gamma, true);
-  return std::max(1e-7, (seconds - rest) / (2.0 * (H - 1)));
+  return std::max(kLeastLeadersAlpha, (seconds - rest) / (2.0 * (H - 1)));
 }
 
 // The host chains, and recursive doubling among the H leaders between them: lg H

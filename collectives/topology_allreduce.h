@@ -26,7 +26,9 @@ double PredictHierarchicalDoublingAllReduce(const CostModel& m, const Shape& s, 
 double PredictRabenseifnerAllReduce(const CostModel& m, const Shape& s, size_t bytes);
 
 // The leaders' alpha (CostModel::leaders_alpha) at which hierarchical_leader's
-// prediction for `bytes` is `seconds`, as the probe measured a call of it.
+// prediction for `bytes` is `seconds`, as the probe measured a call of it; at least
+// kLeastLeadersAlpha.
+constexpr double kLeastLeadersAlpha = 1e-6;
 double LeadersAlphaOf(const CostModel& m, const Shape& s, size_t bytes, double seconds);
 
 }  // namespace tessera
