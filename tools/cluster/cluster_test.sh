@@ -42,13 +42,16 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "FAIL: interrupted"; exit 1' TERM INT HUP
 
-# step NAME COMMAND...: runs COMMAND bounded by STEP_LIMIT_S; stdout+stderr in
-# $OUT/NAME, shown in the log; exit code in $rc.
+# step NAME COMMAND...: runs COMMAND bounded by STEP_LIMIT_S; its stdout, then its
+# stderr, in $OUT/NAME, shown in the log; exit code in $rc. The two are written apart
+# and joined after: with TESSERA_DEBUG=INFO the ranks' log lines (stderr) once landed
+# inside a line of the benchmark's table (stdout), and the table lost a row.
 step() {
   local name="$1"
   shift
-  timeout -k 10 "${STEP_LIMIT_S}" "$@" >"${OUT}/${name}" 2>&1
+  timeout -k 10 "${STEP_LIMIT_S}" "$@" >"${OUT}/${name}.stdout" 2>"${OUT}/${name}.stderr"
   rc=$?
+  cat "${OUT}/${name}.stdout" "${OUT}/${name}.stderr" >"${OUT}/${name}"
   echo "--- ${name} (exit ${rc})"
   head -c 20000 "${OUT}/${name}"
   if [ "${rc}" -eq 124 ] || [ "${rc}" -eq 137 ]; then
