@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -45,20 +46,46 @@ struct ChannelHeader {
   alignas(kLine) std::atomic<uint64_t> tail;  // slots released by the receiver
 };
 
-// The first line of a slot. `call` is written and read in a message's first slot only.
-// `published` is written last, with release: the slot's number in the channel plus one
-// once it holds data, so the receiver polls the line it then reads (not `head`). A
-// piece of up to kInlineBytes travels in the line itself (`inline_bytes`), so a small
-// message crosses between cores as one line, not two.
-constexpr size_t kInlineBytes = 16;
+// The first line of a slot. `published` is written last, with release: the slot's
+// number in the channel plus one once it holds data, so the receiver polls the line it
+// then reads (not `head`). A piece of up to kInlineBytes travels in the line itself
+// (`inline_bytes`), so a small message crosses between cores as one line, not two: with
+// the cores far apart a second line cost 0.2-0.3 us of a 2-rank allreduce's 0.5-0.8
+// (docs/performance.md#inline-32). A message's first slot carries the sender's call
+// (Link::SetCall): its digest, which the receiver compares with its own, and the whole
+// stamp, read only when the digests differ, in the line after an inline piece's header
+// and in its own line after a larger one's (SenderCall).
+constexpr size_t kInlineBytes = 32;
 struct SlotHeader {
   std::atomic<uint64_t> published;
   uint64_t message_bytes;
   uint64_t offset;
-  CallStamp call;  // the sender's call (Link::SetCall)
-  alignas(16) char inline_bytes[kInlineBytes];
+  uint64_t call_digest;
+  union {
+    CallStamp call;  // pieces of more than kInlineBytes
+    char inline_bytes[kInlineBytes];
+  };
 };
 static_assert(sizeof(SlotHeader) <= kLine, "a slot's header fits its first line");
+
+// A stamp's digest: equal stamps give equal digests, and stamps that differ in any
+// field differ in their digest but for chances of one in 2^64.
+uint64_t DigestOf(const CallStamp& c) {
+  const uint64_t fields = uint64_t{c.seq} | uint64_t{c.kind} << 32 | uint64_t{c.type} << 40 |
+                          uint64_t{c.op} << 48 | uint64_t{c.flags} << 56;
+  uint64_t d = c.count * 0x9e3779b97f4a7c15ull;
+  d = (d ^ (d >> 31) ^ fields) * 0xbf58476d1ce4e5b9ull;
+  d = (d ^ (d >> 29) ^ static_cast<uint32_t>(c.root)) * 0x94d049bb133111ebull;
+  return d ^ (d >> 32);
+}
+
+// Where a message's first slot `h` holds the sender's whole stamp: in the slot's line
+// after the header when the piece is inline. The piece's size is the sender's (its
+// message_bytes), so a receiver expecting another size still finds the stamp.
+CallStamp* SenderCall(SlotHeader* h, size_t slot_bytes) {
+  const bool inline_piece = std::min<uint64_t>(h->message_bytes, slot_bytes) <= kInlineBytes;
+  return inline_piece ? reinterpret_cast<CallStamp*>(reinterpret_cast<char*>(h) + kLine) : &h->call;
+}
 
 // The first line of a board slot (transport/host_board.h): the owner writes the bytes,
 // then `bytes` and `call`, then releases `round`.
@@ -190,7 +217,10 @@ class ShmLink : public Link {
 
   const char* kind() const override { return "shm"; }
 
-  void SetCall(const CallStamp& call) override { call_ = call; }
+  void SetCall(const CallStamp& call) override {
+    call_ = call;
+    call_digest_ = DigestOf(call);
+  }
 
   void BeginSend(const void* data, size_t len) override {
     send_data_ = static_cast<const char*>(data);
@@ -216,7 +246,10 @@ class ShmLink : public Link {
       SlotHeader* h = out_.slot_at(send_index_);
       h->message_bytes = send_len_;
       h->offset = send_off_;
-      if (send_off_ == 0) h->call = call_;
+      if (send_off_ == 0) {
+        h->call_digest = call_digest_;
+        *SenderCall(h, out_.slot_bytes) = call_;
+      }
       std::memcpy(Ring::payload(h, piece), send_data_ + send_off_, piece);
       h->published.store(send_head_ + 1, std::memory_order_release);
       out_.ch->head.store(++send_head_, std::memory_order_release);
@@ -233,8 +266,8 @@ class ShmLink : public Link {
     *progressed = false;
     SlotHeader* h = in_.slot_at(recv_index_);
     if (h->published.load(std::memory_order_acquire) == recv_tail_ + 1) {
-      if (recv_off_ == 0 && h->offset == 0 && h->call != call_) {
-        return MismatchedCalls(my_rank_, call_, peer(), h->call);  // before anything is consumed
+      if (recv_off_ == 0 && h->offset == 0 && h->call_digest != call_digest_) {
+        return MismatchedCalls(my_rank_, call_, peer(), *SenderCall(h, in_.slot_bytes));  // before anything is consumed
       }
       if (h->message_bytes != recv_len_ || h->offset != recv_off_) {
         return InvalidUsage("message size mismatch: rank " + std::to_string(peer()) + " sent " +
@@ -292,6 +325,7 @@ class ShmLink : public Link {
   uint64_t send_tail_ = 0;  // the receiver's tail as last read
   size_t send_index_ = 0, recv_index_ = 0;  // send_head_ and recv_tail_'s slots (mod the slots)
   CallStamp call_;  // of this link's messages, both ways
+  uint64_t call_digest_ = DigestOf(CallStamp{});
   bool ring_pending_ = false;  // published a slot or freed one since the last Flush
   const char* send_data_ = nullptr;
   size_t send_len_ = 0, send_off_ = 0;
@@ -408,9 +442,9 @@ Status ShmBoard::CheckInbound(size_t i) const {
   const Ring in = RingOf(*maps_[my_], i);
   const uint64_t tail = in.ch->tail.load(std::memory_order_acquire);
   if (in.ch->head.load(std::memory_order_acquire) == tail) return Status::Ok();
-  const SlotHeader* h = in.slot_header(tail);
-  if (h->offset != 0 || h->call == call_) return Status::Ok();
-  return MismatchedCalls(members_[my_].rank, call_, members_[i].rank, h->call);
+  SlotHeader* h = in.slot_header(tail);
+  if (h->offset != 0 || h->call_digest == DigestOf(call_)) return Status::Ok();
+  return MismatchedCalls(members_[my_].rank, call_, members_[i].rank, *SenderCall(h, in.slot_bytes));
 }
 
 Status MapSegment(int fd, size_t bytes, const std::string& name, ShmTransport::Mapping* m) {

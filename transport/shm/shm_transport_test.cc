@@ -100,12 +100,55 @@ TEST(ShmTransport, SmallAndLargePiecesShareTheSlots) {
   std::unique_ptr<Link> out, in;
   ASSERT_TRUE(rings.t_[1]->Connect(0, Deadline::AfterMs(1000), &out).ok());
   ASSERT_TRUE(rings.t_[0]->Connect(1, Deadline::AfterMs(1000), &in).ok());
-  for (size_t len : {size_t{1}, size_t{8}, size_t{16}, size_t{17}, slot + 16, slot - 1, size_t{4}, 2 * slot + 15,
-                     size_t{16}, slot, size_t{3}}) {
+  for (size_t len : {size_t{1}, size_t{8}, size_t{32}, size_t{33}, slot + 32, slot - 1, size_t{4}, 2 * slot + 31,
+                     size_t{32}, slot, size_t{3}}) {
     std::vector<char> src(len), dst(len, 0);
     for (size_t i = 0; i < len; ++i) src[i] = static_cast<char>(i * 13 + len);
     Move(out.get(), in.get(), src, &dst);
     EXPECT_EQ(src, dst) << len;
+  }
+}
+
+// A float32 sum allreduce's stamp of `bytes`, the communicator's call `seq`.
+CallStamp SumOf(size_t bytes, uint32_t seq) {
+  CallStamp c;
+  c.count = bytes / 4;
+  c.seq = seq;
+  c.kind = static_cast<uint8_t>(OpKind::kAllReduce);
+  c.type = static_cast<uint8_t>(DataType::kFloat32);
+  c.op = static_cast<uint8_t>(RedOp::kSum);
+  return c;
+}
+
+// A receiver in another call fails before it consumes anything, naming the sender's
+// whole call, whichever side's piece travels in the slot's first line (the sender's
+// stamp sits after that line then, and within it otherwise).
+TEST(ShmTransport, AReceiverInAnotherCallNamesTheSendersCall) {
+  const size_t sizes[][2] = {{8, 8}, {8, 4096}, {4096, 8}, {32, 4096}, {4096, 4096}};
+  uint32_t seq = 0;
+  for (const auto& size : sizes) {
+    std::unique_ptr<Link> out, in;  // fresh links over fresh rings for each case
+    SmallRings fresh;
+    for (const Status& s : fresh.made_) ASSERT_TRUE(s.ok()) << s.message();
+    ASSERT_TRUE(fresh.t_[1]->Connect(0, Deadline::AfterMs(1000), &out).ok());
+    ASSERT_TRUE(fresh.t_[0]->Connect(1, Deadline::AfterMs(1000), &in).ok());
+    const size_t sent_bytes = size[0], expected_bytes = size[1];
+    const CallStamp theirs = SumOf(sent_bytes, ++seq);
+    CallStamp mine = SumOf(expected_bytes, seq);
+    if (sent_bytes == expected_bytes) mine.op = static_cast<uint8_t>(RedOp::kMax);
+    out->SetCall(theirs);
+    in->SetCall(mine);
+    std::vector<char> src(sent_bytes, 'x'), dst(expected_bytes, 0);
+    out->BeginSend(src.data(), src.size());
+    in->BeginRecv(dst.data(), dst.size(), nullptr, nullptr);
+    bool progressed = false, done = false;
+    ASSERT_TRUE(out->ProgressSend(src.size(), &progressed, &done).ok());
+    const Status s = in->ProgressRecv(&progressed, &done);
+    ASSERT_FALSE(s.ok()) << sent_bytes << " sent, " << expected_bytes << " expected";
+    EXPECT_NE(s.message().find(DescribeCall(theirs)), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find(DescribeCall(mine)), std::string::npos) << s.message();
+    EXPECT_FALSE(progressed);
+    EXPECT_EQ(dst, std::vector<char>(expected_bytes, 0));
   }
 }
 
