@@ -68,6 +68,9 @@ struct SlotHeader {
 };
 static_assert(sizeof(SlotHeader) <= kLine, "a slot's header fits its first line");
 
+// Whether a piece of `piece` bytes travels in its slot's first line (Ring::payload).
+bool InlinePiece(uint64_t piece) { return piece <= kInlineBytes; }
+
 // A stamp's digest: equal stamps give equal digests, and stamps that differ in any
 // field differ in their digest but for chances of one in 2^64.
 uint64_t DigestOf(const CallStamp& c) {
@@ -83,8 +86,9 @@ uint64_t DigestOf(const CallStamp& c) {
 // after the header when the piece is inline. The piece's size is the sender's (its
 // message_bytes), so a receiver expecting another size still finds the stamp.
 CallStamp* SenderCall(SlotHeader* h, size_t slot_bytes) {
-  const bool inline_piece = std::min<uint64_t>(h->message_bytes, slot_bytes) <= kInlineBytes;
-  return inline_piece ? reinterpret_cast<CallStamp*>(reinterpret_cast<char*>(h) + kLine) : &h->call;
+  char* after_header = reinterpret_cast<char*>(h) + kLine;
+  return InlinePiece(std::min<uint64_t>(h->message_bytes, slot_bytes)) ? reinterpret_cast<CallStamp*>(after_header)
+                                                                        : &h->call;
 }
 
 // The first line of a board slot (transport/host_board.h): the owner writes the bytes,
@@ -169,7 +173,7 @@ struct Ring {
   // Where the piece of `piece` bytes of the slot headed by `h` is: in its first line
   // when small enough.
   static char* payload(SlotHeader* h, size_t piece) {
-    return piece <= kInlineBytes ? h->inline_bytes : reinterpret_cast<char*>(h) + kLine;
+    return InlinePiece(piece) ? h->inline_bytes : reinterpret_cast<char*>(h) + kLine;
   }
   // The index after `index`, round the ring (links keep their slots' indices: a division
   // per poll delayed seeing the peer's message).
