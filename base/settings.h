@@ -196,8 +196,9 @@ namespace tessera {
     "How a waiting rank polls. auto: each poll yields the core when the ranks on this "  \
     "kernel (the host's, and those of hosts emulated on it) outnumber its online cores, " \
     "else pauses the CPU (yielding every 64 polls once a wait is 20 us old); where "      \
-    "most recent yields came back a slice late, as when other work holds the core, "    \
-    "yielding stops for 100 ms. yield, pause: always that way.")                        \
+    "most recent yields came back a slice late while the kernel had more tasks "        \
+    "runnable than those ranks (other work holds the core), yielding stops for 100 ms. " \
+    "yield, pause: always that way.")                                                   \
   X(int64_t, check_calls, "TESSERA_CHECK_CALLS", 1,                                     \
     "1: messages carry the stamp of their collective (sequence number, collective, "    \
     "count, datatype, operator, root; whole over shm and tcp, an 8-bit digest over "    \

@@ -71,6 +71,7 @@ ProgressSettings ChooseProgress(const Settings& settings, int kernel_ranks, int6
   const bool yields = settings.poll == "yield" || (settings.poll == "auto" && crowded);
   p.mode = yields ? PollMode::kYield : PollMode::kRelax;
   p.spin_us = std::max(settings.spin_us, spin_hint_us);
+  p.kernel_ranks = kernel_ranks;
   return p;
 }
 

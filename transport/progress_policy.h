@@ -17,8 +17,13 @@
 // to recent waits (sleeping at once after long waits) fell into that state and stayed
 // there; a rank blocked for a second burns one budget of it, 0.2%.
 //
-// A yield that comes back a slice late means another process held the core; where most
-// recent yields do, each poll costs a slice, so the policy stops yielding for a while.
+// A yield that comes back a slice late, while the kernel has more tasks runnable than
+// the ranks that share it, means another process held the core; where most recent
+// yields do, each poll costs a slice, so the policy stops yielding for a while. A late
+// yield with no more tasks runnable than ranks handed the core to a rank that had work
+// (the peer it waits for, reducing or still creating the communicator): yielding is
+// right there, and stopping made 4 ranks on 2 cores 10x slower for 100 ms after their
+// creation (docs/performance.md#late-yields).
 //
 // Not thread-safe: one per communicator, used by the thread running its collectives.
 
@@ -31,7 +36,13 @@ enum class PollMode : uint8_t { kRelax, kYield };
 struct ProgressSettings {
   PollMode mode = PollMode::kRelax;
   int64_t spin_us = 0;  // how long a wait polls before sleeping
+  // The ranks whose processes share this kernel (0: unknown; then every late yield is
+  // taken for another process's).
+  int kernel_ranks = 0;
 };
+
+// How many tasks the kernel has runnable now (/proc/loadavg), or -1 where it cannot say.
+int RunnableTasks();
 
 class ProgressPolicy {
  public:
@@ -42,8 +53,9 @@ class ProgressPolicy {
   // Whether each poll yields the core (else it pauses the CPU, yielding now and then);
   // now_us on NowMicros' clock.
   bool Yields(int64_t now_us) const { return s_.mode == PollMode::kYield && now_us >= no_yield_until_us_; }
-  // One sched_yield returned after `took_us`.
-  void YieldTook(int64_t took_us, int64_t now_us);
+  // One sched_yield returned after `took_us`; a late one asks `runnable` (RunnableTasks
+  // but in tests) whether more tasks than ranks want the kernel's cores.
+  void YieldTook(int64_t took_us, int64_t now_us, int (*runnable)() = RunnableTasks);
   // What the yields so far said, set aside while other schedules run and taken up
   // again (comm/choice_tuner.h: each contender's calls continue their own state, as in
   // a communicator that runs that schedule alone). A pause in yielding keeps what was
@@ -68,7 +80,7 @@ class ProgressPolicy {
 
  private:
   ProgressSettings s_;
-  int late_share_ = 0;  // moving average of (yield > kLateYieldUs), 0..256
+  int late_share_ = 0;  // moving average of (yield > kLateYieldUs beside other work), 0..256
   int64_t no_yield_until_us_ = 0;
 };
 
