@@ -82,13 +82,14 @@ uint64_t DigestOf(const CallStamp& c) {
   return d ^ (d >> 32);
 }
 
-// Where a message's first slot `h` holds the sender's whole stamp: in the slot's line
-// after the header when the piece is inline. The piece's size is the sender's (its
-// message_bytes), so a receiver expecting another size still finds the stamp.
-CallStamp* SenderCall(SlotHeader* h, size_t slot_bytes) {
+// Where a message of `message_bytes` holds the sender's whole stamp in its first slot
+// `h`: in the slot's line after the header when the piece is inline. The size is the
+// sender's (a receiver passes h->message_bytes), so a receiver expecting another size
+// still finds the stamp.
+CallStamp* SenderCall(SlotHeader* h, uint64_t message_bytes, size_t slot_bytes) {
   char* after_header = reinterpret_cast<char*>(h) + kLine;
-  return InlinePiece(std::min<uint64_t>(h->message_bytes, slot_bytes)) ? reinterpret_cast<CallStamp*>(after_header)
-                                                                        : &h->call;
+  return InlinePiece(std::min<uint64_t>(message_bytes, slot_bytes)) ? reinterpret_cast<CallStamp*>(after_header)
+                                                                     : &h->call;
 }
 
 // The first line of a board slot (transport/host_board.h): the owner writes the bytes,
@@ -247,14 +248,17 @@ class ShmLink : public Link {
     // A full slot, or the end of the message: never a sliver of a gated message.
     const size_t piece = std::min(out_.slot_bytes, send_len_ - send_off_);
     if (send_head_ - send_tail_ < out_.nslots && send_off_ + piece <= available) {
+      // The header's line last, its stores back to back: the receiver polls that line,
+      // and a store to another line between two of them (a miss) let the receiver's
+      // poll take the line back, so the next store fetched it again. Recursive doubling
+      // on 2 ranks, medians of 7 alternating runs: 64 B 0.97 us an allreduce, 0.86 with
+      // the payload first; 512 B 1.10 and 1.00; 2 KiB 1.66 and 1.52.
       SlotHeader* h = out_.slot_at(send_index_);
+      std::memcpy(Ring::payload(h, piece), send_data_ + send_off_, piece);
+      if (send_off_ == 0) *SenderCall(h, send_len_, out_.slot_bytes) = call_;
       h->message_bytes = send_len_;
       h->offset = send_off_;
-      if (send_off_ == 0) {
-        h->call_digest = call_digest_;
-        *SenderCall(h, out_.slot_bytes) = call_;
-      }
-      std::memcpy(Ring::payload(h, piece), send_data_ + send_off_, piece);
+      if (send_off_ == 0) h->call_digest = call_digest_;
       h->published.store(send_head_ + 1, std::memory_order_release);
       out_.ch->head.store(++send_head_, std::memory_order_release);
       send_index_ = out_.next(send_index_);
@@ -271,7 +275,7 @@ class ShmLink : public Link {
     SlotHeader* h = in_.slot_at(recv_index_);
     if (h->published.load(std::memory_order_acquire) == recv_tail_ + 1) {
       if (recv_off_ == 0 && h->offset == 0 && h->call_digest != call_digest_) {
-        return MismatchedCalls(my_rank_, call_, peer(), *SenderCall(h, in_.slot_bytes));  // before anything is consumed
+        return MismatchedCalls(my_rank_, call_, peer(), *SenderCall(h, h->message_bytes, in_.slot_bytes));  // before anything is consumed
       }
       if (h->message_bytes != recv_len_ || h->offset != recv_off_) {
         return InvalidUsage("message size mismatch: rank " + std::to_string(peer()) + " sent " +
@@ -448,7 +452,7 @@ Status ShmBoard::CheckInbound(size_t i) const {
   if (in.ch->head.load(std::memory_order_acquire) == tail) return Status::Ok();
   SlotHeader* h = in.slot_header(tail);
   if (h->offset != 0 || h->call_digest == DigestOf(call_)) return Status::Ok();
-  return MismatchedCalls(members_[my_].rank, call_, members_[i].rank, *SenderCall(h, in.slot_bytes));
+  return MismatchedCalls(members_[my_].rank, call_, members_[i].rank, *SenderCall(h, h->message_bytes, in.slot_bytes));
 }
 
 Status MapSegment(int fd, size_t bytes, const std::string& name, ShmTransport::Mapping* m) {
