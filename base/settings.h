@@ -154,14 +154,15 @@ namespace tessera {
     "and the float32 sum in cache): 1 measures, when there are several hosts, the "    \
     "links across and inside hosts, all at once (and where ranks outnumber cores the " \
     "least a step across takes, from 8-byte recursive doubling calls), and on one "    \
-    "host whose ranks outnumber its cores the inside of it; 2 also the inside of any " \
+    "host whose ranks outnumber its cores the inside of it and the least a step there " \
+    "takes, from the same calls; 2 also the inside of any "                            \
     "single host; 0 "                                                                  \
     "none (built-in defaults or TESSERA_TUNING_FILE). Every rank ends with the same "  \
     "parameters (each one's median over ranks).")                                      \
   X(std::string, tuning_file, "TESSERA_TUNING_FILE", "",                                 \
     "File of cost-model parameters (alpha_intra_us, beta_intra_gbps, alpha_inter_us, "   \
-    "beta_inter_gbps, gamma_gbps, step_floor_inter_us as 'key = value' lines). Empty: "  \
-    "built-in defaults.")                                                                \
+    "beta_inter_gbps, gamma_gbps, step_floor_intra_us, step_floor_inter_us as 'key = "   \
+    "value' lines). Empty: built-in defaults.")                                          \
   X(std::string, algo_table, "TESSERA_ALGO_TABLE", "",                                  \
     "File of measured algorithm choices for given layouts ('allreduce 2x2 8192 "       \
     "hierarchical_leader' lines, as bench/algorithm_sweep -o writes them), used "      \

@@ -90,6 +90,7 @@ Status CostModel::FromTuningText(const std::string& text, const std::string& pat
     else if (key == "beta_inter_gbps") m.inter.beta = 1 / (v * 1e9);
     else if (key == "gamma_gbps") m.gamma = 1 / (v * 1e9);
     else if (key == "step_floor_inter_us") m.inter.floor = v * 1e-6;
+    else if (key == "step_floor_intra_us") m.intra.floor = v * 1e-6;
     else return InvalidArgument(path + ":" + std::to_string(no) + ": unknown key '" + key + "'");
   }
   *out = m;
@@ -191,6 +192,10 @@ std::string CostModel::ToString() const {
   std::snprintf(buf, sizeof(buf),
                 "alpha_intra %.1f us, beta_intra %.2f GB/s, alpha_inter %.1f us, beta_inter %.3f GB/s, gamma %.2f GB/s",
                 intra.alpha * 1e6, 1e-9 / intra.beta, inter.alpha * 1e6, 1e-9 / inter.beta, 1e-9 / gamma);
+  if (intra.floor > 0) {
+    const size_t used = std::strlen(buf);
+    std::snprintf(buf + used, sizeof(buf) - used, ", step floor inside %.1f us", intra.floor * 1e6);
+  }
   if (inter.floor > 0) {
     const size_t used = std::strlen(buf);
     std::snprintf(buf + used, sizeof(buf) - used, ", step floor across %.1f us", inter.floor * 1e6);

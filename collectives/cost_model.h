@@ -47,7 +47,8 @@ struct CostModel {
   std::vector<MeasuredChoice> measured;  // consulted before the formulas (algorithms.h)
 
   // Reads "key = value" lines (alpha_intra_us, beta_intra_gbps, alpha_inter_us,
-  // beta_inter_gbps, gamma_gbps, step_floor_inter_us); '#' starts a comment.
+  // beta_inter_gbps, gamma_gbps, step_floor_intra_us, step_floor_inter_us); '#' starts
+  // a comment.
   // InvalidArgument names the line.
   static Status FromTuningFile(const std::string& path, CostModel* out);
   // The same for the file's text; `path` only names it in errors. Any text gives OK or

@@ -87,6 +87,29 @@ TEST(CostModel, StepsAcrossHostsTakeAtLeastTheFloor) {
   EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 32 << 10).algo->name, "hierarchical_leader");
 }
 
+// One host whose ranks outnumber its cores: a step inside takes at least the probe's
+// floor there too, and a board round as well. With the probe's figures of 4 ranks on 2
+// cores (alpha 1.5 us, 2.6 GB/s, gamma 24 GB/s; a round of a whole call 4 us) 16 KiB
+// goes to recursive doubling's two steps, which measured 8-12% faster there than
+// Rabenseifner's four; without the floor the model chose Rabenseifner. The board keeps
+// small buffers (2 KiB: 6.3-6.6 us against recursive doubling's 8.1-11.5).
+TEST(CostModel, StepsInsideACrowdedHostTakeAtLeastTheFloor) {
+  CostModel m;
+  m.intra = LinkCost{1.5e-6, 1.0 / 2.6e9};
+  m.gamma = 1.0 / 24e9;
+  Shape s = HostsOf(1, 4);
+  s.board_bytes = 4096;
+  EXPECT_EQ(std::string(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 16 << 10).algo->name), "rabenseifner");
+  m.intra.floor = 4e-6;
+  EXPECT_DOUBLE_EQ(StepSeconds(m.intra, 8), 4e-6);
+  EXPECT_DOUBLE_EQ(PredictSeconds(Collective::kAllReduce, "board", m, s, 8),
+                   4e-6 + 8 / 2.6e9 + 3 * 8 * (0.5 / 2.6e9 + 1 / 24e9));
+  EXPECT_EQ(std::string(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 16 << 10).algo->name),
+            "recursive_doubling");
+  EXPECT_EQ(std::string(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 8).algo->name), "board");
+  EXPECT_EQ(std::string(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 2048).algo->name), "board");
+}
+
 // The probe's hierarchical_leader calls give the leaders' alpha (LeadersAlphaOf, the
 // prediction solved for it), which replaces the scaled one: placed well, the leaders'
 // steps overlap their waits with transfers (alpha near 0, hierarchical_leader at 32 KiB);
@@ -229,7 +252,7 @@ TEST(CostModel, TheBoardTakesSmallBuffersOnOneHost) {
   CostModel m;
   EXPECT_DOUBLE_EQ(PredictSeconds(Collective::kAllReduce, "board", m, one_host, 3 * 4096) -
                        PredictSeconds(Collective::kAllReduce, "board", m, one_host, 2 * 4096),
-                   m.intra.alpha + 4096 * m.intra.beta + 7 * 4096 * (m.intra.beta + m.gamma));
+                   m.intra.alpha + 4096 * m.intra.beta + 7 * 4096 * (m.intra.beta / 2 + m.gamma));
 }
 
 TEST(CostModel, RingVolumeMatchesTheLowerBound) {
@@ -256,13 +279,15 @@ TEST(CostModel, TuningFileReadsAndNamesBadLines) {
   const std::string path = testing::TempDir() + "/tuning.txt";
   {
     std::ofstream f(path);
-    f << "# measured\nalpha_intra_us = 1.5\nbeta_inter_gbps = 0.25  # 2 Gbit/s\nstep_floor_inter_us = 38\n";
+    f << "# measured\nalpha_intra_us = 1.5\nbeta_inter_gbps = 0.25  # 2 Gbit/s\nstep_floor_inter_us = 38\n"
+      << "step_floor_intra_us = 4\n";
   }
   CostModel m;
   ASSERT_TRUE(CostModel::FromTuningFile(path, &m).ok());
   EXPECT_DOUBLE_EQ(m.intra.alpha, 1.5e-6);
   EXPECT_DOUBLE_EQ(m.inter.beta, 1 / 0.25e9);
   EXPECT_DOUBLE_EQ(m.inter.floor, 38e-6);
+  EXPECT_DOUBLE_EQ(m.intra.floor, 4e-6);
   {
     std::ofstream f(path);
     f << "alpha_intra_us = 1\nspeed = fast\n";

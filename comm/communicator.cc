@@ -395,20 +395,20 @@ Status SumArgs(float* buf, size_t count, CollectiveArgs* args) {
   return GetReducer(DataType::kFloat32, RedOp::kSum, &args->reducer);
 }
 
-// The floor of a step across hosts where ranks outnumber cores: recursive doubling
-// allreduces of 8 bytes over every rank (kSmallRingsPerTiming to a timing, the median
-// of five), each call's time over its rounds that cross hosts. On 4x2 emulated hosts
-// pinned to 2 cores the probe's pairs measured alpha across at 8 us while each round
-// across of a whole call took 37-39: the pairs run in step, a call's ranks do not
-// (docs/performance.md#step-floor). Every rank times; `crowded` ones report it.
-Status MeasureStepFloor(const CollectiveContext& ctx, const Shape& shape, bool crowded, double* floor) {
+// The floor of a step where ranks outnumber cores: recursive doubling allreduces of 8
+// bytes over every rank (kSmallRingsPerTiming to a timing, the median of five), each
+// call's time over `rounds` of its rounds: those that cross hosts, or all of them on
+// one host. On 4x2 emulated hosts pinned to 2 cores the probe's pairs measured alpha
+// across at 8 us while each round across of a whole call took 37-39: the pairs run in
+// step, a call's ranks do not (docs/performance.md#step-floor); 4 ranks on 2 cores,
+// alpha inside 1.5 us and a round 4-5 us. Every rank times; `crowded` ones report it.
+Status MeasureStepFloor(const CollectiveContext& ctx, int rounds, bool crowded, double* floor) {
   float buf[2] = {1.0f, 1.0f};
   CollectiveArgs args;
   TESSERA_RETURN_IF_ERROR(SumArgs(buf, 2, &args));
   double call = 0;
   TESSERA_RETURN_IF_ERROR(TimeCalls(ctx, "recursive_doubling", args, kSmallRingsPerTiming, &call));
-  const int across = std::max(1, CrossHostRounds(shape, Log2Floor(shape.p)));
-  *floor = crowded ? call / across : 0;
+  *floor = crowded ? call / std::max(1, rounds) : 0;
   return Status::Ok();
 }
 
@@ -439,8 +439,9 @@ Status MeasureGamma(double* gamma) {
 // maximum alpha_inter 48-187 us between creations, with typical pairs at 11-45 us;
 // the choice at 32 KiB flipped with it (recursive doubling 2.4x slower than
 // Rabenseifner there).
-// The model's five, the step floor across, the ranks per core, a leaders' call's time.
-constexpr int kModelParams = 8;
+// The model's five, the step floor across, the ranks per core, a leaders' call's time,
+// the step floor inside a host.
+constexpr int kModelParams = 9;
 Status AgreeOnMedians(const CollectiveContext& ctx, const double (&mine)[kModelParams], double (&agreed)[kModelParams]) {
   Reducer max;
   TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat64, RedOp::kMax, &max));
@@ -535,6 +536,9 @@ Status Communicator::ProbeAndAgree(double ranks_per_core) {
   const bool kernel_crowded = ranks_per_core > 1;
   double leaders_call = 0;  // seconds (TimeLeadersCalls)
   if (measure_rows) TESSERA_RETURN_IF_ERROR(MeasureRing(ctx, row, &model_.intra, kernel_crowded));
+  if (measure_rows && crowded) {
+    TESSERA_RETURN_IF_ERROR(MeasureStepFloor(ctx, Log2Floor(nranks_), kernel_crowded, &model_.intra.floor));
+  }
   if (measure_columns) {
     const Grid& g = *hosts;
     // The X columns' large rings are timed together (the host's row waits for all of
@@ -546,16 +550,18 @@ Status Communicator::ProbeAndAgree(double ranks_per_core) {
     TESSERA_RETURN_IF_ERROR(
         MeasureRing(ctx, ProbeBlock(g.cols[g.x[rank_]], g.y[rank_]), &model_.inter, kernel_crowded, &row));
     model_.inter.beta /= g.X;
-    TESSERA_RETURN_IF_ERROR(MeasureStepFloor(ctx, shape_, kernel_crowded, &model_.inter.floor));
+    const int across = CrossHostRounds(shape_, Log2Floor(shape_.p));
+    TESSERA_RETURN_IF_ERROR(MeasureStepFloor(ctx, across, kernel_crowded, &model_.inter.floor));
     TESSERA_RETURN_IF_ERROR(TimeLeadersCalls(ctx, shape_, kernel_crowded, &leaders_call));
   }
   if (!measure_rows && !measure_columns && settings_.tuning_file.empty()) return Status::Ok();
   if (measure_rows || measure_columns) TESSERA_RETURN_IF_ERROR(MeasureGamma(&model_.gamma));
-  const double mine[kModelParams] = {model_.intra.alpha, model_.intra.beta, model_.inter.alpha, model_.inter.beta,
-                                     model_.gamma, model_.inter.floor, ranks_per_core, leaders_call};
+  const double mine[kModelParams] = {model_.intra.alpha, model_.intra.beta, model_.inter.alpha,
+                                     model_.inter.beta, model_.gamma, model_.inter.floor,
+                                     ranks_per_core, leaders_call, model_.intra.floor};
   double agreed[kModelParams];
   TESSERA_RETURN_IF_ERROR(AgreeOnMedians(ctx, mine, agreed));
-  model_.intra = LinkCost{agreed[0], agreed[1]};
+  model_.intra = LinkCost{agreed[0], agreed[1], agreed[8]};
   model_.inter = LinkCost{agreed[2], agreed[3], agreed[5]};
   model_.gamma = agreed[4];
   // What alpha across was measured with: every rank running (LeadersLink).
