@@ -10,7 +10,8 @@ tessera, alternating round by round (--rounds; the median time per size is repor
 In 1x4, 2x2 and 4x2 tessera also runs with every allreduce algorithm forced
 (TESSERA_ALGO; those that do not apply are left out), to show how far its automatic
 choice is from the best forced one at each size ("auto ran": what the choice ran there,
-in every round).
+in every round; "choice / best": the forced run of that algorithm over the best forced
+one, the choice apart from the spread between separate programs).
 
 Libraries: tessera (all_reduce_perf), Open MPI's MPI_Allreduce (mpi_all_reduce_perf,
 its own choice) and Gloo (gloo_all_reduce_perf, ring_chunked and halving_doubling, the
@@ -162,7 +163,7 @@ def table(case, med, auto_ranges):
     head = ["size (B)", "tessera (us)", "Open MPI (us)"] + (["Gloo best (us)"] if gloo else [])
     head += ["x OMPI"] + (["x Gloo"] if gloo else [])
     if forced:
-        head += ["auto ran", "best forced", "auto / best"]
+        head += ["auto ran", "best forced", "auto / best", "choice / best"]
     lines = ["### %s" % case, "", "| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
     for size in sizes:
         t = med["tessera"][size]
@@ -174,8 +175,10 @@ def table(case, med, auto_ranges):
             cells.append("%.2f" % (t / min(med[g][size] for g in gloo)))
         if forced:
             best = min(forced, key=lambda label: med[label][size])
-            cells += [algorithms_at(auto_ranges, size), "%s %s" % (best[len("tessera "):], us(med[best][size])),
-                      "%.2f" % (t / med[best][size])]
+            ran = algorithms_at(auto_ranges, size)
+            same = med.get("tessera " + ran)  # none where the rounds ran different ones
+            cells += [ran, "%s %s" % (best[len("tessera "):], us(med[best][size])), "%.2f" % (t / med[best][size]),
+                      "%.2f" % (same[size] / med[best][size]) if same else "-"]
         lines.append("| " + " | ".join(cells) + " |")
     return lines + [""]
 
