@@ -136,6 +136,28 @@ TEST(CostModel, MeasuredLeadersAlphaReplacesTheScaledOne) {
   EXPECT_NE(m.ToString().find("leaders' alpha 1.0 us"), std::string::npos);
 }
 
+// A leaders' ring step smaller than the probe's (kLeadersStepBytes) costs at least what
+// the probe's did. With the figures of one unpinned 4x2 creation (the leaders' alpha
+// 4.8 us from 32 KiB calls) alpha + bytes x beta priced the 4 KiB steps of 16 KiB at
+// 21 us, and the model chose hierarchical_leader, which ran 243 us against
+// hierarchical_doubling's 136; its steps took what the probe's 8 KiB ones did.
+TEST(CostModel, LeadersRingStepsBelowTheProbesCostWhatItsDid) {
+  CostModel m;
+  m.intra = LinkCost{2.2e-6, 1.0 / 5.84e9};
+  m.inter = LinkCost{10e-6, 1.0 / 0.258e9, 32.5e-6};
+  m.gamma = 1.0 / 31e9;
+  m.leaders_alpha = 4.8e-6;
+  Shape s = HostsOf(4, 2);
+  s.ranks_per_core = 4.0;
+  const double probe_step = m.leaders_alpha + kLeadersStepBytes * m.inter.beta;
+  EXPECT_GE(PredictSeconds(Collective::kAllReduce, "hierarchical_leader", m, s, 16 << 10), 6 * probe_step);
+  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 16 << 10).algo->name, "hierarchical_doubling");
+  // At the probe's own size the prediction is still the one the leaders' alpha solves.
+  const size_t probed = kLeadersStepBytes * 4;
+  const double call = PredictSeconds(Collective::kAllReduce, "hierarchical_leader", m, s, probed);
+  EXPECT_NEAR(LeadersAlphaOf(m, s, probed, call), m.leaders_alpha, 1e-12);
+}
+
 // Where the leaders' calls ran at their transfers' time (the least alpha), two hosts'
 // leaders ring still takes one step more than their recursive doubling over the same
 // bytes, and the doubling is chosen (2x2 emulated hosts, 8 KiB: 38-41 us against 62-65).

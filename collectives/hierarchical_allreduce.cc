@@ -82,10 +82,17 @@ double HostChainsSeconds(const CostModel& m, int R, double n) {
 
 }  // namespace
 
-// The host chains, and a ring of the H leaders between them.
+// The host chains, and a ring of the H leaders between them. Where the probe timed the
+// leaders' calls (m.leaders_alpha), a ring step of fewer than kLeadersStepBytes costs
+// at least what the probe's steps of kLeadersStepBytes did: on unpinned 4x2 emulated
+// hosts, a 16 KiB call's 4 KiB steps took 40-55 us each, as the probe's 8 KiB steps
+// (its calls of 32 KiB: 237-294 us), where alpha + bytes x beta priced them at 21-29 us
+// (docs/algorithms.md#leaders-alpha).
 double PredictHierarchicalLeaderAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
   const double n = static_cast<double>(bytes);
-  return HostChainsSeconds(m, s.per_host, n) + RingSeconds(s.hosts, n, LeadersLink(m, s), 1.0, m.gamma, true);
+  LinkCost leaders = LeadersLink(m, s);
+  if (m.leaders_alpha > 0) leaders.floor = std::max(leaders.floor, StepSeconds(leaders, kLeadersStepBytes));
+  return HostChainsSeconds(m, s.per_host, n) + RingSeconds(s.hosts, n, leaders, 1.0, m.gamma, true);
 }
 
 // The leaders' alpha at which the prediction above is `seconds` (LeadersLink's floor

@@ -27,8 +27,10 @@ double PredictRabenseifnerAllReduce(const CostModel& m, const Shape& s, size_t b
 
 // The leaders' alpha (CostModel::leaders_alpha) at which hierarchical_leader's
 // prediction for `bytes` is `seconds`, as the probe measured a call of it; at least
-// kLeastLeadersAlpha.
+// kLeastLeadersAlpha. The probe's calls carry kLeadersStepBytes a leaders' ring step,
+// and a smaller step costs at least what one of those did (PredictHierarchicalLeader).
 constexpr double kLeastLeadersAlpha = 1e-6;
+constexpr size_t kLeadersStepBytes = 8 << 10;
 double LeadersAlphaOf(const CostModel& m, const Shape& s, size_t bytes, double seconds);
 
 }  // namespace tessera
