@@ -298,11 +298,11 @@ Status FiveTimings(Run run, int per, bool median, double* seconds) {
   return Status::Ok();
 }
 
-// Five timings of RunRings, in seconds per ring (FiveTimings). With `together`, each
+// Five timings of RunRings, in seconds per ring (the best). With `together`, each
 // timing starts and ends with a ring of one element per rank round it (every rank
 // waits for all), so that it covers the rings of all of them: those that share a link.
 Status TimeRings(const CollectiveContext& ctx, const RingGroup& group, size_t count, int rings, char* buf,
-                 double* seconds, const RingGroup* together = nullptr, bool median = false) {
+                 double* seconds, const RingGroup* together = nullptr) {
   const size_t together_count = together != nullptr ? together->ranks.size() : 0;
   auto run = [&]() -> Status {
     if (together_count > 1) TESSERA_RETURN_IF_ERROR(RunRings(ctx, *together, together_count, 1, buf));
@@ -310,7 +310,7 @@ Status TimeRings(const CollectiveContext& ctx, const RingGroup& group, size_t co
     if (together_count > 1) TESSERA_RETURN_IF_ERROR(RunRings(ctx, *together, together_count, 1, buf));
     return Status::Ok();
   };
-  return FiveTimings(run, rings, median, seconds);
+  return FiveTimings(run, rings, false, seconds);
 }
 
 // alpha and beta of the links of `group`: alpha from ring allreduces of one element
@@ -319,12 +319,13 @@ Status TimeRings(const CollectiveContext& ctx, const RingGroup& group, size_t co
 // each, after a round that connects the links). `sharing`, when not null, are the
 // ranks whose groups run beside this one over the same links (a host's columns): the
 // large ring is timed from when all of them start until all end (TimeRings).
-// `crowded`: this rank's kernel has more ranks than cores. alpha is then the median of
-// the small rings' timings, not the best: a step's cost there is mostly waiting for the
-// peer to get a core, and the best timing is one where it happened to have one (on 4x2
-// emulated hosts alpha_inter came out 7.5-7.9 us in half the creations and 27-75 in the
-// others, and the model then chose hierarchical_leader at 8 KiB, 2.5x the best).
-Status MeasureRing(const CollectiveContext& ctx, const RingGroup& group, LinkCost* cost, bool crowded,
+// The best timing, also where ranks outnumber cores: alpha is what a step adds to its
+// transfer, and the wait for a peer to get a core is the step floor's (MeasureStepFloor),
+// which a step's transfer overlaps. With the median of the timings there (a step's
+// wait included), alpha across came out 7.7-88 us between creations on 4x2 emulated
+// hosts, and the model priced Rabenseifner at 32-64 KiB 1.3-1.5x what it ran
+// (docs/algorithms.md#where-the-parameters-come-from).
+Status MeasureRing(const CollectiveContext& ctx, const RingGroup& group, LinkCost* cost,
                    const RingGroup* sharing = nullptr) {
   const int q = static_cast<int>(group.ranks.size());
   if (q < 2) return Status::Ok();
@@ -337,7 +338,7 @@ Status MeasureRing(const CollectiveContext& ctx, const RingGroup& group, LinkCos
   const int g = static_cast<int>(pair.ranks.size());
   double small = 0, large = 0;
   TESSERA_RETURN_IF_ERROR(
-      TimeRings(ctx, pair, static_cast<size_t>(g), kSmallRingsPerTiming, buf.data(), &small, nullptr, crowded));
+      TimeRings(ctx, pair, static_cast<size_t>(g), kSmallRingsPerTiming, buf.data(), &small));
   TESSERA_RETURN_IF_ERROR(TimeRings(ctx, group, big / 4, 1, buf.data(), &large, sharing));
   const double steps = 2.0 * (q - 1);
   cost->alpha = std::max(1e-7, small / (2.0 * (g - 1)));
@@ -470,9 +471,7 @@ RingGroup ProbeBlock(const std::vector<int>& column, int pos) {
   return RingGroup{std::vector<int>(column.begin() + part.first, column.begin() + part.end), pos - part.first};
 }
 
-// What a leaders' ring step carries when the probe times hierarchical_leader calls
-// (LeadersCallBytes), and the calls to a timing.
-constexpr size_t kLeadersStepBytes = 8 << 10;
+// The hierarchical_leader calls to a timing of the probe's (LeadersCallBytes).
 constexpr int kLeadersCallsPerTiming = 4;
 
 // The bytes of the hierarchical_leader calls the probe times: kLeadersStepBytes a ring
@@ -535,7 +534,7 @@ Status Communicator::ProbeAndAgree(double ranks_per_core) {
   const RingGroup row = hosts ? RingGroup{hosts->rows[hosts->y[rank_]], hosts->x[rank_]} : RingGroup{};
   const bool kernel_crowded = ranks_per_core > 1;
   double leaders_call = 0;  // seconds (TimeLeadersCalls)
-  if (measure_rows) TESSERA_RETURN_IF_ERROR(MeasureRing(ctx, row, &model_.intra, kernel_crowded));
+  if (measure_rows) TESSERA_RETURN_IF_ERROR(MeasureRing(ctx, row, &model_.intra));
   if (measure_rows && crowded) {
     TESSERA_RETURN_IF_ERROR(MeasureStepFloor(ctx, Log2Floor(nranks_), kernel_crowded, &model_.intra.floor));
   }
@@ -548,7 +547,7 @@ Status Communicator::ProbeAndAgree(double ranks_per_core) {
     // others did not: on 2x2 emulated hosts beta_inter came out 0.49-0.54 GB/s for a
     // 0.25 GB/s link (2x1: 0.27).
     TESSERA_RETURN_IF_ERROR(
-        MeasureRing(ctx, ProbeBlock(g.cols[g.x[rank_]], g.y[rank_]), &model_.inter, kernel_crowded, &row));
+        MeasureRing(ctx, ProbeBlock(g.cols[g.x[rank_]], g.y[rank_]), &model_.inter, &row));
     model_.inter.beta /= g.X;
     const int across = CrossHostRounds(shape_, Log2Floor(shape_.p));
     TESSERA_RETURN_IF_ERROR(MeasureStepFloor(ctx, across, kernel_crowded, &model_.inter.floor));
