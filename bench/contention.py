@@ -13,6 +13,12 @@ choice is from the best forced one at each size ("auto ran": what the choice ran
 in every round; "choice / best": the forced run of that algorithm over the best forced
 one, the choice apart from the spread between separate programs).
 
+Sizes can be split into spans (--span, repeated), each program run once per span with
+that span's nccl-tests flags, its rows merged: a 20-call run of a small size lasts
+15-100 us, less than one time slice of the CPU-bound processes beside 1x2-busy, and
+whether one falls inside it decides the row; small sizes are given thousands of calls
+that way while large ones keep a few.
+
 Libraries: tessera (all_reduce_perf), Open MPI's MPI_Allreduce (mpi_all_reduce_perf,
 its own choice) and Gloo (gloo_all_reduce_perf, ring_chunked and halving_doubling, the
 better per size). Times are the out-of-place group's, in microseconds; "x OMPI" is
@@ -22,6 +28,8 @@ tessera's time over Open MPI's (below 1: tessera faster).
       //bench:gloo_all_reduce_perf
   python3 bench/contention.py --cases 1x4,1x2-busy,2x2,4x2 --rounds 3 \\
       -- -b 8 -e 64M -f 4 -n 20 -w 5
+  python3 bench/contention.py --cases 1x4,1x2-busy,2x2,4x2 --rounds 3 \\
+      --span "-b 8 -e 32K -f 4 -n 2000 -w 100" --span "-b 128K -e 64M -f 4 -n 20 -w 5"
 """
 import argparse
 import os
@@ -63,12 +71,12 @@ def command(a, hosts, per_host, name, program, env, args):
 
 
 def ran_algorithms(stdout):
-    """{algorithm: (first, last size)} all_reduce_perf says it ran ("# algorithm ring: 8 to 1024 B")."""
-    ranges = {}
+    """[(algorithm, first, last size)] all_reduce_perf says it ran ("# algorithm ring: 8 to 1024 B")."""
+    ranges = []
     for line in stdout.splitlines():
         f = line.split()
         if line.startswith("# algorithm ") and len(f) == 7:
-            ranges[f[2].rstrip(":")] = (int(f[3]), int(f[5]))
+            ranges.append((f[2].rstrip(":"), int(f[3]), int(f[5])))
     return ranges
 
 
@@ -76,22 +84,21 @@ def algorithms_at(rounds, size):
     """The algorithm(s) the rounds' ranges (ran_algorithms) ran at `size`, "/" between differing ones."""
     names = []
     for ranges in rounds:
-        name = next((n for n, (lo, hi) in ranges.items() if lo <= size <= hi), "?")
+        name = next((n for n, lo, hi in ranges if lo <= size <= hi), "?")
         if name not in names:
             names.append(name)
     return "/".join(names)
 
 
 def run(cmd, forced=None, ranges=None):
-    """{bytes: time_us} of the out-of-place group; RuntimeError when the program fails,
-    or when `forced` (TESSERA_ALGO) did not run (it does not apply: the model chose).
-    `ranges`, when given, gets the algorithms tessera ran (ran_algorithms) appended."""
+    """{bytes: time_us} of the out-of-place group, where `forced` (TESSERA_ALGO) ran only
+    the sizes it ran (elsewhere it does not apply: the model chose); RuntimeError when
+    the program fails. `ranges`, when given, gets the algorithms tessera ran
+    (ran_algorithms) added."""
     out = subprocess.run(cmd, capture_output=True, text=True)
     ran = ran_algorithms(out.stdout)
     if ranges is not None:
-        ranges.append(ran)
-    if out.returncode == 0 and forced and forced not in ran:
-        raise RuntimeError("%s does not apply here" % forced)
+        ranges += ran
     rows = parse_rows(out.stdout, 1.0)
     if out.returncode != 0 or not rows:
         raise RuntimeError("%s failed (%d):\n%s%s" % (" ".join(cmd), out.returncode, out.stdout[-2000:],
@@ -99,7 +106,8 @@ def run(cmd, forced=None, ranges=None):
     wrong = [size for size, row in rows.items() if row[3] not in ("0", "N/A")]
     if wrong:
         raise RuntimeError("%s: wrong values at sizes %s" % (" ".join(cmd), wrong))
-    return {size: row[0] for size, row in rows.items()}
+    return {size: row[0] for size, row in rows.items()
+            if not forced or any(name == forced and lo <= size <= hi for name, lo, hi in ran)}
 
 
 def plan(forced, gloo=True):
@@ -118,7 +126,7 @@ def start_hogs(count):
     return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(count * cores)]
 
 
-def measure(a, case, flags):
+def measure(a, case, spans):
     hosts, per_host, hogs_per_core, forced = CASES[case]
     name = "ctn%d" % os.getpid()
     if hosts:
@@ -129,14 +137,17 @@ def measure(a, case, flags):
     auto_ranges = []  # per round
     try:
         for r in range(a.rounds):
+            auto_ranges.append([])
             for label, program, env, extra in plan(forced, not a.without_gloo):
                 progress("%s: round %d/%d, %s" % (case, r + 1, a.rounds, label))
+                rows = {}
                 try:
-                    rows = run(command(a, hosts, per_host, name, program, env, extra + flags), env.get("TESSERA_ALGO"),
-                               auto_ranges if label == "tessera" else None)
+                    for flags in spans:
+                        rows.update(run(command(a, hosts, per_host, name, program, env, extra + flags),
+                                        env.get("TESSERA_ALGO"), auto_ranges[-1] if label == "tessera" else None))
                 except RuntimeError as e:
-                    if not label.startswith("tessera "):  # a forced algorithm may not apply
-                        sys.exit("contention: %s" % e)
+                    sys.exit("contention: %s" % e)
+                if not rows:
                     progress("  %s does not run here, left out" % label)
                     continue
                 times.setdefault(label, []).append(rows)
@@ -146,8 +157,8 @@ def measure(a, case, flags):
             h.wait()
         if hosts:
             cluster("down", "--name", name, check=False)
-    medians = {label: {size: statistics.median(run_rows[size] for run_rows in rounds) for size in rounds[0]}
-               for label, rounds in times.items()}
+    medians = {label: {size: statistics.median(r[size] for r in rounds if size in r)
+                       for size in set().union(*rounds)} for label, rounds in times.items()}
     return medians, auto_ranges
 
 
@@ -173,12 +184,15 @@ def table(case, med, auto_ranges):
         cells.append("%.2f" % (t / med["Open MPI"][size]))
         if gloo:
             cells.append("%.2f" % (t / min(med[g][size] for g in gloo)))
-        if forced:
-            best = min(forced, key=lambda label: med[label][size])
+        here = [label for label in forced if size in med[label]]  # those that ran at this size
+        if here:
+            best = min(here, key=lambda label: med[label][size])
             ran = algorithms_at(auto_ranges, size)
-            same = med.get("tessera " + ran)  # none where the rounds ran different ones
+            same = med.get("tessera " + ran, {}).get(size)  # none where the rounds ran different ones
             cells += [ran, "%s %s" % (best[len("tessera "):], us(med[best][size])), "%.2f" % (t / med[best][size]),
-                      "%.2f" % (same[size] / med[best][size]) if same else "-"]
+                      "%.2f" % (same / med[best][size]) if same else "-"]
+        elif forced:
+            cells += ["-"] * 4
         lines.append("| " + " | ".join(cells) + " |")
     return lines + [""]
 
@@ -191,14 +205,19 @@ def main():
     ap.add_argument("--without-gloo", action="store_true",
                     help="leave Gloo out (0.4-0.7 ms a call at small sizes: long runs of small sizes are mostly Gloo)")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per program run")
+    ap.add_argument("--span", action="append", default=[],
+                    help="nccl-tests flags of one span of sizes (quoted; repeat for more spans, their rows merged); "
+                         "instead of the flags after --")
     ap.add_argument("flags", nargs="*", help="nccl-tests flags after -- (default: %s)" % " ".join(DEFAULT_FLAGS))
     a = ap.parse_args()
-    flags = a.flags or DEFAULT_FLAGS
+    if a.span and a.flags:
+        sys.exit("contention: --span or flags after --, not both")
+    spans = [span.split() for span in a.span] or [a.flags or DEFAULT_FLAGS]
     cases = names_in(a.cases, CASES, "contention: unknown case")
-    out = ["nccl-tests flags: `%s`; %d rounds, median; %d cores here." % (" ".join(flags), a.rounds,
-                                                                        len(os.sched_getaffinity(0))), ""]
+    out = ["nccl-tests flags: %s; %d rounds, median; %d cores here." % (
+        ", ".join("`%s`" % " ".join(f) for f in spans), a.rounds, len(os.sched_getaffinity(0))), ""]
     for case in cases:
-        out += table(case, *measure(a, case, flags))
+        out += table(case, *measure(a, case, spans))
         print("\n".join(out), flush=True)
         out = []
     return 0
