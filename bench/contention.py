@@ -28,8 +28,10 @@ tessera's time over Open MPI's (below 1: tessera faster).
       //bench:gloo_all_reduce_perf
   python3 bench/contention.py --cases 1x4,1x2-busy,2x2,4x2 --rounds 3 \\
       -- -b 8 -e 64M -f 4 -n 20 -w 5
-  python3 bench/contention.py --cases 1x4,1x2-busy,2x2,4x2 --rounds 3 \\
-      --span "-b 8 -e 32K -f 4 -n 2000 -w 100" --span "-b 128K -e 64M -f 4 -n 20 -w 5"
+  python3 bench/contention.py --cases 1x4,1x2-busy,2x2 --rounds 3 \\
+      --span "-b 8 -e 32K -f 4 -n 1000 -w 50" --span "-b 128K -e 64M -f 4 -n 20 -w 5"
+  (4x2: "-n 100 -w 10" for the small span; Open MPI's small calls there take
+  milliseconds, and 1000 of each size outlast --timeout)
 """
 import argparse
 import os
