@@ -17,12 +17,17 @@ namespace tessera {
 
 const LinkCost& SlowestLink(const CostModel& m, const Shape& s) { return s.hosts > 1 ? m.inter : m.intra; }
 
-LinkCost LeadersLink(const CostModel& m, const Shape& s) {
+LinkCost ScaledLeadersLink(const CostModel& m, const Shape& s) {
   const double shared = s.ranks_per_core;
   if (shared <= 1 || s.per_host < 1) return m.inter;
   const double fewer = std::max(1.0, shared / s.per_host) / shared;
-  const double alpha = m.leaders_alpha > 0 ? m.leaders_alpha : m.inter.alpha * fewer;
-  return LinkCost{alpha, m.inter.beta, m.inter.floor * fewer};
+  return LinkCost{m.inter.alpha * fewer, m.inter.beta, m.inter.floor * fewer};
+}
+
+LinkCost LeadersLink(const CostModel& m, const Shape& s) {
+  LinkCost l = ScaledLeadersLink(m, s);
+  if (s.ranks_per_core > 1 && s.per_host >= 1 && m.leaders_alpha > 0) l.alpha = m.leaders_alpha;
+  return l;
 }
 
 double StepSeconds(const LinkCost& l, double bytes) { return std::max(l.floor, l.alpha + bytes * l.beta); }

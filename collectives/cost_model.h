@@ -104,6 +104,8 @@ const LinkCost& SlowestLink(const CostModel& m, const Shape& s);
 // scaled one: on unpinned 4x2 emulated hosts the same step took the whole alpha or
 // none of it, as the job's ranks happened to be placed (docs/algorithms.md#leaders-alpha).
 LinkCost LeadersLink(const CostModel& m, const Shape& s);
+// The same with the scaled alpha, measured or not.
+LinkCost ScaledLeadersLink(const CostModel& m, const Shape& s);
 
 // One step over `l` carrying `bytes` (shares of a link already counted in): alpha +
 // bytes x beta, and at least the link's floor.

@@ -158,11 +158,13 @@ TEST(CostModel, LeadersRingStepsBelowTheProbesCostWhatItsDid) {
   EXPECT_NEAR(LeadersAlphaOf(m, s, probed, call), m.leaders_alpha, 1e-12);
 }
 
-// A leaders' doubling step's alpha is at most the leaders' floor: the leaders' alpha
-// is a ring step's of 8 KiB. With the figures of one unpinned 4x2 creation (leaders'
-// alpha 70.7 us, against 6-18 in five others) the model chose recursive doubling from
-// 8 B to 8 KiB, which in another such creation ran 1.13-1.39x hierarchical_doubling.
-TEST(CostModel, LeadersDoublingStepsTakeAtMostTheFloorAsAlpha) {
+// A leaders' doubling step's alpha is at most what the scaled leaders' link charges a
+// step of nothing (ScaledLeadersLink: its floor, or its alpha where that is more): the
+// leaders' alpha is a ring step's of 8 KiB. With the figures of one unpinned 4x2
+// creation (leaders' alpha 70.7 us, against 6-18 in five others) the model chose
+// recursive doubling from 8 B to 8 KiB, which in another such creation ran 1.13-1.39x
+// hierarchical_doubling.
+TEST(CostModel, LeadersDoublingStepsTakeAtMostTheScaledStepAsAlpha) {
   CostModel m;
   m.intra = LinkCost{0.5e-6, 1.0 / 4.9e9};
   m.inter = LinkCost{29.7e-6, 1.0 / 0.252e9, 52.6e-6};
@@ -170,22 +172,31 @@ TEST(CostModel, LeadersDoublingStepsTakeAtMostTheFloorAsAlpha) {
   m.leaders_alpha = 70.7e-6;
   Shape s = HostsOf(4, 2);
   s.ranks_per_core = 4.0;
-  const LinkCost leaders = LeadersLink(m, s);
-  EXPECT_DOUBLE_EQ(leaders.alpha, m.leaders_alpha);  // the ring keeps it
+  EXPECT_DOUBLE_EQ(LeadersLink(m, s).alpha, m.leaders_alpha);  // the ring keeps it
+  const LinkCost scaled = ScaledLeadersLink(m, s);
+  EXPECT_DOUBLE_EQ(scaled.alpha, 29.7e-6 / 2);
+  EXPECT_DOUBLE_EQ(scaled.floor, 52.6e-6 / 2);
   const double n = 8 << 10, chains = 2 * (0.5e-6 + n / 4.9e9) + n / 32.34e9;
-  const double step = leaders.floor + n * m.inter.beta;
   EXPECT_NEAR(PredictSeconds(Collective::kAllReduce, "hierarchical_doubling", m, s, 8 << 10),
-              chains + 2 * (step + n / 32.34e9), 1e-9);
+              chains + 2 * (scaled.floor + n * m.inter.beta + n / 32.34e9), 1e-9);
   for (size_t bytes : {size_t{8}, size_t{512}, size_t{8} << 10}) {
     EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, bytes).algo->name, "hierarchical_doubling")
         << bytes;
   }
-  // Not measured: the scaled alpha, below the floor here, stands.
+  // Where alpha across is more than the floor (a slow build's probe: 237 us against
+  // 125 on 2x2), the scaled alpha bounds it, and recursive doubling stays within
+  // kContenderSpread at 8 B.
+  m.inter = LinkCost{236.6e-6, 1.0 / 0.75e9, 125e-6};
+  m.leaders_alpha = 347.4e-6;
+  const Shape two = HostsOf(2, 2);
+  Shape crowded = two;
+  crowded.ranks_per_core = 2.0;
+  const double doubling = PredictSeconds(Collective::kAllReduce, "hierarchical_doubling", m, crowded, 8);
+  EXPECT_NEAR(doubling, 2 * 0.5e-6 + 236.6e-6 / 2, 1e-7);
+  EXPECT_LT(PredictSeconds(Collective::kAllReduce, "recursive_doubling", m, crowded, 8), kContenderSpread * doubling);
+  // Not measured: the scaled alpha stands.
   m.leaders_alpha = 0;
-  m.inter.floor = 100e-6;
-  const double scaled = std::max(50e-6, 29.7e-6 / 2 + n * m.inter.beta);
-  EXPECT_NEAR(PredictSeconds(Collective::kAllReduce, "hierarchical_doubling", m, s, 8 << 10),
-              chains + 2 * (scaled + n / 32.34e9), 1e-9);
+  EXPECT_NEAR(PredictSeconds(Collective::kAllReduce, "hierarchical_doubling", m, crowded, 8), doubling, 1e-8);
 }
 
 // Where the leaders' calls ran at their transfers' time (the least alpha), two hosts'

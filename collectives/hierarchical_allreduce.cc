@@ -115,16 +115,17 @@ double LeadersAlphaOf(const CostModel& m, const Shape& s, size_t bytes, double s
 // The host chains, and recursive doubling among the H leaders between them: lg H
 // whole-buffer exchanges, one flow per host link (a fold in and out when H is not a
 // power of two). Where the probe timed the leaders' ring calls (m.leaders_alpha), that
-// alpha is a ring step's of 8 KiB, and a doubling step's alpha is at most the leaders'
-// floor, what a step of nothing waits: one unpinned 4x2 creation of six on emulated
-// hosts solved the leaders' alpha at 70.7 us where the others gave 6-18, and the model
-// chose recursive doubling from 8 B to 8 KiB, 1.13-1.39x slower there in another such
-// creation (docs/algorithms.md#leaders-alpha).
+// alpha is a ring step's of 8 KiB, and a doubling step's alpha is at most what the
+// scaled leaders' link charges a step of nothing (its floor, or its alpha where that is
+// more): one unpinned 4x2 creation of six on emulated hosts solved the leaders' alpha
+// at 70.7 us where the others gave 6-18, and the model chose recursive doubling from
+// 8 B to 8 KiB, 1.13-1.39x slower there in another such creation
+// (docs/algorithms.md#leaders-alpha).
 double PredictHierarchicalDoublingAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
   const double n = static_cast<double>(bytes);
   const int rounds = Log2Floor(s.hosts);
   LinkCost across = LeadersLink(m, s);
-  if (m.leaders_alpha > 0 && across.floor > 0) across.alpha = std::min(across.alpha, across.floor);
+  across.alpha = std::min(across.alpha, StepSeconds(ScaledLeadersLink(m, s), 0));
   const double step = StepSeconds(across, n);
   return HostChainsSeconds(m, s.per_host, n) + rounds * (step + n * m.gamma) +
          (s.hosts != (1 << rounds) ? 2 * step : 0);
