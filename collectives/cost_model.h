@@ -104,7 +104,7 @@ const LinkCost& SlowestLink(const CostModel& m, const Shape& s);
 // scaled one: on unpinned 4x2 emulated hosts the same step took the whole alpha or
 // none of it, as the job's ranks happened to be placed (docs/algorithms.md#leaders-alpha).
 LinkCost LeadersLink(const CostModel& m, const Shape& s);
-// The same with the scaled alpha, measured or not.
+// LeadersLink with the scaled alpha, whether or not the probe measured the leaders'.
 LinkCost ScaledLeadersLink(const CostModel& m, const Shape& s);
 
 // One step over `l` carrying `bytes` (shares of a link already counted in): alpha +

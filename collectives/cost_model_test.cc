@@ -188,8 +188,7 @@ TEST(CostModel, LeadersDoublingStepsTakeAtMostTheScaledStepAsAlpha) {
   // kContenderSpread at 8 B.
   m.inter = LinkCost{236.6e-6, 1.0 / 0.75e9, 125e-6};
   m.leaders_alpha = 347.4e-6;
-  const Shape two = HostsOf(2, 2);
-  Shape crowded = two;
+  Shape crowded = HostsOf(2, 2);
   crowded.ranks_per_core = 2.0;
   const double doubling = PredictSeconds(Collective::kAllReduce, "hierarchical_doubling", m, crowded, 8);
   EXPECT_NEAR(doubling, 2 * 0.5e-6 + 236.6e-6 / 2, 1e-7);
