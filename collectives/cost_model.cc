@@ -17,16 +17,24 @@ namespace tessera {
 
 const LinkCost& SlowestLink(const CostModel& m, const Shape& s) { return s.hosts > 1 ? m.inter : m.intra; }
 
+namespace {
+
+// Whether a leaders' step waits less for a core than one with every rank running: the
+// probe measured alpha across where ranks outnumber cores, on hosts of equal counts.
+bool LeadersWaitLess(const Shape& s) { return s.ranks_per_core > 1 && s.per_host >= 1; }
+
+}  // namespace
+
 LinkCost ScaledLeadersLink(const CostModel& m, const Shape& s) {
+  if (!LeadersWaitLess(s)) return m.inter;
   const double shared = s.ranks_per_core;
-  if (shared <= 1 || s.per_host < 1) return m.inter;
   const double fewer = std::max(1.0, shared / s.per_host) / shared;
   return LinkCost{m.inter.alpha * fewer, m.inter.beta, m.inter.floor * fewer};
 }
 
 LinkCost LeadersLink(const CostModel& m, const Shape& s) {
   LinkCost l = ScaledLeadersLink(m, s);
-  if (s.ranks_per_core > 1 && s.per_host >= 1 && m.leaders_alpha > 0) l.alpha = m.leaders_alpha;
+  if (LeadersWaitLess(s) && m.leaders_alpha > 0) l.alpha = m.leaders_alpha;
   return l;
 }
 
