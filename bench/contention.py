@@ -6,7 +6,9 @@ tessera, alternating round by round (--rounds; the median time per size is repor
 
   1x4       4 ranks on this host (2 cores here: ranks outnumber cores)
   1x2-busy  2 ranks on this host, and one CPU-bound process per core running throughout
-  2x2, 4x2  emulated hosts (tools/cluster, links shaped to --rate)
+  2x2, 4x2  emulated hosts (tools/cluster, links shaped to --rate); with --pin-hosts each
+            host runs on its own share of the cores, as on real hosts, where unpinned the
+            kernel moves ranks of different hosts onto one core and back during a run
 In 1x4, 2x2 and 4x2 tessera also runs with every allreduce algorithm forced
 (TESSERA_ALGO; those that do not apply are left out), to show how far its automatic
 choice is from the best forced one at each size ("auto ran": what the choice ran there,
@@ -66,7 +68,8 @@ def command(a, hosts, per_host, name, program, env, args):
         exports += ["-x", "%s=%s" % (key, value)]
     if hosts:
         return (["bash", os.path.join(ROOT, "tools/cluster/cluster.sh"), "run", "--name", name, "--hosts",
-                 str(hosts), "--ranks-per-host", str(per_host), "--timeout", str(a.timeout)] + exports +
+                 str(hosts), "--ranks-per-host", str(per_host), "--timeout", str(a.timeout)] +
+                (["--pin-hosts"] if a.pin_hosts else []) + exports +
                 ["-x", "GLOO_SOCKET_IFNAME=eth0", "--", path] + args)
     return (["timeout", "-k", "5", str(a.timeout), "mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
              str(per_host)] + exports + [path] + args)
@@ -169,7 +172,7 @@ def us(t):
     return "%.2f" % t if t < 10 else "%.1f" % t
 
 
-def table(case, med, auto_ranges):
+def table(case, med, auto_ranges, pinned):
     sizes = sorted(med["tessera"])
     gloo = [label for label in med if label.startswith("Gloo ")]
     forced = [label for label in med if label.startswith("tessera ")]
@@ -177,7 +180,7 @@ def table(case, med, auto_ranges):
     head += ["x OMPI"] + (["x Gloo"] if gloo else [])
     if forced:
         head += ["auto ran", "best forced", "auto / best", "choice / best"]
-    lines = ["### %s" % case, "", "| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
+    lines = ["### %s%s" % (case, ", hosts pinned" if pinned else ""), "", "| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
     for size in sizes:
         t = med["tessera"][size]
         cells = [str(size), us(t), us(med["Open MPI"][size])]
@@ -206,6 +209,8 @@ def main():
     ap.add_argument("--rate", default="2gbit", help="emulated hosts' link rate")
     ap.add_argument("--without-gloo", action="store_true",
                     help="leave Gloo out (0.4-0.7 ms a call at small sizes: long runs of small sizes are mostly Gloo)")
+    ap.add_argument("--pin-hosts", action="store_true",
+                    help="each emulated host on its own share of the cores (cluster.sh run --pin-hosts)")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per program run")
     ap.add_argument("--span", action="append", default=[],
                     help="nccl-tests flags of one span of sizes (quoted; repeat for more spans, their rows merged); "
@@ -219,7 +224,7 @@ def main():
     out = ["nccl-tests flags: %s; %d rounds, median; %d cores here." % (
         ", ".join("`%s`" % " ".join(f) for f in spans), a.rounds, len(os.sched_getaffinity(0))), ""]
     for case in cases:
-        out += table(case, *measure(a, case, spans))
+        out += table(case, *measure(a, case, spans), a.pin_hosts and CASES[case][0] > 0)
         print("\n".join(out), flush=True)
         out = []
     return 0
