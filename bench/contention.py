@@ -180,7 +180,8 @@ def table(case, med, auto_ranges, pinned):
     head += ["x OMPI"] + (["x Gloo"] if gloo else [])
     if forced:
         head += ["auto ran", "best forced", "auto / best", "choice / best"]
-    lines = ["### %s%s" % (case, ", hosts pinned" if pinned else ""), "", "| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
+    title = "### %s%s" % (case, ", hosts pinned" if pinned else "")
+    lines = [title, "", "| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
     for size in sizes:
         t = med["tessera"][size]
         cells = [str(size), us(t), us(med["Open MPI"][size])]
