@@ -64,12 +64,10 @@ Status HierarchicalDoublingAllReduce(const CollectiveContext& ctx, const Collect
   });
 }
 
-// A ring inside each host, then R rings of H across hosts on 1/R of the buffer each,
-// all R sharing the host's link.
+// The torus schedule on the host grid: rows of R inside hosts, columns of H across,
+// the R ranks of a host sharing its link.
 double PredictHierarchicalAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
-  const double n = static_cast<double>(bytes);
-  const int H = s.hosts, R = s.per_host;
-  return RingSeconds(R, n, m.intra, 1.0, m.gamma, true) + RingSeconds(H, n / R, m.inter, R, m.gamma, true);
+  return PredictGridAllReduce(m, s, s.per_host, s.hosts, bytes);
 }
 
 namespace {

@@ -17,6 +17,9 @@ Status HierarchicalLeaderAllReduce(const CollectiveContext& ctx, const Collectiv
 Status HierarchicalDoublingAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args); // ctx.host_grid
 Status RabenseifnerAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);
 
+// The prediction of GridAllReduce on an X x Y grid of the shape's ranks (rows inside
+// hosts where X divides the ranks per host, GridLinksOf).
+double PredictGridAllReduce(const CostModel& m, const Shape& s, int X, int Y, size_t bytes);
 // Their predictions (cost_model.h), each in the algorithm's file. Torus: where the shape
 // has a torus grid; the hierarchical three: on several hosts of equal rank counts.
 double PredictTorusAllReduce(const CostModel& m, const Shape& s, size_t bytes);

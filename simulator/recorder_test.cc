@@ -163,21 +163,27 @@ TEST(RecorderTest, NamesRowsThatDoNotApply) {
   EXPECT_NE(no_grid.message().find("does not apply"), std::string::npos) << no_grid.ToString();
 }
 
-TEST(RecorderTest, TorusOnHostGridIsThreeRingPhases) {
+TEST(RecorderTest, TorusOnHostGridIsOneExchangeOfThreeRingPhases) {
   auto recorder = MakeRecorder("4x2");  // X = 2 ranks per host, Y = 4 hosts
   RankSchedule s;
   ASSERT_TRUE(recorder->RecordRank(AllReduce("torus", 8000), 3, &s).ok());
-  ASSERT_EQ(s.steps.size(), 3u) << DescribeSchedule(s);
-  // Row reduce-scatter (1 step of 2 blocks), column allreduce on the half (2 x 3 steps of
-  // 4 blocks of it), row allgather: rank 3 is local rank 1 of host 1.
-  EXPECT_EQ(s.steps[0].count, 2u);
-  EXPECT_EQ(s.steps[1].count, 12u);
-  EXPECT_EQ(s.steps[2].count, 2u);
-  for (uint32_t i = 0; i < s.steps[1].count; ++i) {
-    const Message& m = s.messages[s.steps[1].first + i];
-    EXPECT_EQ(m.peer, m.is_send ? 5 : 1);
+  ASSERT_EQ(s.steps.size(), 1u) << DescribeSchedule(s);
+  // Row reduce-scatter (1 step of 4 pieces, a send and a receive each), column allreduce
+  // on the half (2 x 3 steps of 4 sub-blocks of it), row allgather (as the first): rank 3
+  // is local rank 1 of host 1, all blocks 8000 x 4 / 2 / 4 bytes.
+  ASSERT_EQ(s.steps[0].count, 28u);
+  int row = 0, column = 0, row_after_column = 0;
+  for (uint32_t i = 0; i < s.steps[0].count; ++i) {
+    const Message& m = s.messages[s.steps[0].first + i];
     EXPECT_EQ(m.bytes, 8000u * 4 / 2 / 4);
+    if (m.peer == 2) ++row;
+    if (m.peer == (m.is_send ? 5 : 1)) ++column;
+    // A row allgather piece leaves on the column receive that made it final.
+    if (m.peer == 2 && m.is_send && m.gate >= 0 && s.messages[s.steps[0].first + m.gate].peer == 1) ++row_after_column;
   }
+  EXPECT_EQ(row, 16);
+  EXPECT_EQ(column, 12);
+  EXPECT_GT(row_after_column, 0) << DescribeSchedule(s);
   EXPECT_EQ(s.messages[s.steps[0].first].peer, 2);
 }
 

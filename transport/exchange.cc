@@ -82,7 +82,9 @@ class Engine : public Waitable {
   Status Progress(bool* moved) override;
   void AddWaits(WaitSet* set) override {
     for (size_t q = 0; q < nqueues_; ++q) {
-      if (queues_[q].busy()) queues_[q].link->AddWaits(set, queues_[q].is_send, !queues_[q].is_send);
+      const Queue& k = queues_[q];
+      // A receive held back by its gate is woken by that gate's queue, not its link.
+      if (k.busy() && state_[k.head] != State::kWaiting) k.link->AddWaits(set, k.is_send, !k.is_send);
     }
   }
   void Flush() override {
@@ -95,10 +97,18 @@ class Engine : public Waitable {
  private:
   static constexpr size_t kInline = 8;
 
-  // Starts the head of q, skipping (completing) zero-length transfers.
+  // Whether transfer i is a receive whose gate is not done yet.
+  bool HeldBack(size_t i) const {
+    const int g = ts_[i].gate;
+    return !ts_[i].is_send && g >= 0 && state_[g] != State::kDone;
+  }
+
+  // Starts the head of q, skipping (completing) zero-length transfers; a receive held
+  // back by its gate stays waiting, and so does the rest of its queue.
   void Activate(Queue& q) {
     while (q.busy()) {
       const size_t i = q.head;
+      if (HeldBack(i)) return;
       if (ts_[i].len != 0) {
         state_[i] = State::kActive;
         if (opt_.tracer != nullptr) start_us_[i] = NowMicros();
@@ -120,7 +130,8 @@ class Engine : public Waitable {
     const int g = ts_[i].gate;
     if (g < 0 || state_[g] == State::kDone) return ts_[i].len;
     if (state_[g] == State::kWaiting) return 0;
-    return std::min(ts_[i].len, ts_[g].link->ready_bytes());
+    const size_t ready = ts_[g].link->ready_bytes(), skip = ts_[i].gate_offset;
+    return ready > skip ? std::min(ts_[i].len, ready - skip) : 0;
   }
 
   Transfer* ts_;
@@ -141,6 +152,12 @@ Status Engine::Progress(bool* moved) {
     // Keep going on this queue while transfers complete within the pass.
     while (q.busy()) {
       const size_t i = q.head;
+      if (state_[i] == State::kWaiting) {  // held back by its gate (Activate)
+        if (HeldBack(i)) break;
+        Activate(q);
+        *moved = true;
+        continue;
+      }
       bool p = false, done = false;
       Status s = q.is_send ? q.link->ProgressSend(Available(i), &p, &done) : q.link->ProgressRecv(&p, &done);
       if (!s.ok()) return s.Annotate(Direction(ts_[i]) + Describe(ts_[i]));
@@ -165,6 +182,10 @@ std::string Engine::PendingSummary() const {
     if (!q.busy()) continue;
     const Transfer& t = ts_[q.head];
     if (!out.empty()) out += "; ";
+    if (state_[q.head] == State::kWaiting) {
+      out += Direction(t) + Describe(t) + ", not begun: it waits for another message of this call";
+      continue;
+    }
     out += Direction(t) + Describe(t) + ", " +
            std::to_string(t.is_send ? t.link->sent_bytes() : t.link->received_bytes()) + " of " +
            std::to_string(t.len) + " bytes moved";

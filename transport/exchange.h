@@ -29,10 +29,15 @@ struct Transfer {
   const void* acc = nullptr;        // receive with reduction: the other operand
   const Reducer* reducer = nullptr; // receive: null = copy
   size_t len = 0;
-  // Send only: index (in the same exchange) of a receive that produces this send's data;
-  // the send then moves only what that receive has made final, so a ring forwards a
-  // block while it arrives. -1: the data is all there.
+  // A send's gate: index (in the same exchange) of a receive that produces this send's
+  // data; the send then moves only what that receive has made final, so a ring forwards
+  // a block while it arrives. The send's data starts `gate_offset` bytes into what that
+  // receive writes. -1: the data is all there.
+  // A receive's gate: index of a transfer that must be done before this receive begins
+  // (its destination or operand is written by that one, in another queue); later
+  // transfers of its queue wait behind it. -1: none.
   int gate = -1;
+  size_t gate_offset = 0;
 
   static Transfer Send(Link* l, const void* data, size_t len) {
     Transfer t;
@@ -49,8 +54,14 @@ struct Transfer {
     t.acc = acc; t.reducer = r;
     return t;
   }
-  static Transfer SendAfter(Link* l, const void* data, size_t len, int gate) {
+  static Transfer SendAfter(Link* l, const void* data, size_t len, int gate, size_t gate_offset = 0) {
     Transfer t = Send(l, data, len);
+    t.gate = gate;
+    t.gate_offset = gate_offset;
+    return t;
+  }
+  // Receive `t` (Recv or RecvReduce), begun once transfer `gate` is done.
+  static Transfer RecvAfter(Transfer t, int gate) {
     t.gate = gate;
     return t;
   }
