@@ -278,6 +278,25 @@ TEST(CostModel, LargeMessagesAcrossHostsAvoidTheFlatRing) {
   }
 }
 
+TEST(CostModel, TheTorusRunsItsRowsUnderItsColumns) {
+  // 4x2 as pinned emulated hosts measured it (docs/performance.md#torus-streamed): the
+  // rows' steps run beside the column's, so a large buffer costs the column ring and one
+  // row piece before it and one after, not the three phases added up.
+  CostModel m;
+  m.intra = LinkCost{15e-6, 1 / 1.6e9};
+  m.inter = LinkCost{43e-6, 1 / 0.245e9};
+  const Shape s = HostsOf(4, 2);  // rows of X = 2 inside hosts, columns of Y = 4 across
+  const double n = 8 << 20;
+  const double column = 6 * StepSeconds(m.inter, n / 8 * 2);  // 2(Y-1) steps, 2 flows a link
+  const double piece = StepSeconds(m.intra, n / 2 / 4);       // a row step in Y pieces
+  const double gamma = 3.0 / 4 * n / 2 * m.gamma;  // the column's sums (the row's run beside)
+  const double torus = PredictSeconds(Collective::kAllReduce, "torus", m, s, n);
+  EXPECT_NEAR(torus, column + 2 * piece + gamma, 1e-9);
+  EXPECT_LT(torus, column + 2 * StepSeconds(m.intra, n / 2) * 0.9);  // below the phases in line
+  EXPECT_EQ(torus, PredictSeconds(Collective::kAllReduce, "hierarchical", m, s, n));  // one schedule
+  EXPECT_LT(torus, PredictSeconds(Collective::kAllReduce, "ring", m, s, n));
+}
+
 TEST(CostModel, PipelinedScheduleWinsANearTie) {
   // 4x2 at 256 KiB: Rabenseifner and the torus move the same bytes across hosts, the
   // torus in more steps whose row pieces overlap its column; they are predicted within
