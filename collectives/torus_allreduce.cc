@@ -35,8 +35,11 @@ namespace tessera {
 namespace {
 
 // The most pieces a row step is cut into: a column of Y hosts groups its sub-blocks
-// into runs of ceil(Y / kRowPieces).
+// into runs of RunLength(Y).
 constexpr int kRowPieces = 8;
+int RunLength(int Y) { return (Y + kRowPieces - 1) / kRowPieces; }
+
+int Mod(int a, int m) { return (a % m + m) % m; }
 
 // Sub-blocks low..high of a row block, taken high first: contiguous in memory.
 struct Run {
@@ -52,12 +55,10 @@ std::vector<Run> RunsFrom(int first, int Y, int most) {
     const int len = std::min({most, j + 1, Y - taken});
     runs.push_back(Run{j - len + 1, j});
     taken += len;
-    j = ((j - len) % Y + Y) % Y;
+    j = Mod(j - len, Y);
   }
   return runs;
 }
-
-int Mod(int a, int m) { return (a % m + m) % m; }
 
 // The byte ranges of the schedule: row blocks of the buffer, sub-blocks of a row block.
 class GridBytes {
@@ -85,7 +86,7 @@ class StreamedGrid {
  public:
   StreamedGrid(const CollectiveArgs& args, const Grid& grid, int rank, Link* const (&links)[4])
       : args_(args), X_(grid.X), Y_(grid.Y), x_(grid.x[rank]), y_(grid.y[rank]),
-        most_((grid.Y + kRowPieces - 1) / kRowPieces), bytes_(args.count, args.elem_size, grid.X, grid.Y),
+        most_(RunLength(grid.Y)), bytes_(args.count, args.elem_size, grid.X, grid.Y),
         send_(static_cast<const char*>(args.send)), recv_(static_cast<char*>(args.recv)),
         row_right_(links[0]), row_left_(links[1]), col_right_(links[2]), col_left_(links[3]),
         rs_(RunsFrom(y_, Y_, most_)), ag_(RunsFrom((y_ + 1) % Y_, Y_, most_)),
@@ -214,7 +215,7 @@ double PredictGridAllReduce(const CostModel& m, const Shape& s, int X, int Y, si
   const double n = static_cast<double>(bytes);
   const GridLinks g = GridLinksOf(m, s, X);
   if (X == 1 || Y == 1) return RingSeconds(X * Y, n, X == 1 ? *g.col : *g.row, X == 1 ? g.share : 1, m.gamma, true);
-  const int most = (Y + kRowPieces - 1) / kRowPieces, pieces = (Y + most - 1) / most;
+  const int most = RunLength(Y), pieces = (Y + most - 1) / most;
   const double piece_step = StepSeconds(*g.row, n / X / pieces);
   const double row = (X - 1) * pieces * piece_step, line = (X - 1) * piece_step;
   const double col = (Y - 1) * StepSeconds(*g.col, n / X / Y * g.share);
