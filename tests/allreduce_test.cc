@@ -5,7 +5,8 @@
 // Parameterised over transport (shm = auto on one host; tcp = TESSERA_TRANSPORT=tcp;
 // mixed = auto with ranks split over 2 emulated hosts) x ranks x count x in-place x
 // multi-segment (small slots, chunks and 3 TCP streams, so that every path runs many
-// pipelined segments). The suites are named Shm, Tcp, Mixed, and ShmBig, TcpBig,
+// pipelined segments) x algorithm: every combination on shm, a covering subset on the
+// other transports and under the sanitizers (SmallCases). The suites are named Shm, Tcp, Mixed, and ShmBig, TcpBig,
 // MixedBig for the 64 MiB cases; tests/BUILD runs each under its own target by
 // --gtest_filter so that they run in parallel.
 #include <cmath>
@@ -151,26 +152,35 @@ std::string CaseName(const testing::TestParamInfo<AllReduceCase>& info) {
          (c.multi_segment ? "_multiseg" : "") + "_" + c.algo;
 }
 
+// The cases of one transport: rank counts x counts x in-place x multi-segment x
+// algorithm, and on shm the host board too. Every combination runs on shm (the fastest
+// transport); elsewhere, and on shm under SmallSweep (the sanitizer builds), a covering
+// subset runs: every (rank count, count) pair once, with the other three parameters
+// turning through their 8 combinations, so that every rank count and every count meets
+// both placements, both segmentings and both algorithms.
 std::vector<AllReduceCase> SmallCases(Transport t) {
+  const bool every = t == Transport::kShm && TestTransport().empty() && !SmallSweep();
+  const std::vector<int> rank_counts = {1, 2, 3, 4, 5, 8};
+  const std::vector<size_t> counts = {0, 1, 2, 7, 13, 1031, 65537, kOddCount};
+  const char* const algos[] = {"ring", "recursive_doubling"};
   std::vector<AllReduceCase> cases;
-  for (int nranks : {1, 2, 3, 4, 5, 8}) {
-    for (size_t count : {size_t{0}, size_t{1}, size_t{2}, size_t{7}, size_t{13}, size_t{1031},
-                         size_t{65537}, kOddCount}) {
-      for (bool in_place : {false, true}) {
-        for (bool multi : {false, true}) {
-          for (const char* algo : {"ring", "recursive_doubling"}) {
-            cases.push_back({t, nranks, count, in_place, multi, algo});
-          }
-        }
+  for (size_t r = 0; r < rank_counts.size(); ++r) {
+    for (size_t c = 0; c < counts.size(); ++c) {
+      for (int turn = 0; turn < 8; ++turn) {
+        if (!every && turn != static_cast<int>((r + c) % 8)) continue;
+        cases.push_back({t, rank_counts[r], counts[c], (turn & 1) != 0, (turn & 2) != 0, algos[turn >> 2]});
       }
     }
   }
   if (t == Transport::kShm) {
     // The host board (every rank on one host): many rounds of it, in small slots too.
-    for (int nranks : {2, 3, 8}) {
-      for (size_t count : {size_t{0}, size_t{1}, size_t{13}, size_t{1031}, kOddCount}) {
-        for (bool in_place : {false, true}) {
-          for (bool multi : {false, true}) cases.push_back({t, nranks, count, in_place, multi, "board"});
+    const std::vector<int> board_ranks = {2, 3, 8};
+    const std::vector<size_t> board_counts = {0, 1, 13, 1031, kOddCount};
+    for (size_t r = 0; r < board_ranks.size(); ++r) {
+      for (size_t c = 0; c < board_counts.size(); ++c) {
+        for (int turn = 0; turn < 4; ++turn) {
+          if (!every && turn != static_cast<int>((r + c) % 4)) continue;
+          cases.push_back({t, board_ranks[r], board_counts[c], (turn & 1) != 0, (turn & 2) != 0, "board"});
         }
       }
     }

@@ -54,26 +54,23 @@ const size_t kCounts[] = {1, 7, 1031, 65537};
 const size_t kBigCount = 300007;
 const tesseraDataType_t kBigCountTypes[] = {tesseraInt8, tesseraBfloat16, tesseraFloat32, tesseraFloat64};
 
-// TESSERA_TEST_MATRIX=small (the sanitizer builds, .bazelrc): every datatype, operator
-// and placement still, but only a tiny and a slot-crossing count, and the largest count
-// for float32 alone; it takes about half the calls, and the sanitized builds run each
-// call 5-10x slower. Read once at start-up: the harness clears TESSERA_* in the ranks.
-bool SmallMatrix() {
-  const char* v = std::getenv("TESSERA_TEST_MATRIX");
-  return v != nullptr && std::strcmp(v, "small") == 0;
-}
-const bool kSmallMatrix = SmallMatrix();
+// Under SmallSweep (the sanitizer builds): every datatype, operator and placement
+// still, at the tiny count; the slot-crossing count for the few datatypes of the
+// largest, and not the largest: every kernel and path still runs, on fewer bytes, since
+// the sanitized builds run each call 5-10x slower.
+const bool kSmallMatrix = SmallSweep();
 
 std::vector<std::pair<size_t, tesseraDataType_t>> MatrixSizes() {
-  const bool small = kSmallMatrix;
   std::vector<std::pair<size_t, tesseraDataType_t>> sizes;
+  if (kSmallMatrix) {
+    for (tesseraDataType_t type : AllDataTypes()) sizes.push_back({7, type});
+    for (tesseraDataType_t type : kBigCountTypes) sizes.push_back({65537, type});
+    return sizes;
+  }
   for (size_t count : kCounts) {
-    if (small && count != 7 && count != 65537) continue;
     for (tesseraDataType_t type : AllDataTypes()) sizes.push_back({count, type});
   }
-  for (tesseraDataType_t type : kBigCountTypes) {
-    if (!small || type == tesseraFloat32) sizes.push_back({kBigCount, type});
-  }
+  for (tesseraDataType_t type : kBigCountTypes) sizes.push_back({kBigCount, type});
   return sizes;
 }
 

@@ -123,8 +123,7 @@ void CopyMessage(char* dst, size_t cap, const std::string& src) {
 // target, e.g. to run a whole suite over UCX) becomes every rank's TESSERA_TRANSPORT
 // unless the test chooses one itself.
 void ApplyEnvironment(int rank, const RankOptions& opts) {
-  const char* forced = getenv("TESSERA_TEST_TRANSPORT");
-  const std::string test_transport = forced != nullptr ? forced : "";
+  const std::string test_transport = TestTransport();
   if (!test_transport.empty()) setenv("TESSERA_TRANSPORT", test_transport.c_str(), 1);
   std::vector<std::string> inherited;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -544,6 +543,16 @@ std::string CodeName(tesseraResult_t code) {
 std::string LastError(tesseraComm_t comm) {
   const char* s = tesseraGetLastError(comm);
   return s != nullptr ? s : "(null)";
+}
+
+bool SmallSweep() {
+  const char* v = getenv("TESSERA_TEST_SWEEP");
+  return v != nullptr && strcmp(v, "small") == 0;
+}
+
+std::string TestTransport() {
+  const char* v = getenv("TESSERA_TEST_TRANSPORT");
+  return v != nullptr ? v : "";
 }
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {

@@ -147,6 +147,17 @@ std::string LastError(tesseraComm_t comm);
 // Seconds since `start`.
 double SecondsSince(std::chrono::steady_clock::time_point start);
 
+// TESSERA_TEST_SWEEP=small (set by the sanitizer builds, .bazelrc): the parameterised
+// suites run a covering subset of their cases instead of every combination (every
+// value of every parameter still, and every pair of rank count and size), since a
+// sanitized call is 5-10x slower. Read from the test process's environment; the
+// harness clears TESSERA_* in the ranks.
+bool SmallSweep();
+
+// TESSERA_TEST_TRANSPORT of this test process ("" when unset): "ucx" runs the
+// one-host suites over UCX (tests/BUILD).
+std::string TestTransport();
+
 }  // namespace tessera_test
 
 #endif  // TESSERA_TESTS_RANK_HARNESS_H_
