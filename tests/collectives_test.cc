@@ -239,7 +239,10 @@ std::vector<MatrixCase> RankCounts(Collective kind, Variant variant, std::vector
   return cases;
 }
 
+// Under SmallSweep 7 ranks are left out: 7 sanitized processes on 2 cores take about
+// the time of the other four counts together.
 std::vector<MatrixCase> Ranks12347(Collective kind) {
+  if (kSmallMatrix) return RankCounts(kind, Variant::kDefault, {1, 2, 3, 4});
   return RankCounts(kind, Variant::kDefault, {1, 2, 3, 4, 7});
 }
 
@@ -270,7 +273,8 @@ INSTANTIATE_TEST_SUITE_P(Scatter, CollectiveMatrix,
 // Send/recv between distinct ranks; sending to oneself is group_test's.
 INSTANTIATE_TEST_SUITE_P(SendRecv, CollectiveMatrix,
                          testing::ValuesIn(RankCounts(Collective::kSendRecv, Variant::kDefault,
-                                                      {2, 3, 4, 7})),
+                                                      kSmallMatrix ? std::vector<int>{2, 3, 4}
+                                                                   : std::vector<int>{2, 3, 4, 7})),
                          MatrixCaseName);
 INSTANTIATE_TEST_SUITE_P(TcpAll, CollectiveMatrix,
                          testing::ValuesIn(EveryCollective(Variant::kTcp, 3)), MatrixCaseName);
