@@ -6,9 +6,9 @@
 // mixed = auto with ranks split over 2 emulated hosts) x ranks x count x in-place x
 // multi-segment (small slots, chunks and 3 TCP streams, so that every path runs many
 // pipelined segments) x algorithm: every combination on shm, a covering subset on the
-// other transports and under the sanitizers (SmallCases). The suites are named Shm, Tcp, Mixed, and ShmBig, TcpBig,
-// MixedBig for the 64 MiB cases; tests/BUILD runs each under its own target by
-// --gtest_filter so that they run in parallel.
+// other transports and under the sanitizers (SmallCases). The suites are named Shm,
+// Tcp, Mixed, and ShmBig, TcpBig, MixedBig for the 64 MiB cases; tests/BUILD runs each
+// under its own target by --gtest_filter so that they run in parallel.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -158,6 +158,12 @@ std::string CaseName(const testing::TestParamInfo<AllReduceCase>& info) {
 // subset runs: every (rank count, count) pair once, with the other three parameters
 // turning through their 8 combinations, so that every rank count and every count meets
 // both placements, both segmentings and both algorithms.
+// Whether combination `turn` of `turns` runs for the r-th rank count and c-th count:
+// all of them, or one per pair, turning with r + c.
+bool Runs(bool every, size_t r, size_t c, int turn, int turns) {
+  return every || turn == static_cast<int>((r + c) % turns);
+}
+
 std::vector<AllReduceCase> SmallCases(Transport t) {
   const bool every = t == Transport::kShm && TestTransport().empty() && !SmallSweep();
   const std::vector<int> rank_counts = {1, 2, 3, 4, 5, 8};
@@ -167,7 +173,7 @@ std::vector<AllReduceCase> SmallCases(Transport t) {
   for (size_t r = 0; r < rank_counts.size(); ++r) {
     for (size_t c = 0; c < counts.size(); ++c) {
       for (int turn = 0; turn < 8; ++turn) {
-        if (!every && turn != static_cast<int>((r + c) % 8)) continue;
+        if (!Runs(every, r, c, turn, 8)) continue;
         cases.push_back({t, rank_counts[r], counts[c], (turn & 1) != 0, (turn & 2) != 0, algos[turn >> 2]});
       }
     }
@@ -179,7 +185,7 @@ std::vector<AllReduceCase> SmallCases(Transport t) {
     for (size_t r = 0; r < board_ranks.size(); ++r) {
       for (size_t c = 0; c < board_counts.size(); ++c) {
         for (int turn = 0; turn < 4; ++turn) {
-          if (!every && turn != static_cast<int>((r + c) % 4)) continue;
+          if (!Runs(every, r, c, turn, 4)) continue;
           cases.push_back({t, board_ranks[r], board_counts[c], (turn & 1) != 0, (turn & 2) != 0, "board"});
         }
       }
