@@ -65,10 +65,13 @@ struct AlgorithmInfo {
 // round-based schedules. On 4x2 emulated hosts Rabenseifner was predicted 0.4-3% faster
 // than the torus at 2-16 MiB and measured 15-20% slower.
 constexpr double kPipelinedPreference = 0.05;
-// ... from this size on: below it a pipelined schedule's blocks are a piece each and
-// nothing overlaps. On 4x2 emulated hosts the preference chose hierarchical_leader at
-// 8 KiB, 2.3x hierarchical_doubling, predicted 4% faster.
-constexpr size_t kPipelinedFromBytes = 64 << 10;
+// ... from this size on: below it a pipelined schedule's steps are short, what each
+// step costs beyond its bytes outweighs what overlaps, and the model prices those costs
+// low. On pinned 4x2 emulated hosts the torus over Rabenseifner was predicted 1.03 and
+// 1.01 at 64 and 128 KiB and ran 1.39 and 1.11 (interleaved); from 256 KiB it ran
+// 0.86-0.98, predicted 0.99-1.00. At 8 KiB the preference chose hierarchical_leader,
+// 2.3x hierarchical_doubling, predicted 4% faster.
+constexpr size_t kPipelinedFromBytes = 256 << 10;
 
 // The rows of one collective, in the order selection walks them (first wins a tie).
 const std::vector<AlgorithmInfo>& AlgorithmsOf(Collective c);
