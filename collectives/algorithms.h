@@ -65,13 +65,16 @@ struct AlgorithmInfo {
 // round-based schedules. On 4x2 emulated hosts Rabenseifner was predicted 0.4-3% faster
 // than the torus at 2-16 MiB and measured 15-20% slower.
 constexpr double kPipelinedPreference = 0.05;
-// ... from this size on: below it a pipelined schedule's steps are short, what each
-// step costs beyond its bytes outweighs what overlaps, and the model prices those costs
-// low. On pinned 4x2 emulated hosts the torus over Rabenseifner was predicted 1.03 and
-// 1.01 at 64 and 128 KiB and ran 1.39 and 1.11 (interleaved); from 256 KiB it ran
-// 0.86-0.98, predicted 0.99-1.00. At 8 KiB the preference chose hierarchical_leader,
-// 2.3x hierarchical_doubling, predicted 4% faster.
-constexpr size_t kPipelinedFromBytes = 256 << 10;
+// ... where the buffer's blocks (bytes / p, a ring step) hold at least this many bytes:
+// below it a pipelined schedule's steps are short, what each step costs beyond its
+// bytes outweighs what overlaps, and the model prices those costs low. On pinned 4x2
+// emulated hosts the torus over Rabenseifner was predicted 1.03 and 1.01 at 64 and 128
+// KiB (8 and 16 KiB blocks) and ran 1.39 and 1.11 (interleaved); from 256 KiB it ran
+// 0.86-0.98, predicted 0.99-1.00. On 4 ranks of one host the ring it prefers at 128 KiB
+// (32 KiB blocks) ran 65-76 us, recursive doubling, the model's best, 530-580 in 20-call
+// programs. At 8 KiB on 4x2 the preference chose hierarchical_leader, 2.3x
+// hierarchical_doubling, predicted 4% faster.
+constexpr size_t kPipelinedFromBlockBytes = 32 << 10;
 
 // The rows of one collective, in the order selection walks them (first wins a tie).
 const std::vector<AlgorithmInfo>& AlgorithmsOf(Collective c);
@@ -99,8 +102,8 @@ struct Selection {
 // The algorithm of `c` for `bytes` (PredictedBytes). A `forced` name (TESSERA_ALGO) is
 // chosen where its row applies. Otherwise, and for "auto", the model's measured choice
 // for this layout and size where it has one that applies (TESSERA_ALGO_TABLE), else
-// the automatic row with the smallest prediction, or from kPipelinedFromBytes a
-// pipelined one within kPipelinedPreference of it. Every call
+// the automatic row with the smallest prediction, or from blocks of
+// kPipelinedFromBlockBytes a pipelined one within kPipelinedPreference of it. Every call
 // returns a row: each collective has one that applies to every shape.
 // Text is built only when `why` is not null: then it says "forced by TESSERA_ALGO", or
 // lists every candidate's prediction (and, for a forced name that does not apply here,
