@@ -70,8 +70,8 @@ constexpr double kPipelinedPreference = 0.05;
 // bytes outweighs what overlaps, and the model prices those costs low. On pinned 4x2
 // emulated hosts the torus over Rabenseifner was predicted 1.03 and 1.01 at 64 and 128
 // KiB (8 and 16 KiB blocks) and ran 1.39 and 1.11 (interleaved); from 256 KiB it ran
-// 0.86-0.98, predicted 0.99-1.00. On 2 and 4 ranks the rule stays where a 64 KiB buffer
-// put it before, where it was measured (2x2: the torus within 1% of the best at 128 KiB).
+// 0.86-0.98, predicted 0.99-1.00. On 2 ranks the rule stays where a 64 KiB buffer put
+// it before; on 4 it moves to 128 KiB (2x2: the torus within 1% of the best there).
 // At 8 KiB on 4x2 the preference chose hierarchical_leader, 2.3x hierarchical_doubling,
 // predicted 4% faster.
 constexpr size_t kPipelinedFromBlockBytes = 32 << 10;
