@@ -1,5 +1,6 @@
 #include "collectives/algorithms.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -243,7 +244,8 @@ Selection SelectAlgorithm(Collective c, const std::string& forced, const CostMod
     if (fastest.algo == nullptr || t < fastest.predicted_s) fastest = Selection{&a, t};
     if (a.pipelined && (pipelined.algo == nullptr || t < pipelined.predicted_s)) pipelined = Selection{&a, t};
   }
-  const bool near_tie = bytes / std::max(s.p, 1) >= kPipelinedFromBlockBytes && fastest.algo != nullptr && !fastest.algo->pipelined &&
+  const size_t block = bytes / static_cast<size_t>(std::max(s.p, 1));
+  const bool near_tie = block >= kPipelinedFromBlockBytes && fastest.algo != nullptr && !fastest.algo->pipelined &&
                         pipelined.algo != nullptr &&
                         pipelined.predicted_s <= fastest.predicted_s * (1 + kPipelinedPreference);
   const Selection chosen = near_tie ? pipelined : fastest;
