@@ -7,7 +7,8 @@ namespace {
 class OpenShm : public OpenTransport {
  public:
   explicit OpenShm(const Settings& settings)
-      : options_{settings.shm_slot_bytes, settings.shm_slots, settings.shm_segment_bytes, settings.shm_board_bytes},
+      : options_{settings.shm_slot_bytes, settings.shm_slots, settings.shm_segment_bytes, settings.shm_board_bytes,
+                 settings.shm_prefault_bytes},
         segment_(ShmTransport::NewSegmentName()) {}
 
   std::string card() const override { return segment_; }

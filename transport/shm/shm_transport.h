@@ -2,8 +2,11 @@
 //
 // Each rank owns one segment holding its doorbell and one inbound channel per local
 // peer, at most TESSERA_SHM_SEGMENT_BYTES of them (ShapeFor: with many local ranks the
-// rings shrink, so a host's segments grow with its ranks, not with their square; only
-// the pages of channels in use are ever touched). A channel is a ring of fixed-size slots: the sender copies a piece of its
+// rings shrink, so a host's segments grow with its ranks, not with their square). On
+// hosts of up to 15 ranks (TESSERA_SHM_PREFAULT_BYTES) every page a rank will use is
+// mapped before the first message: its own segment at creation, its channel into a
+// peer's at Connect; on larger hosts only the pages that messages reach are ever
+// touched. A channel is a ring of fixed-size slots: the sender copies a piece of its
 // message into the next free slot and advances `head`; the receiver copies or reduces
 // straight out of the slot into its destination and advances `tail`. Slots are reused,
 // so they stay in the shared cache and a message costs one copy in and one pass out.
@@ -32,12 +35,15 @@ namespace tessera {
 class ShmTransport : public Transport {
  public:
   // Defaults: the settings table's (TESSERA_SHM_SLOT_BYTES, TESSERA_SHM_SLOTS,
-  // TESSERA_SHM_SEGMENT_BYTES).
+  // TESSERA_SHM_SEGMENT_BYTES, TESSERA_SHM_BOARD_BYTES, TESSERA_SHM_PREFAULT_BYTES).
   struct Options {
     int64_t slot_bytes = SettingDefaults::shm_slot_bytes;
     int64_t slots = SettingDefaults::shm_slots;
     int64_t segment_bytes = SettingDefaults::shm_segment_bytes;
     int64_t board_bytes = SettingDefaults::shm_board_bytes;
+    // Segments of at most this many bytes are mapped whole at creation, and a rank's
+    // channel into a peer's segment at Connect (TESSERA_SHM_PREFAULT_BYTES).
+    int64_t prefault_bytes = SettingDefaults::shm_prefault_bytes;
   };
   // The rings of a host of `local_ranks` ranks: options' slots and slot size where the
   // channels of one segment fit in segment_bytes, else fewer slots (at least 2), else

@@ -8,8 +8,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace tessera {
 namespace {
@@ -62,11 +66,15 @@ void Move(Link* from, Link* to, const std::vector<char>& src, std::vector<char>*
 // Three ranks' transports on the smallest rings: 2 slots of what 1 MiB segments hold.
 class SmallRings {
  public:
-  SmallRings() {
+  explicit SmallRings(int64_t prefault_bytes = SettingDefaults::shm_prefault_bytes) {
+    o_.prefault_bytes = prefault_bytes;
     o_.segment_bytes = 1 << 20;
     o_.slot_bytes = 1 << 20;  // asks for more than fits: 2 slots of what does
     std::vector<ShmTransport::Member> local;
-    for (int r = 0; r < kRanks; ++r) local.push_back({r, getpid(), ShmTransport::NewSegmentName()});
+    for (int r = 0; r < kRanks; ++r) {
+      segments_[r] = ShmTransport::NewSegmentName();
+      local.push_back({r, getpid(), segments_[r]});
+    }
     std::vector<std::thread> threads;
     for (int r = 0; r < kRanks; ++r) {
       threads.emplace_back([&, r] { made_[r] = ShmTransport::Create(o_, r, local, Deadline::AfterMs(10000), &t_[r]); });
@@ -75,6 +83,7 @@ class SmallRings {
   }
   static constexpr int kRanks = 3;
   ShmTransport::Options o_;
+  std::string segments_[kRanks];
   std::unique_ptr<ShmTransport> t_[kRanks];
   Status made_[kRanks];
 };
@@ -89,6 +98,52 @@ TEST(ShmTransport, AMessageCrossesTheSmallestRingsWhole) {
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<char>(i * 7 + 3);
   Move(out.get(), in.get(), src, &dst);
   EXPECT_EQ(src, dst);
+}
+
+// The Rss of each of this process's mappings of `segment` (/proc/self/smaps: the bytes
+// of it that are mapped in this process's page tables), in bytes.
+std::vector<int64_t> MappedBytes(const std::string& segment) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::vector<int64_t> rss;
+  bool ours = false;
+  for (std::string line; std::getline(smaps, line);) {
+    if (line.find(':') > line.find(' ')) {  // a mapping's first line: "start-end perms offset dev:ice ..."
+      ours = line.find("/dev/shm" + segment) != std::string::npos;
+    } else if (ours && line.compare(0, 4, "Rss:") == 0) {
+      rss.push_back(std::stoll(line.substr(4)) * 1024);
+    }
+  }
+  return rss;
+}
+
+// Where segments are small, a rank maps every page of a channel it uses when it
+// connects to the peer (its channel into the peer's segment, the peer's into its own),
+// and none at creation; with TESSERA_SHM_PREFAULT_BYTES 0 only the pages that
+// messages reach.
+TEST(ShmTransport, SmallSegmentsChannelsAreMappedAtConnect) {
+  for (int64_t prefault : {int64_t{0}, SettingDefaults::shm_prefault_bytes}) {
+    SCOPED_TRACE("TESSERA_SHM_PREFAULT_BYTES " + std::to_string(prefault));
+    SmallRings rings(prefault);
+    for (const Status& s : rings.made_) ASSERT_TRUE(s.ok()) << s.message();
+    const ShmTransport::RingShape shape = ShmTransport::ShapeFor(rings.o_, SmallRings::kRanks);
+    const int64_t channel = static_cast<int64_t>(shape.slots * shape.slot_bytes);
+    const std::string target = rings.segments_[2];
+    std::vector<int64_t> before = MappedBytes(target);
+    ASSERT_EQ(before.size(), static_cast<size_t>(SmallRings::kRanks));  // each rank maps it once
+    std::unique_ptr<Link> out, in;
+    ASSERT_TRUE(rings.t_[0]->Connect(2, Deadline::AfterMs(1000), &out).ok());
+    ASSERT_TRUE(rings.t_[2]->Connect(0, Deadline::AfterMs(1000), &in).ok());
+    std::vector<int64_t> after = MappedBytes(target);
+    ASSERT_EQ(after.size(), before.size());
+    std::sort(before.rbegin(), before.rend());
+    std::sort(after.rbegin(), after.rend());
+    EXPECT_LT(before[0], channel);  // creation maps the header's pages only
+    if (prefault > 0) {
+      EXPECT_GE(after[1], channel);  // rank 0's mapping and rank 2's both hold the channel
+    } else {
+      EXPECT_LT(after[0], channel);
+    }
+  }
 }
 
 // Pieces small enough to travel in a slot's first line and full ones, one after the
