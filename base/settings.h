@@ -61,12 +61,12 @@ namespace tessera {
     "allreduce on a communicator whose ranks share one host may post up to this much "  \
     "per round there and read every rank's (the board algorithm). 0: no board.")        \
   X(int64_t, shm_prefault_bytes, "TESSERA_SHM_PREFAULT_BYTES", 16777216,                 \
-    "Where a rank's shared-memory segment is at most this many bytes, the rank maps "   \
-    "every page of it when it creates it, and every page of its channel into a peer's " \
-    "segment when it first connects to that peer, so that no collective pays for a "    \
-    "page's first touch (about 10 us a page on virtual machines that shadow page "      \
-    "tables; docs/performance.md#first-touch). Larger segments (hosts of more than 15 " \
-    "ranks at the default rings) and 0: pages are mapped as messages first reach them.") \
+    "Where shared-memory segments are at most this many bytes (hosts of up to 15 ranks " \
+    "at the default rings), a rank maps every page of the two channels between it and " \
+    "a local peer when it first connects to that peer, so that no collective pays for " \
+    "a page's first touch (about 10 us a page on virtual machines that shadow page "   \
+    "tables; docs/performance.md#first-touch). Larger segments, and 0: pages are "     \
+    "mapped as messages first reach them.")                                             \
   X(int64_t, cuda_ipc_slot_bytes, "TESSERA_CUDA_IPC_SLOT_BYTES", 4194304,                \
     "Size of one of the TESSERA_CUDA_IPC_SLOTS device-memory slots a rank keeps per "   \
     "local peer for cuda_ipc (the pipelining unit of device-resident calls); all ranks " \

@@ -2,13 +2,13 @@
 //
 // Each rank owns one segment holding its doorbell and one inbound channel per local
 // peer, at most TESSERA_SHM_SEGMENT_BYTES of them (ShapeFor: with many local ranks the
-// rings shrink, so a host's segments grow with its ranks, not with their square). On
-// hosts of up to 15 ranks (TESSERA_SHM_PREFAULT_BYTES) every page a rank will use is
-// mapped before the first message: its own segment at creation, its channel into a
-// peer's at Connect; on larger hosts only the pages that messages reach are ever
-// touched. A channel is a ring of fixed-size slots: the sender copies a piece of its
-// message into the next free slot and advances `head`; the receiver copies or reduces
-// straight out of the slot into its destination and advances `tail`. Slots are reused,
+// rings shrink, so a host's segments grow with its ranks, not with their square). Only
+// the channels of connected pairs are ever touched: on hosts of up to 15 ranks
+// (TESSERA_SHM_PREFAULT_BYTES) both of a pair's channels are mapped whole when the
+// pair connects, on larger hosts page by page as messages reach them. A channel is a
+// ring of fixed-size slots: the sender copies a piece of its message into the next free
+// slot and advances `head`; the receiver copies or reduces straight out of the slot
+// into its destination and advances `tail`. Slots are reused,
 // so they stay in the shared cache and a message costs one copy in and one pass out.
 // Both sides ring the other's doorbell after moving a counter, so a sleeping rank
 // wakes at once (futex) and an idle rank spins no core. A slot's first line is its
@@ -41,8 +41,8 @@ class ShmTransport : public Transport {
     int64_t slots = SettingDefaults::shm_slots;
     int64_t segment_bytes = SettingDefaults::shm_segment_bytes;
     int64_t board_bytes = SettingDefaults::shm_board_bytes;
-    // Segments of at most this many bytes are mapped whole at creation, and a rank's
-    // channel into a peer's segment at Connect (TESSERA_SHM_PREFAULT_BYTES).
+    // Where segments are at most this many bytes, Connect maps the two channels of the
+    // pair whole (TESSERA_SHM_PREFAULT_BYTES).
     int64_t prefault_bytes = SettingDefaults::shm_prefault_bytes;
   };
   // The rings of a host of `local_ranks` ranks: options' slots and slot size where the
