@@ -233,9 +233,9 @@ TEST(ShrinkLost, KeepsARankThatWasComputing) {
   RankOptions opts;
   opts.timeout = Milliseconds(60000);
   // The ring, whatever the model measures at creation: the test needs ranks 0 and 1 to
-  // fail while rank 2 still computes, and with Rabenseifner under AddressSanitizer they
-  // failed only after rank 2's 1.5 s (2 runs of 3, with or without
-  // TESSERA_SHM_PREFAULT_BYTES), which is the next thing to look at.
+  // wait on rank 3 while rank 2 still computes. In Rabenseifner's halving (partners at
+  // distance 2 first) rank 3 finishes its round with rank 1 before it dies, and ranks 0
+  // and 1 then wait on rank 2, rightly: nobody notices rank 3 until rank 2 joins.
   opts.env["TESSERA_ALGO"] = "ring";
   opts.env["TESSERA_TIMEOUT_MS"] = "5000";
   auto results = RunRanks(kRanks, [](int rank, tesseraComm_t comm) {
