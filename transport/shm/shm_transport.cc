@@ -181,7 +181,7 @@ struct Ring {
   size_t next(size_t index) const { return index + 1 == nslots ? 0 : index + 1; }
 };
 
-// Maps the pages of [begin, end) into this process, writable, allocating those not yet
+// Maps the pages of `ring`'s slots into this process, writable, allocating those not yet
 // allocated (MADV_POPULATE_WRITE, kernels from 5.14), then reads one byte of each page,
 // which on virtual machines that shadow page tables is what maps it there. A message's
 // first touch of a page costs about 10 us on such machines: 13-26 ms of 4 ranks' calls
@@ -190,9 +190,10 @@ struct Ring {
 // a touch, not a use, so ThreadSanitizer (whose tests run ranks as threads) is told not
 // to watch it. Best effort: a kernel without MADV_POPULATE_WRITE, or a full /dev/shm,
 // leaves the pages to be faulted in by messages as before, and nothing is read.
-__attribute__((no_sanitize("thread"))) void Prefault(const char* begin, const char* end) {
+__attribute__((no_sanitize("thread"))) void Prefault(const Ring& ring) {
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t lo = reinterpret_cast<uintptr_t>(begin), hi = reinterpret_cast<uintptr_t>(end);
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(ring.slots);
+  const uintptr_t hi = lo + ring.nslots * SlotStride(ring.slot_bytes);
   if (lo >= hi || page == 0) return;
   const uintptr_t first = lo / page * page;
 #ifdef MADV_POPULATE_WRITE
@@ -691,8 +692,8 @@ Status ShmTransport::Connect(int peer, const Deadline&, std::unique_ptr<Link>* o
   Ring out_ring = RingOf(*maps_[pi], my_index_);
   Ring in_ring = RingOf(*maps_[my_index_], pi);
   if (maps_[pi]->bytes <= static_cast<size_t>(options_.prefault_bytes)) {
-    Prefault(out_ring.slots, out_ring.slots + out_ring.nslots * SlotStride(out_ring.slot_bytes));
-    Prefault(in_ring.slots, in_ring.slots + in_ring.nslots * SlotStride(in_ring.slot_bytes));
+    Prefault(out_ring);
+    Prefault(in_ring);
   }
   *out = std::make_unique<ShmLink>(my_rank_, peer, local_[pi].pid, pidfds_[pi], out_ring, in_ring,
                                    &maps_[my_index_]->header()->doorbell, maps_[pi].get());
