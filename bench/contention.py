@@ -35,10 +35,10 @@ tessera's time over Open MPI's (below 1: tessera faster).
   python3 bench/contention.py --cases 1x4,1x2-busy,2x2 --rounds 3 \\
       --span "-b 8 -e 32K -f 4 -n 1000 -w 50" --span "-b 128K -e 32M -f 4 -n 20 -w 5" \\
       --span "-b 64M -e 64M -f 2 -n 10 -w 2"
-  (-f 4 from 128K stops at 32M, hence the third span for 64M; 4x2: "-n 100 -w 10" for
-  the small span, since Open MPI's small calls there take milliseconds and 1000 of each
-  size outlast --timeout. -f 4 from 8 B skips 16K and 64K, where 4x2 has the model's
-  near ties of the two-level schedules: docs/performance.md#gaps-attributed)
+  (-f 4 stops at 32M whether it starts at 8 or at 128K, hence the third span for 64M;
+  4x2: "-n 100 -w 10" for the small span, since Open MPI's small calls there take
+  milliseconds and 1000 of each size outlast --timeout. -f 4 never samples 16K or 64K,
+  where pinned 2x2 and 4x2 miss the best algorithm: docs/performance.md#gaps-attributed)
 """
 import argparse
 import os
