@@ -308,12 +308,16 @@ def run_case(cluster, args, case, layout, transport, workdir):
   return run
 
 
+def failed_checks(run):
+  return [name for name in COLUMNS if name in run.checks and not run.checks[name][0]]
+
+
 def failures(run):
-  return ["%s: %s" % (name, run.checks[name][1]) for name in COLUMNS if name in run.checks and not run.checks[name][0]]
+  return ["%s: %s" % (name, run.checks[name][1]) for name in failed_checks(run)]
 
 
 def log_run(run):
-  failed = [n for n in COLUMNS if n in run.checks and not run.checks[n][0]]
+  failed = failed_checks(run)
   log("%-40s %5.1f s  %s" % (run.key, run.wall_s, "pass" if not failed else "FAIL: " + ", ".join(failed)))
 
 
@@ -522,11 +526,9 @@ def render(runs, args, started, total_s):
   out += ["", "## Failures and error texts", ""]
   for run in runs:
     out.append("### %s (%s, %.1f s)" % (run.key, "pass" if run.ok else "FAIL", run.wall_s))
-    for name in COLUMNS:
-      if name in run.checks and not run.checks[name][0]:
-        out.append("- %s: %s" % (name, run.checks[name][1]))
-    for note in run.notes:
-      out.append("- note: %s" % note)
+    out += ["- " + why for why in failures(run)]
+    out += ["- note: %s" % note for note in run.notes]
+    out += ["- note: the first attempt failed, %s" % why for why in run.retried]
     for r in sorted(run.results):
       j = run.results[r]
       if "ended" in j:
@@ -589,7 +591,6 @@ def main():
         # and in the log's last lines, so a case that fails now and then is still seen.
         first = failures(run)
         run = run_case(cluster, args, case, layout, transport, os.path.join(workdir, "second"))
-        run.notes += ["the first attempt failed, %s" % why for why in first]
         run.retried = first
         log_run(run)
       runs.append(run)
