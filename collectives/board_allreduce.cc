@@ -40,16 +40,15 @@ Status BoardAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args) 
 
 // One wait per round, each rank copying its bytes in, then reading and reducing every
 // other rank's slot where that rank just wrote it: half a beta a byte (a message's
-// beta is a write and a read) and gamma. Where ranks outnumber cores a round waits for
-// every rank to get a core, at least a step's floor (docs/algorithms.md#the-step-floor).
-// Measured: on 2 ranks recursive doubling's one exchange is the cheaper (8 KiB: 2.9-3.1
-// us against the board's 3.6-4.4); 4 ranks on 2 cores, the board 7.5-8.2 us at 4 KiB
-// (predicted 8.1) against recursive doubling's 9.3-11.2 (8.8), and 9.5-14.9 at 8 KiB
-// against 11.0-13.5.
+// beta is a write and a read) and gamma. A round's alpha is kBoardRoundAlpha of a
+// message's (latency_allreduce.h). Where ranks outnumber cores a round waits for every
+// rank to get a core, at least a step's floor (docs/algorithms.md#the-step-floor).
+// Measured: 4 ranks on 2 cores, the board 7.5-8.2 us at 4 KiB (predicted 8.1) against
+// recursive doubling's 9.3-11.2 (8.8), and 9.5-14.9 at 8 KiB against 11.0-13.5.
 double PredictBoardAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
   const double n = static_cast<double>(bytes);
   const size_t rounds = std::max<size_t>(1, (bytes + s.board_bytes - 1) / s.board_bytes);
-  const double round = std::max(m.intra.alpha, m.intra.floor);
+  const double round = std::max(kBoardRoundAlpha * m.intra.alpha, m.intra.floor);
   return static_cast<double>(rounds) * round + n * m.intra.beta + (s.p - 1) * n * (m.intra.beta / 2 + m.gamma);
 }
 

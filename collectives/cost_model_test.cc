@@ -10,6 +10,7 @@
 
 #include "collectives/algorithms.h"
 #include "collectives/grid.h"
+#include "collectives/latency_allreduce.h"
 #include "collectives/topology_allreduce.h"
 
 namespace tessera {
@@ -344,14 +345,19 @@ TEST(CostModel, TheBoardTakesSmallBuffersOnOneHost) {
   EXPECT_NE(Choice(one_host, 1 << 20), "board");
   EXPECT_EQ(Choice(HostsOf(1, 8), 8), "recursive_doubling");  // no board: none chosen, none forced
   EXPECT_EQ(Choice(HostsOf(1, 8), 8, "board"), "recursive_doubling");
-  Shape two = HostsOf(1, 2);  // one exchange either way, and the board copies once more
+  // Two ranks wait once either way: the board's cheaper round keeps small buffers, and
+  // its copy in takes larger ones back to recursive doubling (the defaults cross at
+  // 2.4 KiB; measured between 2 and 4 KiB).
+  Shape two = HostsOf(1, 2);
   two.board_bytes = 4096;
-  EXPECT_EQ(Choice(two, 8), "recursive_doubling");
-  EXPECT_EQ(Choice(two, 8, "board"), "board");
+  EXPECT_EQ(Choice(two, 8), "board");
+  EXPECT_EQ(Choice(two, 2048), "board");
+  EXPECT_EQ(Choice(two, 4096), "recursive_doubling");
+  EXPECT_EQ(Choice(two, 8 << 10), "recursive_doubling");
   CostModel m;
   EXPECT_DOUBLE_EQ(PredictSeconds(Collective::kAllReduce, "board", m, one_host, 3 * 4096) -
                        PredictSeconds(Collective::kAllReduce, "board", m, one_host, 2 * 4096),
-                   m.intra.alpha + 4096 * m.intra.beta + 7 * 4096 * (m.intra.beta / 2 + m.gamma));
+                   kBoardRoundAlpha * m.intra.alpha + 4096 * m.intra.beta + 7 * 4096 * (m.intra.beta / 2 + m.gamma));
 }
 
 TEST(CostModel, RingVolumeMatchesTheLowerBound) {
