@@ -465,7 +465,7 @@ tesseraResult_t Submit(const char* fn, tesseraComm_t comm, const Operation& op, 
                        const Status& bad_arguments = Status::Ok()) {
   CallGuard guard(comm);
   Status s = CheckCommHandle(comm, guard.comm());
-  if (s.ok()) s = bad_arguments;
+  if (s.ok() && !bad_arguments.ok()) s = bad_arguments;  // copied only when it holds an error
   if (s.ok()) s = ValidateOperation(comm, op, stream);
   if (!s.ok()) return Report(guard.comm(), fn, s);
   if (t_group_depth > 0) {

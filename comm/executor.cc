@@ -30,12 +30,18 @@ Collective CollectiveOf(OpKind kind) {
   return Collective::kAllReduce;  // not reached: sends and receives never get here
 }
 
-Status CheckReductionType(DataType type) {
-  if (type == DataType::kFloat8e4m3 || type == DataType::kFloat8e5m2) {
-    return InvalidArgument(std::string("datatype ") + DataTypeName(type) + " is not supported by reductions");
-  }
+[[gnu::cold, gnu::noinline]] Status UnsupportedReductionType(DataType type) {
+  return InvalidArgument(std::string("datatype ") + DataTypeName(type) + " is not supported by reductions");
+}
+
+// Inlined: every reduction checks it twice (validating, then running), and its check is
+// a compare.
+[[gnu::always_inline]] inline Status CheckReductionType(DataType type) {
+  if (type == DataType::kFloat8e4m3 || type == DataType::kFloat8e5m2) return UnsupportedReductionType(type);
   return Status::Ok();
 }
+
+}  // namespace
 
 // What the operator, the type and the path decide, on the host path and the device
 // path alike.
@@ -49,6 +55,8 @@ struct ReductionTerms {
   DataType wire = DataType::kFloat32;  // the type that travels and is combined
   bool canonical = false;       // deterministic max or min of floats: canonical zeros and NaNs
 };
+
+namespace {
 
 bool IsFloat(DataType type) {
   return IsHalf(type) || type == DataType::kFloat32 || type == DataType::kFloat64;
@@ -332,20 +340,32 @@ Status Executor::RunReduction(const Operation& op, const CollectiveContext& ctx,
   if (t.widen && !on_device && op.kind == OpKind::kAllReduce && op.parts.empty() && op.count > segment) {
     return RunWidenedInSegments(op, segment, ctx, elementwise);
   }
-  // In the context's memory: the host pool (no zero-fill) or the device.
-  Scratch in_buf, part_buf, out_buf;
   if (t.widen || t.custom || t.canonical || op.parts.size() > 1) {
-    const Status s =
-        PrepareInputs(op, t, *site_.premulsum, ctx, elementwise, args.reducer, &in_buf, &part_buf, &args.send);
-    if (!s.ok()) return s.Annotate(where());
+    return RunPrepared(c, op, t, ctx, elementwise, on_device, args);
   }
+  TESSERA_RETURN_IF_ERROR(Dispatch(c, ctx, args, on_device));
+  if (!t.writes_out || t.base != RedOp::kAvg) return Status::Ok();
+  const Status s = elementwise.Divide(t.wire, args.recv, op.count, site_.nranks);
+  return s.ok() ? s : s.Annotate(where());
+}
+
+// A reduction whose input is prepared first, in scratch memory of the context (the host
+// pool, no zero-fill, or the device): widened, scaled, made canonical or combined from
+// parts (PrepareInputs); a widened result is narrowed into the call's buffer. Apart
+// from RunReduction so that the usual call makes none of its three scratch buffers.
+Status Executor::RunPrepared(Collective c, const Operation& op, const ReductionTerms& t, const CollectiveContext& ctx,
+                             ElementwiseOps& elementwise, bool on_device, CollectiveArgs args) {
+  auto where = [&] { return std::string(CollectiveName(c)) + (on_device ? " (device)" : ""); };
+  Scratch in_buf, part_buf, out_buf;
+  Status s = PrepareInputs(op, t, *site_.premulsum, ctx, elementwise, args.reducer, &in_buf, &part_buf, &args.send);
+  if (!s.ok()) return s.Annotate(where());
   if (t.widen) {
     if (t.writes_out) TESSERA_RETURN_IF_ERROR(out_buf.Allocate(ctx, op.count * args.elem_size));
     args.recv = t.writes_out ? out_buf.data() : nullptr;
   }
   TESSERA_RETURN_IF_ERROR(Dispatch(c, ctx, args, on_device));
   if (!t.writes_out) return Status::Ok();
-  Status s = t.base == RedOp::kAvg ? elementwise.Divide(t.wire, args.recv, op.count, site_.nranks) : Status::Ok();
+  s = t.base == RedOp::kAvg ? elementwise.Divide(t.wire, args.recv, op.count, site_.nranks) : Status::Ok();
   if (s.ok() && t.widen) s = elementwise.Narrow(op.type, reinterpret_cast<const float*>(args.recv), op.recv, op.count);
   return s.ok() ? s : s.Annotate(where());
 }

@@ -33,6 +33,9 @@
 
 namespace tessera {
 
+// What an operation's operator, type and path decide about its reduction (executor.cc).
+struct ReductionTerms;
+
 // What an Executor runs on: one rank's membership, owned by its Communicator, which
 // outlives the Executor. Fixed once the communicator is created.
 struct ExecutionSite {
@@ -86,6 +89,8 @@ class Executor {
   void StampCollective(const Operation& op);
   Status RunOne(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise, bool on_device);
   Status RunReduction(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise, bool on_device);
+  Status RunPrepared(Collective c, const Operation& op, const ReductionTerms& t, const CollectiveContext& ctx,
+                     ElementwiseOps& elementwise, bool on_device, CollectiveArgs args);
   // `segment`: elements per piece.
   Status RunWidenedInSegments(const Operation& op, size_t segment, const CollectiveContext& ctx,
                               ElementwiseOps& elementwise);

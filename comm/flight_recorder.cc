@@ -59,12 +59,9 @@ void FlightRecorder::SetCapacity(size_t capacity) {
   recorded_.store(0, std::memory_order_release);
 }
 
-int64_t FlightRecorder::WallFrom(int64_t now_us) {
-  if (offset_taken_us_ < 0 || now_us - offset_taken_us_ >= 1000000) {
-    wall_minus_now_us_ = WallMicros() - NowMicros();
-    offset_taken_us_ = now_us;
-  }
-  return now_us + wall_minus_now_us_;
+void FlightRecorder::TakeWallOffset(int64_t now_us) {
+  wall_minus_now_us_ = WallMicros() - NowMicros();
+  offset_taken_us_ = now_us;
 }
 
 void FlightRecorder::Begin(const char* what, uint64_t bytes, uint64_t seq, int64_t now_us) {
