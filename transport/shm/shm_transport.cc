@@ -100,6 +100,9 @@ struct BoardSlotHeader {
   CallStamp call;
 };
 static_assert(sizeof(BoardSlotHeader) <= kLine, "a board slot's header fits its first line");
+// Where a board slot's bytes begin: in the header's line, right after it (8-aligned, as
+// every element type needs), and on through the kLine + board_bytes the slot has.
+constexpr size_t kBoardPayloadOffset = (sizeof(BoardSlotHeader) + 7) / 8 * 8;
 
 size_t RoundUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 size_t HeaderBytes(size_t channels) {
@@ -406,7 +409,11 @@ class ShmBoard : public HostBoard, public Waitable {
 
  private:
   BoardSlotHeader* Header(size_t i, uint64_t round) const { return maps_[i]->board_slot(round & 1); }
-  char* Payload(size_t i, uint64_t round) const { return reinterpret_cast<char*>(Header(i, round)) + kLine; }
+  // The bytes start in the header's line, after it (kBoardPayloadOffset), so that a
+  // round of up to 24 bytes reads one line of each peer's.
+  char* Payload(size_t i, uint64_t round) const {
+    return reinterpret_cast<char*>(Header(i, round)) + kBoardPayloadOffset;
+  }
   bool Posted(size_t i) const { return Header(i, round_)->round.load(std::memory_order_acquire) == round_; }
   // A link message from local rank i that this rank has not taken, of another call.
   Status CheckInbound(size_t i) const;
