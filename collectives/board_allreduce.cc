@@ -18,18 +18,20 @@ namespace tessera {
 
 Status BoardAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args) {
   const int p = ctx.nranks;
-  const size_t bytes = args.count * args.elem_size;
-  if (p == 1) return LocalCopy(ctx, args.recv, args.send, bytes);
+  if (p == 1) return LocalCopy(ctx, args.recv, args.send, args.count * args.elem_size);
   HostBoard* board = ctx.board;
   if (board == nullptr || board->ranks() != p) {
     return InvalidUsage("the board allreduce needs every rank on one host board (one host, shared memory)");
   }
-  const size_t round = board->capacity() / args.elem_size * args.elem_size;
-  if (round == 0) return InvalidUsage("the host board's slot holds no element of " + std::to_string(args.elem_size) + " bytes");
+  const size_t per_round = board->capacity() / args.elem_size;  // elements; the call's one division
+  if (per_round == 0) {
+    return InvalidUsage("the host board's slot holds no element of " + std::to_string(args.elem_size) + " bytes");
+  }
   const char* send = static_cast<const char*>(args.send);
   char* recv = static_cast<char*>(args.recv);
-  for (size_t off = 0; off < bytes; off += round) {
-    const size_t n = std::min(round, bytes - off), count = n / args.elem_size;
+  for (size_t first = 0; first < args.count; first += per_round) {
+    const size_t count = std::min(per_round, args.count - first);
+    const size_t off = first * args.elem_size, n = count * args.elem_size;
     std::memcpy(board->NextSlot(), send + off, n);  // before recv + off, which may be send + off
     TESSERA_RETURN_IF_ERROR(board->Round(n, ctx.exchange));
     args.reducer.fn(recv + off, board->Slot(0), board->Slot(1), count);

@@ -374,7 +374,11 @@ class ShmBoard : public HostBoard, public Waitable {
   ShmBoard(std::vector<const ShmTransport::Mapping*> maps, std::vector<ShmTransport::Member> members,
            std::vector<int> pidfds, size_t my_index)
       : maps_(std::move(maps)), members_(std::move(members)), pidfds_(std::move(pidfds)), my_(my_index),
-        capacity_(maps_[my_]->header()->board_bytes) {}
+        capacity_(maps_[my_]->header()->board_bytes) {
+    for (const ShmTransport::Mapping* m : maps_) {
+      for (uint64_t parity = 0; parity < 2; ++parity) slots_.push_back(m->board_slot(parity));
+    }
+  }
 
   int ranks() const override { return static_cast<int>(maps_.size()); }
   size_t capacity() const override { return capacity_; }
@@ -408,7 +412,7 @@ class ShmBoard : public HostBoard, public Waitable {
   }
 
  private:
-  BoardSlotHeader* Header(size_t i, uint64_t round) const { return maps_[i]->board_slot(round & 1); }
+  BoardSlotHeader* Header(size_t i, uint64_t round) const { return slots_[2 * i + (round & 1)]; }
   // The bytes start in the header's line, after it (kBoardPayloadOffset), so that a
   // round of up to 24 bytes reads one line of each peer's.
   char* Payload(size_t i, uint64_t round) const {
@@ -419,6 +423,9 @@ class ShmBoard : public HostBoard, public Waitable {
   Status CheckInbound(size_t i) const;
 
   std::vector<const ShmTransport::Mapping*> maps_;  // by local index
+  // Local rank i's slot of rounds of parity q at 2i + q, found once: each round looks
+  // at every rank's a few times, and finding one reads its segment's header.
+  std::vector<BoardSlotHeader*> slots_;
   std::vector<ShmTransport::Member> members_;
   std::vector<int> pidfds_;  // owned by the transport
   const size_t my_;
@@ -450,6 +457,7 @@ Status ShmBoard::Round(size_t bytes, const ExchangeOptions& options) {
 Status ShmBoard::Progress(bool* moved) {
   *moved = false;
   for (; next_ < maps_.size(); ++next_) {
+    if (next_ == my_) continue;  // this rank's own post, made by Round
     if (!Posted(next_)) return Status::Ok();
     const BoardSlotHeader* h = Header(next_, round_);
     const int rank = members_[next_].rank;
