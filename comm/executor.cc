@@ -148,6 +148,21 @@ Status CheckDeviceReduction(const Operation& op, const ReductionTerms& t, bool d
   return Status::Ok();
 }
 
+// What a reduction's errors are annotated with: the collective, and whether on the device.
+std::string ReductionWhere(Collective c, bool on_device) {
+  return std::string(CollectiveName(c)) + (on_device ? " (device)" : "");
+}
+
+// After the algorithm, where this rank has a result: avg's division, and a widened result
+// narrowed into the call's buffer (from args.recv, the algorithm's output).
+Status FinishReduction(const Operation& op, const ReductionTerms& t, const CollectiveArgs& args, int nranks,
+                       ElementwiseOps& elementwise) {
+  if (!t.writes_out) return Status::Ok();
+  Status s = t.base == RedOp::kAvg ? elementwise.Divide(t.wire, args.recv, op.count, nranks) : Status::Ok();
+  if (s.ok() && t.widen) s = elementwise.Narrow(op.type, reinterpret_cast<const float*>(args.recv), op.recv, op.count);
+  return s;
+}
+
 // Deterministic mode (comm/deterministic_reduction.h): this rank's contributions (scaled
 // first for PreMulSum, each in the call's type) summed on the grid, the collectives
 // running through `dispatch`. Host memory.
@@ -328,7 +343,7 @@ Status Executor::RunReduction(const Operation& op, const CollectiveContext& ctx,
   TESSERA_RETURN_IF_ERROR(ReductionArgs(op, t, &args));
   if (op.count == 0) return Status::Ok();
   const Collective c = CollectiveOf(op.kind);
-  auto where = [&] { return std::string(CollectiveName(c)) + (on_device ? " (device)" : ""); };
+  auto where = [&] { return ReductionWhere(c, on_device); };
   if (on_device) TESSERA_RETURN_IF_ERROR(CheckDeviceReduction(op, t, deterministic).Annotate(where()));
   if (deterministic && ReducesOnGrid(op, t.base, t.custom)) {
     const auto dispatch = [&](Collective collective, const CollectiveArgs& a) {
@@ -344,8 +359,7 @@ Status Executor::RunReduction(const Operation& op, const CollectiveContext& ctx,
     return RunPrepared(c, op, t, ctx, elementwise, on_device, args);
   }
   TESSERA_RETURN_IF_ERROR(Dispatch(c, ctx, args, on_device));
-  if (!t.writes_out || t.base != RedOp::kAvg) return Status::Ok();
-  const Status s = elementwise.Divide(t.wire, args.recv, op.count, site_.nranks);
+  const Status s = FinishReduction(op, t, args, site_.nranks, elementwise);
   return s.ok() ? s : s.Annotate(where());
 }
 
@@ -355,19 +369,16 @@ Status Executor::RunReduction(const Operation& op, const CollectiveContext& ctx,
 // from RunReduction so that the usual call makes none of its three scratch buffers.
 Status Executor::RunPrepared(Collective c, const Operation& op, const ReductionTerms& t, const CollectiveContext& ctx,
                              ElementwiseOps& elementwise, bool on_device, CollectiveArgs args) {
-  auto where = [&] { return std::string(CollectiveName(c)) + (on_device ? " (device)" : ""); };
   Scratch in_buf, part_buf, out_buf;
   Status s = PrepareInputs(op, t, *site_.premulsum, ctx, elementwise, args.reducer, &in_buf, &part_buf, &args.send);
-  if (!s.ok()) return s.Annotate(where());
+  if (!s.ok()) return s.Annotate(ReductionWhere(c, on_device));
   if (t.widen) {
     if (t.writes_out) TESSERA_RETURN_IF_ERROR(out_buf.Allocate(ctx, op.count * args.elem_size));
     args.recv = t.writes_out ? out_buf.data() : nullptr;
   }
   TESSERA_RETURN_IF_ERROR(Dispatch(c, ctx, args, on_device));
-  if (!t.writes_out) return Status::Ok();
-  s = t.base == RedOp::kAvg ? elementwise.Divide(t.wire, args.recv, op.count, site_.nranks) : Status::Ok();
-  if (s.ok() && t.widen) s = elementwise.Narrow(op.type, reinterpret_cast<const float*>(args.recv), op.recv, op.count);
-  return s.ok() ? s : s.Annotate(where());
+  s = FinishReduction(op, t, args, site_.nranks, elementwise);
+  return s.ok() ? s : s.Annotate(ReductionWhere(c, on_device));
 }
 
 // A half-type allreduce on the float32 wire, segment by segment (TESSERA_HALF_SEGMENT_BYTES
