@@ -83,6 +83,8 @@ class PerfRun {
   Outcome AllocateBuffers();
   Outcome MeasureGroup(DataType type, ReduceOp op, const BufferCounts& counts, bool in_place,
                        GroupResult* group);
+  Outcome TimedCalls(DataType type, ReduceOp op, const BufferCounts& counts, const void* send, void* recv,
+                     double* us_per_call);
   Outcome CallOnce(DataType type, ReduceOp op, const BufferCounts& counts, const void* send,
                    void* recv) {
     return collective_.Run(backend_, send, recv, counts, type, op);
@@ -183,13 +185,9 @@ Outcome PerfRun::MeasureGroup(DataType type, ReduceOp op, const BufferCounts& co
   }
   Outcome outcome = backend_.Barrier();
   if (!outcome.ok()) return outcome.Annotate("barrier before the timed calls");
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < options_.iters; ++i) {
-    outcome = CallOnce(type, op, counts, send, recv);
-    if (!outcome.ok()) return outcome.Annotate("timed call " + std::to_string(i));
-  }
-  const auto stop = std::chrono::steady_clock::now();
-  double time_us = std::chrono::duration<double, std::micro>(stop - start).count() / options_.iters;
+  double time_us = 0;
+  outcome = TimedCalls(type, op, counts, send, recv, &time_us);
+  if (!outcome.ok()) return outcome;
   outcome = backend_.MaxAcrossRanks(&time_us, 1);
   if (!outcome.ok()) return outcome.Annotate("taking the maximum time over ranks");
   group->time_us = time_us;
@@ -205,6 +203,37 @@ Outcome PerfRun::MeasureGroup(DataType type, ReduceOp op, const BufferCounts& co
     if (!outcome.ok()) return outcome.Annotate("summing wrong elements over ranks");
     group->wrong = wrong;
   }
+  return Outcome::Ok();
+}
+
+// The timed calls: -n of them, then with -D more, in batches, until they have lasted
+// min_duration_ms on the slowest rank. *us_per_call is this rank's time over its calls.
+// Every rank runs the same batches: each next one is sized from the slowest rank's time,
+// agreed between batches, outside the timing.
+Outcome PerfRun::TimedCalls(DataType type, ReduceOp op, const BufferCounts& counts, const void* send, void* recv,
+                            double* us_per_call) {
+  const double want_us = options_.min_duration_ms * 1000.0;
+  double total_us = 0;
+  int64_t calls = 0;
+  for (int64_t batch = options_.iters; batch > 0;) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < batch; ++i) {
+      Outcome outcome = CallOnce(type, op, counts, send, recv);
+      if (!outcome.ok()) return outcome.Annotate("timed call " + std::to_string(calls + i));
+    }
+    total_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    calls += batch;
+    batch = 0;
+    if (want_us <= 0) break;
+    double slowest_us = total_us;
+    Outcome outcome = backend_.MaxAcrossRanks(&slowest_us, 1);
+    if (!outcome.ok()) return outcome.Annotate("agreeing how long the timed calls lasted");
+    if (slowest_us >= want_us) break;
+    // The calls the rest should take at the rate so far, a tenth more, at most 8x so far.
+    const double per_call_us = std::max(slowest_us / static_cast<double>(calls), 1e-3);
+    batch = std::min<int64_t>(8 * calls, static_cast<int64_t>((want_us - slowest_us) * 1.1 / per_call_us) + 1);
+  }
+  *us_per_call = total_us / static_cast<double>(calls);
   return Outcome::Ok();
 }
 

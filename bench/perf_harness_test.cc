@@ -4,6 +4,7 @@
 // The real backends run in perf_programs_test.sh, under mpirun.
 #include "bench/perf_harness.h"
 
+#include <chrono>
 #include <cstring>
 #include <sstream>
 #include <string>
@@ -107,6 +108,26 @@ TEST(PerfHarnessTest, CorrectBackendPassesEveryTypeAndOp) {
   EXPECT_EQ(CountRows(run.out), expected_rows) << run.out;
   // Each group: warmup + timed + checked calls.
   EXPECT_EQ(run.calls, expected_rows * 2 * (2 + 3 + 1));
+}
+
+// -D: the timed calls go on past -n until they have lasted the minimum duration.
+TEST(PerfHarnessTest, MinimumDurationRunsMoreCallsThanIters) {
+  PerfOptions options = SmallRun();
+  options.types = {DataType::kInt32};
+  options.ops = {ReduceOp::kSum};
+  options.min_bytes = 64;
+  options.max_bytes = 64;
+  options.min_duration_ms = 30;
+  const auto start = std::chrono::steady_clock::now();
+  RunResult run = RunWith(Flaw::kNone, options);
+  const double elapsed_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(run.exit_code, kExitOk) << run.err;
+  EXPECT_EQ(CountRows(run.out), 1) << run.out;
+  EXPECT_NE(run.out.find(" min duration: 30 ms\n"), std::string::npos) << run.out;
+  EXPECT_GE(elapsed_ms, 30.0);
+  // Two groups (out of place, in place), each far more than warmup + 3 timed + checked.
+  EXPECT_GT(run.calls, 2 * (2 + 3 + 1) * 10);
 }
 
 TEST(PerfHarnessTest, WrongElementsAreCountedAndFailTheRun) {

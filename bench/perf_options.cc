@@ -70,6 +70,12 @@ std::string ApplyFlag(int flag, const char* arg, PerfOptions* options) {
       }
       options->warmup_iters = static_cast<int>(number);
       return "";
+    case 'D':
+      if (!ParseInteger(value, 0, 3600 * 1000, &number)) {
+        return "-D: bad minimum duration " + Quoted(arg) + " (want milliseconds, 0 to 3600000)";
+      }
+      options->min_duration_ms = static_cast<int>(number);
+      return "";
     case 'c':
       if (!ParseInteger(value, 0, 1, &number)) return "-c: want 0 or 1, got " + Quoted(arg);
       options->check = number == 1;
@@ -151,6 +157,7 @@ ParsedOptions ParsePerfOptions(int argc, char** argv) {
       {"stepfactor", required_argument, nullptr, 'f'},
       {"iters", required_argument, nullptr, 'n'},
       {"warmup_iters", required_argument, nullptr, 'w'},
+      {"min_duration_ms", required_argument, nullptr, 'D'},
       {"check", required_argument, nullptr, 'c'},
       {"op", required_argument, nullptr, 'o'},
       {"datatype", required_argument, nullptr, 'd'},
@@ -164,7 +171,7 @@ ParsedOptions ParsePerfOptions(int argc, char** argv) {
   optind = 0;
   opterr = 0;
   for (;;) {
-    int flag = getopt_long(argc, argv, ":b:e:i:f:n:w:c:o:d:t:g:h", kLongOptions, nullptr);
+    int flag = getopt_long(argc, argv, ":b:e:i:f:n:w:D:c:o:d:t:g:h", kLongOptions, nullptr);
     if (flag == -1) break;
     const char* where = argv[optind - 1];
     if (flag == '?') {
@@ -202,6 +209,8 @@ std::string PerfUsage(const std::string& program) {
          "  [-f,--stepfactor <increment factor>]    default 1 (use -i)\n"
          "  [-n,--iters <iteration count>]          default 20\n"
          "  [-w,--warmup_iters <warmup count>]      default 5\n"
+         "  [-D,--min_duration_ms <ms>]             timed calls go on until they last this long\n"
+         "                                          (more than -n where needed), default 0\n"
          "  [-c,--check <0/1>]                      validate results, default 1\n"
          "  [-o,--op <sum/prod/min/max/avg/all>]    default sum\n"
          "  [-d,--datatype <int8/uint8/int32/uint32/int64/uint64/half/float/double/bfloat16/all>]\n"

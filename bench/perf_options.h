@@ -25,6 +25,10 @@ struct PerfOptions {
   size_t step_factor = 1;
   int iters = 20;
   int warmup_iters = 5;
+  // -D: the timed calls of a size run on, in batches, until they have lasted this long
+  // on the slowest rank (0: just `iters`). For hosts shared with other work, where a
+  // loop of short calls can fit between the other work's time slices and miss it.
+  int min_duration_ms = 0;
   bool check = true;
   std::vector<ReduceOp> ops = {ReduceOp::kSum};
   std::vector<DataType> types = {DataType::kFloat32};

@@ -31,6 +31,7 @@ TEST(PerfOptionsTest, DefaultsAreNcclTests) {
   EXPECT_EQ(o.step_factor, 1u);
   EXPECT_EQ(o.iters, 20);
   EXPECT_EQ(o.warmup_iters, 5);
+  EXPECT_EQ(o.min_duration_ms, 0);
   EXPECT_TRUE(o.check);
   EXPECT_EQ(o.ops, std::vector<ReduceOp>{ReduceOp::kSum});
   EXPECT_EQ(o.types, std::vector<DataType>{DataType::kFloat32});
@@ -39,7 +40,7 @@ TEST(PerfOptionsTest, DefaultsAreNcclTests) {
 
 TEST(PerfOptionsTest, EveryFlagShortAndLong) {
   ParsedOptions parsed = Parse({"-b", "8", "-e", "64M", "-f", "2", "-i", "4K", "-n", "7", "-w", "0",
-                                "-c", "0", "-o", "max", "-d", "bfloat16", "-g", "1", "-t", "1"});
+                                "-c", "0", "-o", "max", "-d", "bfloat16", "-g", "1", "-t", "1", "-D", "250"});
   ASSERT_TRUE(parsed.ok) << parsed.error;
   const PerfOptions& o = parsed.options;
   EXPECT_EQ(o.min_bytes, 8u);
@@ -48,16 +49,18 @@ TEST(PerfOptionsTest, EveryFlagShortAndLong) {
   EXPECT_EQ(o.step_bytes, 4096u);
   EXPECT_EQ(o.iters, 7);
   EXPECT_EQ(o.warmup_iters, 0);
+  EXPECT_EQ(o.min_duration_ms, 250);
   EXPECT_FALSE(o.check);
   EXPECT_EQ(o.ops, std::vector<ReduceOp>{ReduceOp::kMax});
   EXPECT_EQ(o.types, std::vector<DataType>{DataType::kBfloat16});
 
   parsed = Parse({"--minbytes=1K", "--maxbytes", "1G", "--stepfactor=4", "--iters=3",
-                  "--warmup_iters=1", "--check=1", "--op=avg", "--datatype=half"});
+                  "--warmup_iters=1", "--check=1", "--op=avg", "--datatype=half", "--min_duration_ms=7"});
   ASSERT_TRUE(parsed.ok) << parsed.error;
   EXPECT_EQ(parsed.options.min_bytes, 1024u);
   EXPECT_EQ(parsed.options.max_bytes, 1u << 30);
   EXPECT_EQ(parsed.options.step_factor, 4u);
+  EXPECT_EQ(parsed.options.min_duration_ms, 7);
   EXPECT_EQ(parsed.options.ops, std::vector<ReduceOp>{ReduceOp::kAvg});
   EXPECT_EQ(parsed.options.types, std::vector<DataType>{DataType::kFloat16});
 }
@@ -116,6 +119,8 @@ TEST(PerfOptionsTest, BadFlagsAreRefusedByName) {
       {{"-n", "0"}, "-n"},
       {{"-w", "-1"}, "-w"},
       {{"-c", "2"}, "-c"},
+      {{"-D", "-5"}, "-D"},
+      {{"-D", "1.5"}, "-D"},
       {{"-o", "xor"}, "xor"},
       {{"-d", "float8"}, "float8"},
       {{"-g", "2"}, "-g"},

@@ -57,10 +57,13 @@ std::string FormatRunHeader(const RunDescription& run) {
   text += Printf("# nRanks %d minBytes %zu maxBytes %zu step: %zu(%s)", run.nranks, o.min_bytes,
                  o.max_bytes, by_factor ? o.step_factor : o.step_bytes,
                  by_factor ? "factor" : "bytes");
-  text += Printf(" warmup iters: %d iters: %d validation: %d\n", o.warmup_iters, o.iters,
-                 o.check ? 1 : 0);
+  text += Printf(" warmup iters: %d iters: %d validation: %d", o.warmup_iters, o.iters, o.check ? 1 : 0);
+  text += o.min_duration_ms > 0 ? Printf(" min duration: %d ms\n", o.min_duration_ms) : "\n";
   text += "#\n";
   text += "# time: average of one call over the timed iterations, the maximum over ranks (us)\n";
+  if (o.min_duration_ms > 0) {
+    text += "# timed iterations: -n, then more until they last the min duration on every rank\n";
+  }
   text += "# algbw = size / time; busbw = algbw * " + run.bus_formula +
           "; GB/s with GB = 1e9 bytes\n";
   text += "# #wrong: elements that differ from the exact result, summed over ranks"
