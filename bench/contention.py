@@ -18,23 +18,20 @@ torus grid is the host grid (TESSERA_TORUS unset), so the torus and hierarchical
 schedule: choice / best takes the faster of their two forced runs for either.
 
 Sizes can be split into spans (--span, repeated), each program run once per span with
-that span's nccl-tests flags, its rows merged: a 20-call run of a small size lasts
-15-100 us, less than one time slice of the CPU-bound processes beside 1x2-busy, and
-whether one falls inside it decides the row; small sizes are given thousands of calls
-that way while large ones keep a few.
-
-Libraries: tessera (all_reduce_perf), Open MPI's MPI_Allreduce (mpi_all_reduce_perf,
-its own choice) and Gloo (gloo_all_reduce_perf, ring_chunked and halving_doubling, the
-better per size). Times are the out-of-place group's, in microseconds; "x OMPI" is
-tessera's time over Open MPI's (below 1: tessera faster).
+that span's nccl-tests flags, its rows merged, so that small sizes get many calls and
+large ones few. Beside CPU-bound processes, a size's timed loop should last many of
+their time slices: a loop that fits between two of them (1000 8-byte calls last about a
+millisecond) runs as on a quiet host, and whether one slice falls inside it decides the
+row. -D (the harness's minimum duration per size) makes every size's loop last that
+long, whatever the library's speed:
 
   bazel build --jobs=2 //bench:all_reduce_perf //bench:mpi_all_reduce_perf \\
       //bench:gloo_all_reduce_perf
-  python3 bench/contention.py --cases 1x4,1x2-busy,2x2,4x2 --rounds 3 \\
-      -- -b 8 -e 64M -f 4 -n 20 -w 5
-  python3 bench/contention.py --cases 1x4,1x2-busy,2x2 --rounds 3 \\
-      --span "-b 8 -e 32K -f 4 -n 1000 -w 50" --span "-b 128K -e 32M -f 4 -n 20 -w 5" \\
-      --span "-b 64M -e 64M -f 2 -n 10 -w 2"
+  python3 bench/contention.py --cases 1x4,1x2-busy --rounds 5 \\
+      --span "-b 8 -e 32K -f 4 -n 100 -w 20 -D 200" --span "-b 128K -e 32M -f 4 -n 5 -w 2 -D 200" \\
+      --span "-b 64M -e 64M -f 2 -n 5 -w 2 -D 200"
+  python3 bench/contention.py --cases 2x2 --pin-hosts --rounds 2 \\
+      --span "-b 8 -e 32K -f 4 -n 1000 -w 50" --span "-b 128K -e 32M -f 4 -n 20 -w 5"
   (-f 4 stops at 32M whether it starts at 8 or at 128K, hence the third span for 64M;
   4x2: "-n 100 -w 10" for the small span, since Open MPI's small calls there take
   milliseconds and 1000 of each size outlast --timeout. -f 4 never samples 16K or 64K,
