@@ -7,4 +7,5 @@
 LTO_LINKOPTS = [
     "-flto=auto",
     "-flto-partition=one",
+    "-mtls-dialect=gnu2",
 ]
