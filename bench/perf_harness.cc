@@ -215,7 +215,7 @@ Outcome PerfRun::TimedCalls(DataType type, ReduceOp op, const BufferCounts& coun
   const double want_us = options_.min_duration_ms * 1000.0;
   double total_us = 0;
   int64_t calls = 0;
-  for (int64_t batch = options_.iters; batch > 0;) {
+  for (int64_t batch = options_.iters;;) {
     const auto start = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < batch; ++i) {
       Outcome outcome = CallOnce(type, op, counts, send, recv);
@@ -223,7 +223,6 @@ Outcome PerfRun::TimedCalls(DataType type, ReduceOp op, const BufferCounts& coun
     }
     total_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     calls += batch;
-    batch = 0;
     if (want_us <= 0) break;
     double slowest_us = total_us;
     Outcome outcome = backend_.MaxAcrossRanks(&slowest_us, 1);

@@ -77,6 +77,16 @@ PerfOptions SmallRun() {
   return options;
 }
 
+// SmallRun narrowed to one row: `type`, sum, `bytes` only.
+PerfOptions OneRow(DataType type, size_t bytes) {
+  PerfOptions options = SmallRun();
+  options.types = {type};
+  options.ops = {ReduceOp::kSum};
+  options.min_bytes = bytes;
+  options.max_bytes = bytes;
+  return options;
+}
+
 // The whitespace-separated fields of the first table row.
 std::vector<std::string> FirstRowFields(const std::string& text) {
   for (size_t start = 0; start < text.size(); start = text.find('\n', start) + 1) {
@@ -112,11 +122,7 @@ TEST(PerfHarnessTest, CorrectBackendPassesEveryTypeAndOp) {
 
 // -D: the timed calls go on past -n until they have lasted the minimum duration.
 TEST(PerfHarnessTest, MinimumDurationRunsMoreCallsThanIters) {
-  PerfOptions options = SmallRun();
-  options.types = {DataType::kInt32};
-  options.ops = {ReduceOp::kSum};
-  options.min_bytes = 64;
-  options.max_bytes = 64;
+  PerfOptions options = OneRow(DataType::kInt32, 64);
   options.min_duration_ms = 30;
   const auto start = std::chrono::steady_clock::now();
   RunResult run = RunWith(Flaw::kNone, options);
@@ -131,11 +137,7 @@ TEST(PerfHarnessTest, MinimumDurationRunsMoreCallsThanIters) {
 }
 
 TEST(PerfHarnessTest, WrongElementsAreCountedAndFailTheRun) {
-  PerfOptions options = SmallRun();
-  options.types = {DataType::kInt32};
-  options.ops = {ReduceOp::kSum};
-  options.min_bytes = 64;
-  options.max_bytes = 64;
+  PerfOptions options = OneRow(DataType::kInt32, 64);
   RunResult run = RunWith(Flaw::kCorruptOneElement, options);
   EXPECT_EQ(run.exit_code, kExitFailed);
   // One wrong element in each group of the single row (#wrong: fields 8 and 12).
@@ -149,11 +151,7 @@ TEST(PerfHarnessTest, WrongElementsAreCountedAndFailTheRun) {
 TEST(PerfHarnessTest, AnOutOfPlaceCallThatWritesNothingIsCaught) {
   // In place, doing nothing is right for one rank; out of place, recvbuff keeps the
   // poison written before the checked call.
-  PerfOptions options = SmallRun();
-  options.types = {DataType::kFloat32};
-  options.ops = {ReduceOp::kSum};
-  options.min_bytes = 1024;
-  options.max_bytes = 1024;
+  PerfOptions options = OneRow(DataType::kFloat32, 1024);
   RunResult run = RunWith(Flaw::kOutOfPlaceWritesNothing, options);
   EXPECT_EQ(run.exit_code, kExitFailed);
   std::vector<std::string> fields = FirstRowFields(run.out);

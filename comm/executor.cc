@@ -343,13 +343,14 @@ Status Executor::RunReduction(const Operation& op, const CollectiveContext& ctx,
   TESSERA_RETURN_IF_ERROR(ReductionArgs(op, t, &args));
   if (op.count == 0) return Status::Ok();
   const Collective c = CollectiveOf(op.kind);
-  auto where = [&] { return ReductionWhere(c, on_device); };
-  if (on_device) TESSERA_RETURN_IF_ERROR(CheckDeviceReduction(op, t, deterministic).Annotate(where()));
+  if (on_device) {
+    TESSERA_RETURN_IF_ERROR(CheckDeviceReduction(op, t, deterministic).Annotate(ReductionWhere(c, on_device)));
+  }
   if (deterministic && ReducesOnGrid(op, t.base, t.custom)) {
     const auto dispatch = [&](Collective collective, const CollectiveArgs& a) {
       return Dispatch(collective, ctx, a, false);
     };
-    return RunOnGrid(op, t, site_, ctx, elementwise, dispatch).Annotate(where());
+    return RunOnGrid(op, t, site_, ctx, elementwise, dispatch).Annotate(ReductionWhere(c, on_device));
   }
   const size_t segment = static_cast<size_t>(site_.settings->half_segment_bytes) / sizeof(float);
   if (t.widen && !on_device && op.kind == OpKind::kAllReduce && op.parts.empty() && op.count > segment) {
@@ -360,7 +361,7 @@ Status Executor::RunReduction(const Operation& op, const CollectiveContext& ctx,
   }
   TESSERA_RETURN_IF_ERROR(Dispatch(c, ctx, args, on_device));
   const Status s = FinishReduction(op, t, args, site_.nranks, elementwise);
-  return s.ok() ? s : s.Annotate(where());
+  return s.ok() ? s : s.Annotate(ReductionWhere(c, on_device));
 }
 
 // A reduction whose input is prepared first, in scratch memory of the context (the host
