@@ -3,7 +3,8 @@
 # each host's link shaped with tc tbf, and Open MPI's mpirun launching ranks across them.
 # See docs/cluster.md for the layout and its limits. Needs root.
 #
-#   cluster.sh up --hosts N [--rate 2gbit|none] [--mtu 1500] [--name PREFIX] [--subnet 10.x.y.0/24]
+#   cluster.sh up --hosts N [--rate 2gbit|none] [--mtu 1500] [--burst BYTES] [--name PREFIX]
+#                 [--subnet 10.x.y.0/24]
 #   cluster.sh run --hosts N --ranks-per-host R [--name PREFIX] [--timeout S] [--pin-hosts]
 #                  [--mca KEY VALUE]... [-x VAR[=VALUE]]... -- PROGRAM ARGS...
 #   cluster.sh measure [--name PREFIX] [--from I] [--to J] [--seconds S]
@@ -63,7 +64,7 @@ check_root() {
 }
 
 # Loads the cluster's configuration written by `up` (HOSTS, SUBNET, PREFIX_BASE, RATE,
-# MTU) or fails naming what is missing.
+# MTU, BURST) or fails naming what is missing.
 load_cluster() {
   local conf
   conf="$(state_dir)/cluster.conf"
@@ -116,14 +117,29 @@ check_count() {  # check_count FLAG VALUE MAX
 
 # --- up -----------------------------------------------------------------------------
 
-# shape NS DEV: caps egress of DEV in NS at RATE with a token bucket. The bucket holds
-# 0.5 ms at the rate (at least 128 KiB, two of the largest segments TCP hands a veth), so
-# a bulk stream reaches the rate while a burst after idle gains at most 0.5 ms of sending.
-shape() {
-  local bytes burst
+# bucket_bytes: the bucket of every tbf. By default it holds 0.5 ms at the rate (at least
+# 128 KiB, two of the largest segments TCP hands a veth), so a bulk stream reaches the
+# rate while a burst after idle gains at most 0.5 ms of sending; --burst sets it.
+bucket_bytes() {
+  local bytes
+  if ((BURST > 0)); then echo "${BURST}"; return; fi
   bytes="$(rate_bytes_per_second "${RATE}")"
-  burst=$((bytes / 2000))
-  ((burst >= 131072)) || burst=131072
+  bytes=$((bytes / 2000))
+  ((bytes >= 131072)) || bytes=131072
+  echo "${bytes}"
+}
+
+# shape NS DEV: caps egress of DEV in NS at RATE with a token bucket. A bucket under
+# 128 KiB (--burst) also caps the segments DEV takes at a quarter of it (8-64 KiB), so
+# that the bucket holds several: tbf cuts a larger one up in software, at the rate's cost.
+shape() {
+  local burst segment
+  burst="$(bucket_bytes)"
+  if ((burst < 131072)); then
+    segment=$((burst / 4))
+    ((segment >= 8192)) || segment=8192
+    ip -n "$1" link set dev "$2" gso_max_size "${segment}"
+  fi
   tc -n "$1" qdisc replace dev "$2" root tbf rate "${RATE}" burst "${burst}" latency "${TBF_LATENCY}"
 }
 
@@ -150,11 +166,13 @@ cmd_up() {
   local hosts="" subnet="10.99.0.0/24"
   RATE=2gbit
   MTU=1500
+  BURST=0
   while (($#)); do
     case "$1" in
       --hosts) hosts="${2:-}"; shift 2 ;;
       --rate) RATE="${2:-}"; shift 2 ;;
       --mtu) MTU="${2:-}"; shift 2 ;;
+      --burst) BURST="${2:-}"; shift 2 ;;
       --name) NAME="${2:-}"; shift 2 ;;
       --subnet) subnet="${2:-}"; shift 2 ;;
       *) die "up: unknown argument '$1'" ;;
@@ -166,6 +184,10 @@ cmd_up() {
   if ! [[ "${MTU}" =~ ^[0-9]+$ ]] || ((MTU < 576 || MTU > 65535)); then
     die "--mtu '${MTU}': expected 576..65535"
   fi
+  if ! [[ "${BURST}" =~ ^[0-9]+$ ]] || ((BURST != 0 && (BURST < 16384 || BURST > 67108864))); then
+    die "--burst '${BURST}': expected 16384..67108864 bytes"
+  fi
+  [[ "${BURST}" == 0 || "${RATE}" != none ]] || die "--burst needs a --rate"
   parse_subnet "${subnet}"
   check_root
 
@@ -208,9 +230,12 @@ SUBNET=${subnet}
 PREFIX_BASE=${PREFIX_BASE}
 RATE=${RATE}
 MTU=${MTU}
+BURST=${BURST}
 EOF
   trap - EXIT
-  echo "cluster '${NAME}' up: ${hosts} host(s) ${PREFIX_BASE}.1-${hosts} (namespaces $(host_ns 1)..$(host_ns "${hosts}")), rate ${RATE} each way, mtu ${MTU}"
+  local bucket=""
+  [[ "${RATE}" == none ]] || bucket=", bucket $(bucket_bytes) B"
+  echo "cluster '${NAME}' up: ${hosts} host(s) ${PREFIX_BASE}.1-${hosts} (namespaces $(host_ns 1)..$(host_ns "${hosts}")), rate ${RATE} each way${bucket}, mtu ${MTU}"
 }
 
 # --- down ---------------------------------------------------------------------------

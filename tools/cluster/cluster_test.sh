@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end test of the emulated cluster (cluster.sh), for real: namespaces, shaped
 # veths, and mpirun launching tessera's and Open MPI's benchmarks across the hosts.
-#   - up (twice: the second replaces the first), status, a second cluster beside it;
+#   - up (twice: the second replaces the first), status, a second cluster beside it
+#     (with a smaller bucket: --burst), a --burst out of range refused;
 #   - the shaped link carries about its rate and no more (one TCP stream);
 #   - all_reduce_perf on 2 hosts x 2 ranks and 3 hosts x 1 rank: exit 0, no wrong
 #     element, ranks grouped by host as placed (TESSERA_DEBUG=INFO), listening on the
@@ -134,9 +135,20 @@ got=$(grep -cE "^  ${NAME}-h[0-9]+ +10\.99\.0\.[0-9]+/24 +rate 2Gbit .* rate 2Gb
 [ "$(ip -o link show | awk -F': ' '{print $2}' | sort)" = "${links_before}" ] ||
   fail "up changed the root namespace's interfaces"
 
-# A second cluster with another prefix and the same subnet coexists with the first.
-step other_up bash "${CLUSTER}" up --hosts 2 --rate 1gbit --name "${OTHER}"
+# A second cluster with another prefix and the same subnet coexists with the first. Its
+# links have a smaller bucket (--burst), and with it segments of a quarter of it.
+step other_up bash "${CLUSTER}" up --hosts 2 --rate 1gbit --burst 65536 --name "${OTHER}"
 expect_exit other_up 0
+for end in "${OTHER}-h1 eth0" "${OTHER}-switch h2"; do
+  read -r ns dev <<<"${end}"
+  tc -n "${ns}" qdisc show dev "${dev}" | grep -q "rate 1Gbit burst 6[45][0-9.]*[Kb]" ||
+    fail "other_up: ${dev} in ${ns}: $(tc -n "${ns}" qdisc show dev "${dev}"), expected a 64 KiB bucket"
+  ip -n "${ns}" -d link show dev "${dev}" | grep -q "gso_max_size 16384 " ||
+    fail "other_up: ${dev} in ${ns} takes segments other than 16 KiB"
+done
+step burst_refused bash "${CLUSTER}" up --hosts 2 --burst 100 --name "${OTHER}x"
+expect_exit burst_refused 2
+ip netns list | grep -q "^${OTHER}x-" && fail "burst_refused: left namespaces behind"
 step other_measure bash "${CLUSTER}" measure --name "${OTHER}" --seconds 1
 expect_exit other_measure 0
 step other_down bash "${CLUSTER}" down --name "${OTHER}"
