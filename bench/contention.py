@@ -6,9 +6,10 @@ tessera, alternating round by round (--rounds; the median time per size is repor
 
   1x4       4 ranks on this host (2 cores here: ranks outnumber cores)
   1x2-busy  2 ranks on this host, and one CPU-bound process per core running throughout
-  2x2, 4x2  emulated hosts (tools/cluster, links shaped to --rate); with --pin-hosts each
-            host runs on its own share of the cores, as on real hosts, where unpinned the
-            kernel moves ranks of different hosts onto one core and back during a run
+  2x2, 4x2  emulated hosts (tools/cluster, links shaped to --rate, their buckets of
+            --burst bytes where given); with --pin-hosts each host runs on its own share
+            of the cores, as on real hosts, where unpinned the kernel moves ranks of
+            different hosts onto one core and back during a run
 In 1x4, 2x2 and 4x2 tessera also runs with every allreduce algorithm forced
 (TESSERA_ALGO; those that do not apply are left out), to show how far its automatic
 choice is from the best forced one at each size ("auto ran": what the choice ran there,
@@ -138,7 +139,8 @@ def measure(a, case, spans):
     name = "ctn%d" % os.getpid()
     if hosts:
         progress("%s: bringing up %d emulated hosts at %s" % (case, hosts, a.rate))
-        cluster("up", "--name", name, "--hosts", str(hosts), "--rate", a.rate)
+        cluster("up", "--name", name, "--hosts", str(hosts), "--rate", a.rate,
+                *(["--burst", str(a.burst)] if a.burst else []))
     hogs = start_hogs(hogs_per_core)
     times = {}
     auto_ranges = []  # per round
@@ -218,6 +220,8 @@ def main():
     ap.add_argument("--cases", default="1x4,1x2-busy,2x2", help="comma-separated: %s" % ", ".join(CASES))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rate", default="2gbit", help="emulated hosts' link rate")
+    ap.add_argument("--burst", type=int, default=0,
+                    help="bytes of the emulated links' token bucket (cluster.sh up --burst; default: the cluster's)")
     ap.add_argument("--without-gloo", action="store_true",
                     help="leave Gloo out (0.4-0.7 ms a call at small sizes: long runs of small sizes are mostly Gloo)")
     ap.add_argument("--pin-hosts", action="store_true",
