@@ -27,6 +27,7 @@ readonly HOST_IFNAME=eth0      # the interface inside every host (and the launch
 readonly LAUNCHER_OCTET=254    # the launcher's address in the subnet: .254
 readonly MAX_HOSTS=200
 readonly TBF_LATENCY=5ms       # longest a packet may wait in a tbf queue before a drop
+readonly LEAST_BUCKET=131072   # the default bucket's floor: two of the 64 KiB segments TCP hands a veth
 
 PYTHON=/usr/bin/python3
 [[ -x "${PYTHON}" ]] || PYTHON=python3
@@ -125,7 +126,7 @@ bucket_bytes() {
   if ((BURST > 0)); then echo "${BURST}"; return; fi
   bytes="$(rate_bytes_per_second "${RATE}")"
   bytes=$((bytes / 2000))
-  ((bytes >= 131072)) || bytes=131072
+  ((bytes >= LEAST_BUCKET)) || bytes=${LEAST_BUCKET}
   echo "${bytes}"
 }
 
@@ -135,7 +136,7 @@ bucket_bytes() {
 shape() {
   local burst segment
   burst="$(bucket_bytes)"
-  if ((burst < 131072)); then
+  if ((burst < LEAST_BUCKET)); then
     segment=$((burst / 4))
     ((segment >= 8192)) || segment=8192
     ip -n "$1" link set dev "$2" gso_max_size "${segment}"
