@@ -4,10 +4,13 @@
 # the summary row for every size) and torch_ddp_resnet50.py (mpirun -np 2, ResNet-50 at
 # 32x32, batch 2, 1 step per phase: a line per backend). Figures are not checked: the
 # measurements are in docs/pytorch.md. Every run is bounded by `timeout`.
-# Usage (from Bazel): torch_programs_test.sh
+# Usage (from Bazel): torch_programs_test.sh PYTHON PACKAGE_DIR
+#   PYTHON: the Python of one torch; PACKAGE_DIR: the tessera_torch built for it
+#   (pytorch/torch1 or pytorch/torch2, pytorch/backend.bzl).
 set -u
+python="$1"
 root="${TEST_SRCDIR:-$PWD/..}/${TEST_WORKSPACE:-tessera}"
-export PYTHONPATH="${root}/pytorch${PYTHONPATH:+:${PYTHONPATH}}"
+export PYTHONPATH="${root}/$2${PYTHONPATH:+:${PYTHONPATH}}"
 export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 OUT="$(mktemp -d "${TEST_TMPDIR:-/tmp}/torch_programs.XXXXXX")"
 export TMPDIR="$OUT"
@@ -19,7 +22,7 @@ fail() {
 }
 mpi() {
   timeout -k 5 "$1" mpirun --allow-run-as-root --oversubscribe -np 2 -x MASTER_ADDR=127.0.0.1 \
-    -x MASTER_PORT=$((port++)) -x PYTHONPATH -x OMP_NUM_THREADS /usr/bin/python3 "${@:2}"
+    -x MASTER_PORT=$((port++)) -x PYTHONPATH -x OMP_NUM_THREADS "${python}" "${@:2}"
 }
 
 mpi 120 "${root}/bench/torch_all_reduce.py" -b 8 -e 64K -f 8 -n 3 -w 1 >"$OUT/allreduce" 2>"$OUT/allreduce.err" ||

@@ -1,18 +1,19 @@
-// The Python module tessera_torch._C: one function that torch.distributed calls, through
-// the backend registered by tessera_torch/__init__.py, to create a group.
+// The Python module tessera_torch._C: the function that torch.distributed calls, through
+// the backend registered by tessera_torch/__init__.py, to create a group's backend (a
+// c10d::Backend on torch 2.x, a c10d::ProcessGroup on 1.13: torch_api.h).
 #include <pybind11/chrono.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include "pytorch/operation_queue.h"
-#include "pytorch/process_group.h"
+#include "pytorch/backend.h"
 
 namespace py = pybind11;
 
 namespace {
 
-c10::intrusive_ptr<c10d::ProcessGroup> CreateProcessGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+c10::intrusive_ptr<tessera_torch::TorchBackendBase> CreateBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                           int size, std::chrono::milliseconds timeout,
                                                           const std::string& name,
                                                           const std::vector<int64_t>& global_ranks) {
@@ -33,14 +34,15 @@ c10::intrusive_ptr<c10d::ProcessGroup> CreateProcessGroup(const c10::intrusive_p
       block();
     }
   };
-  return c10::make_intrusive<tessera_torch::TesseraProcessGroup>(spec);
+  return c10::make_intrusive<tessera_torch::TesseraBackend>(spec);
 }
 
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "tessera's torch.distributed backend (use: import tessera_torch)";
-  m.def("create_process_group", &CreateProcessGroup, py::arg("store"), py::arg("rank"), py::arg("size"),
+  m.attr("torch_version") = tessera_torch::CompiledTorchVersion();
+  m.def("create_backend", &CreateBackend, py::arg("store"), py::arg("rank"), py::arg("size"),
         py::arg("timeout"), py::arg("name"), py::arg("global_ranks"),
         py::call_guard<py::gil_scoped_release>(),
         "Joins the tessera communicator of one torch process group (collective over the group).");

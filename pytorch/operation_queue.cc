@@ -10,11 +10,13 @@
 namespace tessera_torch {
 
 TesseraWork::TesseraWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
-                         std::weak_ptr<OperationQueue> queue)
+                         std::weak_ptr<OperationQueue> queue, uint64_t sequence, std::chrono::milliseconds timeout)
     : c10d::Work(rank, type),
       outputs_(std::move(outputs)),
       queue_(std::move(queue)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))),
+      sequence_(sequence),
+      timeout_(timeout) {}
 
 void TesseraWork::ReleaseHeld() {
   if (auto queue = queue_.lock()) queue->Release();
@@ -160,8 +162,25 @@ void OperationQueue::Shutdown() {
     join();
   }
   DropFinished();
-  if (comm_ != nullptr) tesseraCommDestroy(comm_);
+  if (comm_ != nullptr && !aborted_) tesseraCommDestroy(comm_);
   comm_ = nullptr;
+}
+
+void OperationQueue::Abort() {
+  if (aborted_.exchange(true)) return;
+  tesseraCommAbort(comm_);
+}
+
+tesseraResult_t OperationQueue::Shrink(const std::vector<int>& excluded, tesseraComm_t* newcomm,
+                                       tesseraConfig_t* config, int flags) {
+  return tesseraCommShrink(comm_, excluded.data(), static_cast<int>(excluded.size()), newcomm, config, flags);
+}
+
+tesseraResult_t OperationQueue::AsyncError() {
+  if (aborted_) return tesseraRemoteError;
+  tesseraResult_t error = tesseraSuccess;
+  if (tesseraCommGetAsyncError(comm_, &error) != tesseraSuccess) return tesseraInternalError;
+  return error;
 }
 
 void OperationQueue::DropFinished() {
@@ -231,8 +250,10 @@ std::string OperationQueue::Describe(const std::vector<Operation>& batch, tesser
     for (size_t i = 0; i < batch.size(); ++i) names += (i ? ", " : "") + batch[i].name;
     names += ")";
   }
-  return "tessera " + names + " failed on " + who_ + ": " + tesseraGetErrorString(result) + ": " +
-         tesseraGetLastError(comm_);
+  if (aborted_) return "tessera " + names + " failed on " + who_ + ": the group was aborted (abort())";
+  // tessera's own message says "timed out" and names the peer; the first words say it too.
+  const char* verb = result == tesseraTimeout ? " timed out on " : " failed on ";
+  return "tessera " + names + verb + who_ + ": " + tesseraGetErrorString(result) + ": " + tesseraGetLastError(comm_);
 }
 
 // Issues the batch (one operation alone, several as one tessera group), then finishes
@@ -241,6 +262,7 @@ std::exception_ptr OperationQueue::Execute(std::vector<Operation>& batch) {
   std::exception_ptr error;
   bool group_open = false;
   try {
+    if (aborted_) throw TesseraCallFailed{tesseraRemoteError};
     if (batch.size() > 1) {
       Ok(tesseraGroupStart());
       group_open = true;
@@ -254,7 +276,7 @@ std::exception_ptr OperationQueue::Execute(std::vector<Operation>& batch) {
       if (op.finish) op.finish(comm_);
     }
   } catch (const TesseraCallFailed& failed) {
-    error = std::make_exception_ptr(std::runtime_error(Describe(batch, failed.result)));
+    error = BackendFailure(Describe(batch, failed.result));
   } catch (...) {
     error = std::current_exception();
   }

@@ -23,6 +23,7 @@
 #ifndef TESSERA_PYTORCH_OPERATION_QUEUE_H_
 #define TESSERA_PYTORCH_OPERATION_QUEUE_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -33,8 +34,7 @@
 #include <thread>
 #include <vector>
 
-#include <torch/csrc/distributed/c10d/Work.hpp>
-
+#include "pytorch/torch_api.h"
 #include "tessera/tessera.h"
 
 namespace tessera_torch {
@@ -45,12 +45,20 @@ class OperationQueue;
 // releases the held batch it belongs to.
 class TesseraWork : public c10d::Work {
  public:
-  TesseraWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::weak_ptr<OperationQueue> queue);
+  // `sequence`: the group's sequence number of the operation; `timeout`: the group's.
+  TesseraWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::weak_ptr<OperationQueue> queue,
+              uint64_t sequence, std::chrono::milliseconds timeout);
 
   bool isCompleted() override;
+  // A wait whose timeout passes first raises "Operation timed out!" (torch's words); the
+  // operation goes on and fails by itself within the group's timeout if it cannot end.
   bool wait(std::chrono::milliseconds timeout) override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   std::vector<at::Tensor> result() override { return outputs_; }
+#if TESSERA_TORCH_2
+  uint64_t getSequencenumber() const override { return sequence_; }
+  std::chrono::milliseconds getTimeout() const override { return timeout_; }
+#endif
 
   // Called once each, in this order, by the thread that ran it: completes the work
   // (wait, isCompleted), then its future (value: the outputs; callbacks run here).
@@ -65,6 +73,8 @@ class TesseraWork : public c10d::Work {
   std::vector<at::Tensor> outputs_;
   std::weak_ptr<OperationQueue> queue_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  const uint64_t sequence_;
+  const std::chrono::milliseconds timeout_;
 };
 
 // Thrown by Ok() when a tessera call fails; the worker turns it into the RuntimeError
@@ -110,6 +120,16 @@ class OperationQueue : public std::enable_shared_from_this<OperationQueue> {
   // when a callback drops the group's last reference, is left to end by itself) and
   // destroys the communicator and the finished operations (on the calling thread).
   void Shutdown();
+  // tesseraCommAbort from any thread: the operation running now fails promptly, and so
+  // does every later one ("aborted"); Shutdown then has nothing left to release.
+  void Abort();
+  // tesseraCommShrink of this queue's communicator, on the calling thread (the worker may
+  // be blocked in a call that flags' TESSERA_SHRINK_ABORT ends; without it the caller
+  // has no operation pending). The queue stays as it is.
+  tesseraResult_t Shrink(const std::vector<int>& excluded, tesseraComm_t* newcomm, tesseraConfig_t* config,
+                         int flags);
+  // The communicator's sticky error (tesseraSuccess while it works), for getError.
+  tesseraResult_t AsyncError();
   // Shuts down every queue still running: at the interpreter's exit (atexit), before
   // Python stops the threads that would take the interpreter to run a callback.
   static void ShutdownAll();
@@ -141,6 +161,7 @@ class OperationQueue : public std::enable_shared_from_this<OperationQueue> {
   std::vector<Operation> finished_;  // run by the worker thread, destroyed by callers
   bool stopping_ = false;
   bool executing_ = false;  // a thread (worker or helper) is running a batch
+  std::atomic<bool> aborted_{false};  // Abort() ran: comm_ is gone
   // Worker threads. One runs operations; a worker that goes on to complete a batch (and
   // so runs future callbacks, which may wait for the group's next operation, as
   // PowerSGD's hook does) first makes sure another worker is idle to run that

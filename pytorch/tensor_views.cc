@@ -59,8 +59,8 @@ tesseraRedOp_t DirectOp(RedOp op, bool is_bool) {
 at::Tensor PreMulScale(const c10d::ReduceOp& op, at::ScalarType dtype, const std::string& operation) {
   auto* supplement = static_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
   TORCH_CHECK(supplement != nullptr, "tessera ", operation, ": PREMUL_SUM without its factor");
-  if (!supplement->tensor_factors.empty()) {
-    const at::Tensor& factor = supplement->tensor_factors[0];
+  const at::Tensor factor = PreMulSumTensorFactor(*supplement);
+  if (factor.defined()) {
     TORCH_CHECK(factor.numel() == 1, "tessera ", operation, ": PREMUL_SUM takes one factor, got ", factor.numel());
     return factor.to(at::kCPU, dtype).contiguous().reshape({1});
   }
@@ -118,7 +118,7 @@ void CheckDenseCpu(const std::vector<at::Tensor>& tensors, const std::string& op
     TORCH_CHECK(t.defined(), "tessera ", operation, ": an undefined tensor");
     TORCH_CHECK(t.device().is_cpu(), "tessera ", operation, ": tensors must be on the CPU, not ", t.device(),
                 " (this build of the backend has no device path)");
-    TORCH_CHECK(t.layout() == at::kStrided, "tessera ", operation, ": sparse tensors are not supported");
+    TORCH_CHECK(t.layout() == at::kStrided, "tessera ", operation, ": sparse tensors are taken by all_reduce (SUM) only");
   }
 }
 

@@ -11,8 +11,7 @@
 #include <string>
 #include <vector>
 
-#include <ATen/ATen.h>
-#include <torch/csrc/distributed/c10d/Types.hpp>
+#include "pytorch/torch_api.h"
 
 #include "tessera/tessera.h"
 

@@ -13,8 +13,13 @@ installs it; a failed fetch is tried again by the next Bazel command, so install
 the package is enough to fix it.
 """
 
+load("//third_party:torch2.bzl", "TORCH2_SITE_PACKAGES", "TORCH2_VENV")
+
+
 def _system_library_impl(rctx):
-    hint = "install the Debian package %s (run: bash tools/install_deps.sh)" % rctx.attr.debian_package
+    hint = "install %s (run: bash tools/install_deps.sh)" % (
+        rctx.attr.python_packages or "the Debian package " + rctx.attr.debian_package
+    )
     for link, target in rctx.attr.links.items():
         if not rctx.path(target).exists:
             fail("%s not found: %s" % (target, hint))
@@ -23,7 +28,7 @@ def _system_library_impl(rctx):
         if not rctx.path(required).exists:
             fail("%s not found: %s" % (required, hint))
     rctx.file("WORKSPACE", "workspace(name = \"%s\")\n" % rctx.name)
-    rctx.template("BUILD.bazel", rctx.attr.build_file, executable = False)
+    rctx.template("BUILD.bazel", rctx.attr.build_file, substitutions = rctx.attr.substitutions, executable = False)
 
 system_library = repository_rule(
     implementation = _system_library_impl,
@@ -35,8 +40,13 @@ system_library = repository_rule(
             doc = "BUILD file of the repository (in third_party/system/).",
         ),
         "debian_package": attr.string(
-            mandatory = True,
             doc = "The Debian package that provides the files, for error messages.",
+        ),
+        "python_packages": attr.string(
+            doc = "Instead of debian_package: the Python packages that provide them, and where.",
+        ),
+        "substitutions": attr.string_dict(
+            doc = "Text replaced in the BUILD file (e.g. an absolute library directory).",
         ),
         "links": attr.string_dict(
             mandatory = True,
@@ -49,6 +59,8 @@ system_library = repository_rule(
 )
 
 _MULTIARCH_LIB = "/usr/lib/x86_64-linux-gnu"
+
+_TORCH2 = TORCH2_SITE_PACKAGES + "/torch"
 
 def tessera_system_libraries():
     """Declares every system library repository tessera uses; called from WORKSPACE."""
@@ -165,6 +177,23 @@ def tessera_system_libraries():
             "include/pybind11": "/usr/include/pybind11",
         },
         required_files = [_MULTIARCH_LIB + "/libtorch_python.so"],
+    )
+    system_library(
+        name = "pip_torch2",
+        python_packages = "torch 2.x from the package index (pytorch/requirements-torch2.txt) in " + TORCH2_VENV,
+        build_file = "//third_party/system:torch2.BUILD",
+        links = {
+            "include": _TORCH2 + "/include",
+            "include_python/python3.11": "/usr/include/python3.11",
+            "include_python/x86_64-linux-gnu/python3.11": "/usr/include/x86_64-linux-gnu/python3.11",
+        },
+        substitutions = {"%{TORCH2_LIB}": _TORCH2 + "/lib"},
+        required_files = [_TORCH2 + "/lib/" + lib for lib in [
+            "libtorch.so",
+            "libtorch_cpu.so",
+            "libc10.so",
+            "libtorch_python.so",
+        ]],
     )
     system_library(
         name = "system_turbojpeg",

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Installs the Debian packages that building and testing tessera needs.
-# Idempotent: when every package is already installed it changes nothing and runs no
-# apt-get at all. Needs root (CI runs as root) only when something is missing.
+# Installs what building and testing tessera needs: Debian's packages, then the torch 2.x
+# virtual environment from the Python package index (pinned in
+# pytorch/requirements-torch2.txt).
+# Idempotent: when every package is already installed and the environment matches the
+# pinned file it changes nothing and runs neither apt-get nor pip. Needs root (CI runs as
+# root) only when something is missing.
 # Usage: bash tools/install_deps.sh
 set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PACKAGES=(
   bazel-bootstrap   # Bazel 4.2.3, the build system (runs offline)
@@ -32,6 +36,7 @@ PACKAGES=(
   iproute2          # ip netns, veth and tc, for tests that emulate several hosts
   iptables          # the fault suite's partitions and packet loss (//tests/faults)
   python3           # scripts in tools/
+  python3-venv      # the torch 2.x virtual environment (below)
   clang-14          # tools/fuzz.sh: the fuzz targets, with libFuzzer, ASan and UBSan
   libclang-rt-14-dev  # libclang_rt.fuzzer and the sanitizer runtimes clang-14 links
 )
@@ -40,34 +45,59 @@ is_installed() {
   [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" == "install ok installed" ]]
 }
 
-missing=()
-for package in "${PACKAGES[@]}"; do
-  if ! is_installed "${package}"; then
-    missing+=("${package}")
-  fi
-done
-
-if (( ${#missing[@]} == 0 )); then
-  echo "install_deps: all ${#PACKAGES[@]} packages are installed."
-  exit 0
-fi
-
-echo "install_deps: missing packages: ${missing[*]}"
-if (( EUID != 0 )); then
-  echo "install_deps: installing them needs root; run: sudo bash tools/install_deps.sh" >&2
-  exit 1
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-# Wait for another apt or dpkg run to finish instead of failing at once.
-apt_options=(-q -y -o DPkg::Lock::Timeout=600)
-apt-get "${apt_options[@]}" update
-apt-get "${apt_options[@]}" install --no-install-recommends "${missing[@]}"
-
-for package in "${missing[@]}"; do
-  if ! is_installed "${package}"; then
-    echo "install_deps: ${package} is still not installed" >&2
+need_root() {
+  if (( EUID != 0 )); then
+    echo "install_deps: installing $1 needs root; run: sudo bash tools/install_deps.sh" >&2
     exit 1
   fi
-done
-echo "install_deps: installed ${missing[*]}."
+}
+
+install_debian_packages() {
+  local missing=() package
+  for package in "${PACKAGES[@]}"; do
+    if ! is_installed "${package}"; then
+      missing+=("${package}")
+    fi
+  done
+  if (( ${#missing[@]} == 0 )); then
+    echo "install_deps: all ${#PACKAGES[@]} packages are installed."
+    return
+  fi
+  echo "install_deps: missing packages: ${missing[*]}"
+  need_root "them"
+  export DEBIAN_FRONTEND=noninteractive
+  # Wait for another apt or dpkg run to finish instead of failing at once.
+  local apt_options=(-q -y -o DPkg::Lock::Timeout=600)
+  apt-get "${apt_options[@]}" update
+  apt-get "${apt_options[@]}" install --no-install-recommends "${missing[@]}"
+  for package in "${missing[@]}"; do
+    if ! is_installed "${package}"; then
+      echo "install_deps: ${package} is still not installed" >&2
+      exit 1
+    fi
+  done
+  echo "install_deps: installed ${missing[*]}."
+}
+
+# The torch 2.x environment: a virtual environment of Debian's python3 at TORCH2_VENV
+# (third_party/torch2.bzl), holding exactly pytorch/requirements-torch2.txt. It is made
+# anew when that file changes (its hash is kept beside the environment).
+install_torch2_venv() {
+  local venv requirements=pytorch/requirements-torch2.txt want
+  venv="$(sed -n 's/^TORCH2_VENV = "\(.*\)"$/\1/p' third_party/torch2.bzl)"
+  want="$(sha256sum "${requirements}" | cut -d' ' -f1)"
+  if [[ "$(cat "${venv}/.requirements.sha256" 2>/dev/null || true)" == "${want}" ]]; then
+    echo "install_deps: ${venv} holds ${requirements}."
+    return
+  fi
+  need_root "${venv}"
+  echo "install_deps: making ${venv} from ${requirements}"
+  rm -rf "${venv}"
+  /usr/bin/python3 -m venv "${venv}"
+  "${venv}/bin/pip" install --quiet --no-input --disable-pip-version-check -r "${requirements}"
+  echo "${want}" >"${venv}/.requirements.sha256"
+  echo "install_deps: made ${venv}."
+}
+
+install_debian_packages
+install_torch2_venv

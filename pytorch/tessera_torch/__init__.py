@@ -3,6 +3,11 @@
     import tessera_torch                      # registers the backend "tessera"
     torch.distributed.init_process_group("tessera", ...)
 
+On torch 2.x the backend serves CPU tensors ("cpu:tessera"), and can share a group
+with another backend for other devices ("cpu:tessera,cuda:nccl"); when the package was
+installed with pip, torch finds it by its entry point, so `import tessera_torch` is not
+even needed. On torch 1.13 the backend is the whole group.
+
 Every init method of torch works (env://, tcp://, file://): the ranks of each group find
 one another through the group's c10d store, where group rank 0 publishes the tessera
 unique id. The group's timeout becomes the communicator's timeout. Under mpirun or srun,
@@ -14,18 +19,37 @@ the user, as for any env:// run). See docs/pytorch.md.
 import atexit
 import os
 
+import torch
 import torch.distributed as dist
 
-from . import _C
+from ._build import TORCH_VERSION as _BUILT_FOR, __version__
+
+__all__ = ["BACKEND", "__version__"]
+
+BACKEND = "tessera"
+
+
+def _series(version):
+    """'2.15.0+cu132' -> (2, 15)."""
+    parts = version.split("+")[0].split(".")
+    return int(parts[0]), int(parts[1])
+
+
+if _series(torch.__version__) != _series(_BUILT_FOR):
+    raise ImportError(
+        f"tessera_torch {__version__} was built for torch {_BUILT_FOR}, but this Python has "
+        f"torch {torch.__version__}: rebuild it for this torch with `pip install ./pytorch` "
+        "(from tessera's repository) in this environment"
+    )
+
+from . import _C  # noqa: E402  (after the version check: a mismatched _C.so fails to load)
 
 # A group that outlives the script (a DDP hook's state may hold it past
 # destroy_process_group) is stopped before the interpreter's teardown, which would end a
 # worker thread running a future's Python callback in the middle of it.
 atexit.register(_C.shutdown_all)
 
-__all__ = ["BACKEND"]
-
-BACKEND = "tessera"
+_TORCH_2 = _series(torch.__version__) >= (2, 0)
 
 # (torch variable, launcher variables that can provide it, first found wins)
 _LAUNCHER_VARIABLES = (
@@ -50,7 +74,7 @@ def _fill_from_launcher(environ=os.environ):
 def _create(options, pg_options=None):
     """torch's extended backend constructor: one tessera communicator per group."""
     del pg_options  # tessera has no per-group options beyond torch's
-    return _C.create_process_group(
+    return _C.create_backend(
         options.store,
         options.group_rank,
         options.group_size,
@@ -60,10 +84,16 @@ def _create(options, pg_options=None):
     )
 
 
-def _register():
-    if BACKEND.upper() not in dist.Backend._plugins:
+def register():
+    """Registers the backend "tessera" with torch.distributed (done on import; also the
+    entry point torch 2.x calls for init_process_group("tessera") without the import)."""
+    if BACKEND.upper() in dist.Backend._plugins:
+        return
+    if _TORCH_2:
+        dist.Backend.register_backend(BACKEND, _create, extended_api=True, devices=["cpu"])
+    else:
         dist.Backend.register_backend(BACKEND, _create, extended_api=True)
 
 
 _fill_from_launcher()
-_register()
+register()

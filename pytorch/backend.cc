@@ -1,4 +1,4 @@
-#include "pytorch/process_group.h"
+#include "pytorch/backend.h"
 
 #include <algorithm>
 #include <climits>
@@ -9,6 +9,8 @@
 #include <utility>
 
 #include "pytorch/operation_queue.h"
+#include "pytorch/sparse_allreduce.h"
+#include "pytorch/store_barrier.h"
 #include "pytorch/tensor_views.h"
 
 namespace tessera_torch {
@@ -36,6 +38,7 @@ std::string Who(const GroupSpec& spec) {
 }
 
 tesseraComm_t JoinCommunicator(const GroupSpec& spec) {
+  PublishIdentity(*spec.store, spec.rank);
   tesseraUniqueId id;
   std::vector<uint8_t> bytes;
   if (spec.rank == 0) {
@@ -188,54 +191,73 @@ std::vector<size_t> NBytes(const std::vector<at::Tensor>& tensors) {
 
 // --- The group and its queue ---------------------------------------------------------
 
-TesseraProcessGroup::TesseraProcessGroup(const GroupSpec& spec) : c10d::ProcessGroup(spec.rank, spec.size) {
-  queue_ = OperationQueue::Start(JoinCommunicator(spec), Who(spec), spec.without_interpreter);
+TesseraBackend::TesseraBackend(const GroupSpec& spec) : TesseraBackend(spec, JoinCommunicator(spec)) {}
+
+TesseraBackend::TesseraBackend(const GroupSpec& spec, tesseraComm_t comm)
+    : TorchBackendBase(spec.rank, spec.size), spec_(spec) {
+  queue_ = OperationQueue::Start(comm, Who(spec), spec.without_interpreter);
   init();
 }
 
-TesseraProcessGroup::~TesseraProcessGroup() { queue_->Shutdown(); }
+TesseraBackend::~TesseraBackend() { queue_->Shutdown(); }
 
-c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::Post(c10d::OpType type, const std::string& name,
-                                                         std::vector<at::Tensor> outputs, Issue issue, Finish finish) {
-  bool hold = type == c10d::OpType::SEND || type == c10d::OpType::RECV;
+c10::intrusive_ptr<c10d::Work> TesseraBackend::Post(c10d::OpType type, const std::string& name,
+                                                    std::vector<at::Tensor> outputs, Issue issue, Finish finish) {
+  const bool p2p = type == c10d::OpType::SEND || type == c10d::OpType::RECV;
+  bool hold = p2p;
+  uint64_t sequence = 0;
   {
     std::lock_guard<std::mutex> lock(post_mu_);
     hold = hold || coalescing_;
-    if (!hold) ++sequence_;
+    if (!p2p && type != kCoalescedOpType) ++sequence_;
+    sequence = sequence_;
   }
-  auto work = c10::make_intrusive<TesseraWork>(rank_, type, std::move(outputs), queue_);
+  auto work = c10::make_intrusive<TesseraWork>(rank_, type, std::move(outputs), queue_, sequence, spec_.timeout);
   queue_->Submit(Operation{name, std::move(issue), std::move(finish), work}, hold);
   return work;
 }
 
-void TesseraProcessGroup::startCoalescing() {
+void TesseraBackend::startCoalescing() {
   std::lock_guard<std::mutex> lock(post_mu_);
   coalescing_ = true;
 }
 
-void TesseraProcessGroup::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& works) {
-  (void)works;  // each completes with its own operation
+// The held batch gets one more operation that does nothing: its Work completes with the
+// batch (a batch completes as one), and is what torch waits for.
+c10::intrusive_ptr<c10d::Work> TesseraBackend::EndCoalescing() {
+  auto work = Post(kCoalescedOpType, "coalesced", {}, [](tesseraComm_t) {});
   {
     std::lock_guard<std::mutex> lock(post_mu_);
     coalescing_ = false;
   }
   queue_->Release();
+  return work;
 }
 
-void TesseraProcessGroup::setSequenceNumberForGroup() {
+#if TESSERA_TORCH_2
+c10::intrusive_ptr<c10d::Work> TesseraBackend::endCoalescing() { return EndCoalescing(); }
+#else
+void TesseraBackend::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& works) {
+  (void)works;  // each completes with its own operation
+  EndCoalescing();
+}
+#endif
+
+void TesseraBackend::setSequenceNumberForGroup() {
   std::lock_guard<std::mutex> lock(post_mu_);
   sequence_ = 0;
 }
 
-uint64_t TesseraProcessGroup::getSequenceNumberForGroup() {
+uint64_t TesseraBackend::getSequenceNumberForGroup() {
   std::lock_guard<std::mutex> lock(post_mu_);
   return sequence_;
 }
 
 // --- Reductions ----------------------------------------------------------------------
 
-c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::allreduce(std::vector<at::Tensor>& tensors,
+c10::intrusive_ptr<c10d::Work> TesseraBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                               const c10d::AllreduceOptions& opts) {
+  if (tensors.size() == 1 && tensors[0].defined() && tensors[0].is_sparse()) return AllReduceSparse(tensors[0], opts);
   at::Tensor t = SingleTensor(tensors, "allreduce");
   Reduction red = ReductionFor(t.scalar_type(), opts.reduceOp, "allreduce");
   Buffer buffer = ContiguousBuffer(t);
@@ -244,7 +266,7 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::allreduce(std::vector<at::Te
                       Then(steps.finish, [t, buffer] { CopyBack(t, buffer); }));
 }
 
-c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::allreduce_coalesced(
+c10::intrusive_ptr<c10d::Work> TesseraBackend::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
   TORCH_CHECK(!tensors.empty(), "tessera allreduce_coalesced: no tensors");
   CheckDenseCpu(tensors, "allreduce_coalesced");
@@ -263,7 +285,7 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::allreduce_coalesced(
                       Then(steps.finish, [flat, outputs]() mutable { UnpackBytes(flat.data_ptr<uint8_t>(), outputs); }));
 }
 
-c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::reduce(std::vector<at::Tensor>& tensors,
+c10::intrusive_ptr<c10d::Work> TesseraBackend::reduce(std::vector<at::Tensor>& tensors,
                                                            const c10d::ReduceOptions& opts) {
   at::Tensor t = SingleTensor(tensors, "reduce");
   Reduction red = ReductionFor(t.scalar_type(), opts.reduceOp, "reduce");
@@ -308,7 +330,7 @@ static ReductionSteps ReduceScatterSteps(const at::Tensor& input, const at::Tens
   return {steps.issue, Then(steps.finish, [=] { CopyBack(output, out); })};
 }
 
-c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::reduce_scatter(std::vector<at::Tensor>& outputs,
+c10::intrusive_ptr<c10d::Work> TesseraBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
                                                                    std::vector<std::vector<at::Tensor>>& inputs,
                                                                    const c10d::ReduceScatterOptions& opts) {
   at::Tensor out = SingleTensor(outputs, "reduce_scatter");
@@ -323,7 +345,7 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::reduce_scatter(std::vector<a
   return Post(c10d::OpType::REDUCE_SCATTER, "reduce_scatter", {out}, steps.issue, steps.finish);
 }
 
-c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+c10::intrusive_ptr<c10d::Work> TesseraBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                          const c10d::ReduceScatterOptions& opts) {
   CheckDenseCpu({output, input}, "_reduce_scatter_base");
   TORCH_CHECK(input.scalar_type() == output.scalar_type(), "tessera _reduce_scatter_base: input is ",
@@ -338,7 +360,7 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::_reduce_scatter_base(at::Ten
 
 // --- Data movement (bytes) ----------------------------------------------------------
 
-c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::broadcast(std::vector<at::Tensor>& tensors,
+c10::intrusive_ptr<c10d::Work> TesseraBackend::broadcast(std::vector<at::Tensor>& tensors,
                                                               const c10d::BroadcastOptions& opts) {
   at::Tensor t = SingleTensor(tensors, "broadcast");
   TORCH_CHECK(opts.rootTensor == 0, "tessera broadcast: rootTensor must be 0 (one tensor per process)");
@@ -351,7 +373,7 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::broadcast(std::vector<at::Te
   return Post(c10d::OpType::BROADCAST, "broadcast", {t}, issue, [=](tesseraComm_t) { CopyBack(t, buffer); });
 }
 
-c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::allgather(std::vector<std::vector<at::Tensor>>& outputs,
+c10::intrusive_ptr<c10d::Work> TesseraBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                               std::vector<at::Tensor>& inputs,
                                                               const c10d::AllgatherOptions&) {
   at::Tensor in = SingleTensor(inputs, "allgather");
@@ -369,7 +391,7 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::allgather(std::vector<std::v
   return Post(c10d::OpType::ALLGATHER, "allgather", outs, issue, finish);
 }
 
-c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::_allgather_base(at::Tensor& output, at::Tensor& input,
+c10::intrusive_ptr<c10d::Work> TesseraBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                                     const c10d::AllgatherOptions&) {
   CheckDenseCpu({output, input}, "_allgather_base");
   TORCH_CHECK(input.scalar_type() == output.scalar_type(), "tessera _allgather_base: input is ",
@@ -387,7 +409,7 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::_allgather_base(at::Tensor& 
                       [=](tesseraComm_t) { CopyBack(o, out); });
 }
 
-c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::allgather_coalesced(
+c10::intrusive_ptr<c10d::Work> TesseraBackend::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& output_lists, std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions&) {
   CheckDenseCpu(inputs, "allgather_coalesced");
   TORCH_CHECK(static_cast<int>(output_lists.size()) == size_, "tessera allgather_coalesced: ", output_lists.size(),
@@ -412,7 +434,7 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::allgather_coalesced(
   return Post(c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced", outs, issue, finish);
 }
 
-c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::gather(std::vector<std::vector<at::Tensor>>& outputs,
+c10::intrusive_ptr<c10d::Work> TesseraBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                            std::vector<at::Tensor>& inputs,
                                                            const c10d::GatherOptions& opts) {
   at::Tensor in = SingleTensor(inputs, "gather");
@@ -437,7 +459,7 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::gather(std::vector<std::vect
   return Post(c10d::OpType::GATHER, "gather", outs, issue, finish);
 }
 
-c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::scatter(std::vector<at::Tensor>& outputs,
+c10::intrusive_ptr<c10d::Work> TesseraBackend::scatter(std::vector<at::Tensor>& outputs,
                                                             std::vector<std::vector<at::Tensor>>& inputs,
                                                             const c10d::ScatterOptions& opts) {
   at::Tensor out = SingleTensor(outputs, "scatter");
@@ -460,7 +482,7 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::scatter(std::vector<at::Tens
   return Post(c10d::OpType::SCATTER, "scatter", {out}, issue, [=](tesseraComm_t) { CopyBack(out, buffer); });
 }
 
-c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::alltoall_base(at::Tensor& output, at::Tensor& input,
+c10::intrusive_ptr<c10d::Work> TesseraBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
                                                                   std::vector<int64_t>& output_split_sizes,
                                                                   std::vector<int64_t>& input_split_sizes,
                                                                   const c10d::AllToAllOptions&) {
@@ -495,7 +517,7 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::alltoall_base(at::Tensor& ou
   return Post(c10d::OpType::ALLTOALL_BASE, "alltoall_base", {o}, issue, finish);
 }
 
-c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::alltoall(std::vector<at::Tensor>& outputs,
+c10::intrusive_ptr<c10d::Work> TesseraBackend::alltoall(std::vector<at::Tensor>& outputs,
                                                              std::vector<at::Tensor>& inputs,
                                                              const c10d::AllToAllOptions&) {
   TORCH_CHECK(static_cast<int>(outputs.size()) == size_ && static_cast<int>(inputs.size()) == size_,
@@ -523,7 +545,7 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::alltoall(std::vector<at::Ten
 
 // --- Point to point and barrier ------------------------------------------------------
 
-c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) {
+c10::intrusive_ptr<c10d::Work> TesseraBackend::send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) {
   (void)tag;  // tessera matches sends and receives between two ranks in issue order
   at::Tensor t = SingleTensor(tensors, "send");
   TORCH_CHECK(dst_rank >= 0 && dst_rank < size_ && dst_rank != rank_, "tessera send: peer ", dst_rank,
@@ -535,7 +557,7 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::send(std::vector<at::Tensor>
   return Post(c10d::OpType::SEND, "send to rank " + std::to_string(dst_rank), {t}, issue);
 }
 
-c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) {
+c10::intrusive_ptr<c10d::Work> TesseraBackend::recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) {
   (void)tag;
   at::Tensor t = SingleTensor(tensors, "recv");
   TORCH_CHECK(src_rank >= 0 && src_rank < size_ && src_rank != rank_, "tessera recv: peer ", src_rank,
@@ -549,18 +571,190 @@ c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::recv(std::vector<at::Tensor>
                       [=](tesseraComm_t) { CopyBack(t, buffer); });
 }
 
-c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::recvAnysource(std::vector<at::Tensor>&, int) {
+c10::intrusive_ptr<c10d::Work> TesseraBackend::recvAnysource(std::vector<at::Tensor>&, int) {
   TORCH_CHECK(false,
               "tessera does not offer recv from any source (recvAnysource): every receive names its peer, as in "
               "NCCL; pass src to dist.recv");
 }
 
-c10::intrusive_ptr<c10d::Work> TesseraProcessGroup::barrier(const c10d::BarrierOptions&) {
+c10::intrusive_ptr<c10d::Work> TesseraBackend::barrier(const c10d::BarrierOptions&) {
   at::Tensor token = at::zeros({1}, at::TensorOptions().dtype(at::kByte));
   Issue issue = [=](tesseraComm_t c) {
     Ok(tesseraAllReduce(CData(token), Data(token), 1, tesseraUint8, tesseraMax, c, nullptr));
   };
   return Post(c10d::OpType::BARRIER, "barrier", {}, issue);
 }
+
+void TesseraBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) {
+  uint64_t round = 0;
+  {
+    std::lock_guard<std::mutex> lock(post_mu_);
+    round = monitored_barriers_++;
+  }
+  const auto timeout = opts.timeout == c10d::kUnsetTimeout ? spec_.timeout : opts.timeout;
+  MonitoredBarrier(*spec_.store, rank_, size_, round, timeout, wait_all_ranks);
+}
+
+// --- Sparse tensors --------------------------------------------------------------------
+
+// Runs alone (never held in a batch): its second and third allgathers are sized by the
+// first's result.
+c10::intrusive_ptr<c10d::Work> TesseraBackend::AllReduceSparse(at::Tensor& t, const c10d::AllreduceOptions& opts) {
+  CheckSparseAllReduce(t, opts.reduceOp.op_ == c10d::ReduceOp::SUM, "allreduce");
+  {
+    std::lock_guard<std::mutex> lock(post_mu_);
+    TORCH_CHECK(!coalescing_, "tessera allreduce: a sparse tensor cannot be coalesced with other operations");
+  }
+  auto result = std::make_shared<at::Tensor>();
+  const int size = size_;
+  at::Tensor input = t;
+  Issue issue = [=](tesseraComm_t c) { *result = SparseAllReduce(c, size, input); };
+  Finish finish = [=](tesseraComm_t) { const_cast<at::Tensor&>(input).copy_(*result); };
+  return Post(c10d::OpType::ALLREDUCE, "allreduce (sparse)", {t}, issue, finish);
+}
+
+#if TESSERA_TORCH_2
+// --- torch 2.x only --------------------------------------------------------------------
+
+// Every input gathered with one tessera allgather of the inputs packed end to end; each
+// output then takes its column of every rank's packed block.
+c10::intrusive_ptr<c10d::Work> TesseraBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                               std::vector<at::Tensor>& inputs,
+                                                                               const c10d::AllgatherOptions&) {
+  const char* name = "allgather_into_tensor_coalesced";
+  TORCH_CHECK(outputs.size() == inputs.size(), "tessera ", name, ": ", outputs.size(), " outputs for ",
+              inputs.size(), " inputs");
+  CheckDenseCpu(inputs, name);
+  CheckDenseCpu(outputs, name);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TORCH_CHECK(outputs[i].nbytes() == inputs[i].nbytes() * size_ &&
+                    outputs[i].scalar_type() == inputs[i].scalar_type(),
+                "tessera ", name, ": output ", i, " must be ", size_, " x input ", i, " of the same type");
+  }
+  const size_t block = TotalBytes(inputs);
+  at::Tensor src = ByteBuffer(block);
+  PackBytes(inputs, src.data_ptr<uint8_t>());
+  at::Tensor flat = ByteBuffer(block * size_);
+  const int size = size_;
+  std::vector<at::Tensor> outs = outputs;
+  Issue issue = [=](tesseraComm_t c) {
+    Ok(tesseraAllGather(CData(src), Data(flat), block, tesseraUint8, c, nullptr));
+  };
+  Finish finish = [=](tesseraComm_t) {
+    at::Tensor rows = flat.view({size, static_cast<int64_t>(block)});
+    int64_t offset = 0;
+    for (const at::Tensor& out : outs) {
+      const int64_t bytes = static_cast<int64_t>(out.nbytes()) / size;
+      at::Tensor column = rows.narrow(1, offset, bytes).contiguous();
+      at::Tensor o = out;
+      if (o.is_contiguous()) {
+        std::memcpy(o.data_ptr(), column.data_ptr(), column.nbytes());
+      } else {
+        o.copy_(column.view(o.scalar_type()).view(o.sizes()));
+      }
+      offset += bytes;
+    }
+  };
+  return Post(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, name, outputs, issue, finish);
+}
+
+// One tessera reduce-scatter: the inputs are packed so that rank r's block holds every
+// input's r-th chunk, end to end; each output then takes its part of this rank's block.
+c10::intrusive_ptr<c10d::Work> TesseraBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                               std::vector<at::Tensor>& inputs,
+                                                                               const c10d::ReduceScatterOptions& opts) {
+  const char* name = "reduce_scatter_tensor_coalesced";
+  TORCH_CHECK(!inputs.empty() && outputs.size() == inputs.size(), "tessera ", name, ": ", outputs.size(),
+              " outputs for ", inputs.size(), " inputs");
+  CheckDenseCpu(inputs, name);
+  CheckDenseCpu(outputs, name);
+  const at::ScalarType dtype = inputs[0].scalar_type();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TORCH_CHECK(inputs[i].scalar_type() == dtype && outputs[i].scalar_type() == dtype, "tessera ", name,
+                ": every tensor must have the same type (", at::toString(dtype), ")");
+    TORCH_CHECK(inputs[i].numel() == outputs[i].numel() * size_, "tessera ", name, ": input ", i, " must have ",
+                size_, " x output ", i, "'s elements");
+  }
+  Reduction red = ReductionFor(dtype, opts.reduceOp, name);
+  std::vector<at::Tensor> chunks;  // rank-major: every input's chunk for rank 0, then rank 1, ...
+  for (int r = 0; r < size_; ++r) {
+    for (const at::Tensor& in : inputs) chunks.push_back(in.reshape({-1}).chunk(size_)[r]);
+  }
+  at::Tensor packed = ByteBuffer(TotalBytes(inputs));
+  PackBytes(chunks, packed.data_ptr<uint8_t>());
+  at::Tensor mine = at::empty({static_cast<int64_t>(TotalBytes(outputs) / at::elementSize(dtype))},
+                              at::TensorOptions().dtype(dtype));
+  auto steps = ReduceScatterSteps(packed.view(dtype), mine, red, rank_, size_);
+  std::vector<at::Tensor> outs = outputs;
+  return Post(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, name, outputs, steps.issue,
+              Then(steps.finish, [mine, outs]() mutable { UnpackBytes(mine.data_ptr<uint8_t>(), outs); }));
+}
+
+c10::intrusive_ptr<c10d::Backend::Options> TesseraBackend::getBackendOptions() {
+  auto options = c10::make_intrusive<Options>("tessera", spec_.timeout);
+  options->group_name = spec_.name;
+  for (int64_t g : spec_.global_ranks) options->global_ranks_in_group.push_back(static_cast<uint64_t>(g));
+  return options;
+}
+
+c10::intrusive_ptr<c10d::Backend> TesseraBackend::split(const c10::intrusive_ptr<c10d::Store>& store,
+                                                        const std::vector<int>& ranks,
+                                                        const c10::intrusive_ptr<Options>& opts) {
+  auto me = std::find(ranks.begin(), ranks.end(), rank_);
+  if (me == ranks.end()) return nullptr;
+  GroupSpec spec = spec_;
+  spec.store = store;
+  spec.rank = static_cast<int>(me - ranks.begin());
+  spec.size = static_cast<int>(ranks.size());
+  if (opts) {
+    spec.timeout = opts->timeout;
+    spec.name = opts->group_name;
+  }
+  spec.global_ranks.clear();
+  for (int r : ranks) spec.global_ranks.push_back(spec_.global_ranks.empty() ? r : spec_.global_ranks.at(r));
+  return c10::make_intrusive<TesseraBackend>(spec);
+}
+
+c10::intrusive_ptr<c10d::Backend> TesseraBackend::shrink(const std::vector<int64_t>& ranks_to_exclude,
+                                                         int shrink_flags,
+                                                         const c10::intrusive_ptr<Options>& opts_override) {
+  std::vector<int> excluded(ranks_to_exclude.begin(), ranks_to_exclude.end());
+  GroupSpec spec = spec_;
+  if (opts_override) spec.timeout = opts_override->timeout;
+  tesseraConfig_t config = TESSERA_CONFIG_INITIALIZER;
+  config.timeoutMs = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(spec.timeout.count(), INT_MAX)));
+  const std::string name = "torch group " + spec.name + " (shrunk)";
+  config.commName = name.c_str();
+  tesseraComm_t comm = nullptr;
+  const tesseraResult_t r = queue_->Shrink(excluded, &comm, &config, shrink_flags);
+  TORCH_CHECK(r == tesseraSuccess, "tessera shrink of ", Who(spec_), " failed: ", tesseraGetErrorString(r), ": ",
+              tesseraGetLastError(nullptr));
+  int new_rank = 0, new_size = 0;
+  tesseraCommUserRank(comm, &new_rank);
+  tesseraCommCount(comm, &new_size);
+  std::vector<int64_t> survivors;
+  for (int r = 0; r < size_; ++r) {
+    if (std::find(excluded.begin(), excluded.end(), r) != excluded.end()) continue;
+    survivors.push_back(spec_.global_ranks.empty() ? r : spec_.global_ranks.at(r));
+  }
+  spec.rank = new_rank;
+  spec.size = new_size;
+  spec.global_ranks = survivors;
+  return c10::make_intrusive<TesseraBackend>(spec, comm);
+}
+
+void TesseraBackend::abort() { queue_->Abort(); }
+
+void TesseraBackend::shutdown() { queue_->Shutdown(); }
+
+c10d::ErrorType TesseraBackend::getError() {
+  switch (queue_->AsyncError()) {
+    case tesseraSuccess: return c10d::ErrorType::SUCCESS;
+    case tesseraTimeout: return c10d::ErrorType::TIMEOUT;
+    case tesseraRemoteError: return c10d::ErrorType::REMOTE_ERROR;
+    default: return c10d::ErrorType::COMM_ERROR;
+  }
+}
+#endif  // TESSERA_TORCH_2
 
 }  // namespace tessera_torch
