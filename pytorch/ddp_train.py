@@ -1,6 +1,6 @@
 """A small data-parallel training script written for torch.distributed, any backend.
 
-    torchrun --nproc_per_node=2 ddp_train.py --backend tessera --steps 20 --log loss.txt
+    torchrun --nproc_per_node=2 ddp_train.py --backend tessera --steps 20 --loss-log loss.txt
     mpirun -np 2 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29500 python3 ddp_train.py --backend tessera
     python3 ddp_train.py --backend gloo --init file:///tmp/store --rank 0 --world 2
 
@@ -19,10 +19,10 @@ Rank and world come from the environment (env://: RANK, WORLD_SIZE, MASTER_ADDR,
 MASTER_PORT, as torchrun sets them; under mpirun, tessera_torch fills RANK and
 WORLD_SIZE), or from --init URL --rank R --world N.
 
-Outputs: on rank 0, --log FILE gets one line per step, "step local_loss mean_loss", both
+Outputs: on rank 0, --loss-log FILE gets one line per step, "step local_loss mean_loss", both
 losses as repr() of a Python float (round-trips exactly): rank 0's own loss and the mean
 over ranks (one all_reduce). Every rank prints "rank R params sha256 HEX" for its final
-parameters and, with --dump FILE, saves them (torch.save of a name -> tensor dict; "{rank}"
+parameters and, with --param-dump FILE, saves them (torch.save of a name -> tensor dict; "{rank}"
 in FILE becomes the rank).
 """
 
@@ -50,8 +50,10 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--hook", choices=("none", "fp16", "powersgd"), default="none",
                    help="DDP communication hook")
-    p.add_argument("--log", help="rank 0 writes the per-step loss here")
-    p.add_argument("--dump", help="every rank saves its final parameters here ({rank} is replaced)")
+    p.add_argument("--static-graph", action="store_true", help="DDP(static_graph=True)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model, then wrap it in DDP (torch 2.x)")
+    p.add_argument("--loss-log", help="rank 0 writes the per-step loss here")
+    p.add_argument("--param-dump", help="every rank saves its final parameters here ({rank} is replaced)")
     p.add_argument("--global-batch", type=int, default=96, help="samples per step over all ranks")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--bucket-cap-mb", type=float, default=25.0, help="DDP gradient bucket size")
@@ -128,12 +130,15 @@ def main(argv=None):
     rank, world = init_distributed(args)
     # The same initial weights on every rank; DDP's constructor broadcasts rank 0's anyway.
     torch.manual_seed(args.seed)
-    model = DistributedDataParallel(make_model(), bucket_cap_mb=args.bucket_cap_mb)
+    module = make_model()
+    ddp_options = {"static_graph": True} if args.static_graph else {}
+    model = DistributedDataParallel(torch.compile(module) if args.compile else module,
+                                    bucket_cap_mb=args.bucket_cap_mb, **ddp_options)
     register_hook(model, args.hook)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     data = SyntheticData(args.seed, args.global_batch, rank, world)
-    log = open(args.log, "w") if args.log and rank == 0 else None
+    log = open(args.loss_log, "w") if args.loss_log and rank == 0 else None
 
     for step in range(args.steps):
         x, y = data.batch(step)
@@ -154,10 +159,10 @@ def main(argv=None):
     if log:
         log.close()
     dist.barrier()
-    params = {name: p.detach().clone() for name, p in model.module.state_dict().items()}
-    if args.dump:
-        torch.save(params, args.dump.replace("{rank}", str(rank)))
-    print("rank %d params sha256 %s" % (rank, parameter_digest(model.module)), flush=True)
+    params = {name: p.detach().clone() for name, p in module.state_dict().items()}
+    if args.param_dump:
+        torch.save(params, args.param_dump.replace("{rank}", str(rank)))
+    print("rank %d params sha256 %s" % (rank, parameter_digest(module)), flush=True)
     dist.destroy_process_group()
     return 0
 
