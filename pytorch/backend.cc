@@ -687,7 +687,7 @@ c10::intrusive_ptr<c10d::Work> TesseraBackend::reduce_scatter_tensor_coalesced(s
   auto steps = ReduceScatterSteps(packed.view(dtype), mine, red, rank_, size_);
   std::vector<at::Tensor> outs = outputs;
   return Post(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, name, outputs, steps.issue,
-              Then(steps.finish, [mine, outs]() mutable { UnpackBytes(mine.data_ptr<uint8_t>(), outs); }));
+              Then(steps.finish, [mine, outs]() mutable { UnpackBytes(static_cast<const uint8_t*>(mine.data_ptr()), outs); }));
 }
 
 c10::intrusive_ptr<c10d::Backend::Options> TesseraBackend::getBackendOptions() {

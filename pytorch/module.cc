@@ -13,7 +13,7 @@ namespace py = pybind11;
 
 namespace {
 
-c10::intrusive_ptr<tessera_torch::TorchBackendBase> CreateBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+c10::intrusive_ptr<tessera_torch::TesseraBackend> CreateBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                           int size, std::chrono::milliseconds timeout,
                                                           const std::string& name,
                                                           const std::vector<int64_t>& global_ranks) {
@@ -41,6 +41,20 @@ c10::intrusive_ptr<tessera_torch::TorchBackendBase> CreateBackend(const c10::int
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "tessera's torch.distributed backend (use: import tessera_torch)";
+#if TESSERA_TORCH_2
+  // The backend as a Python subclass of torch's Backend. torch 2.x calls
+  // perform_nocolor_split on a group bound to a device (init_process_group(device_id=...))
+  // on every rank left out of a new subgroup; tessera's subgroups meet through the store
+  // and need nothing from those ranks.
+  py::class_<tessera_torch::TesseraBackend, c10::intrusive_ptr<tessera_torch::TesseraBackend>>(
+      m, "TesseraBackend", py::module::import("torch._C._distributed_c10d").attr("Backend"))
+      .def(
+          "perform_nocolor_split", [](tessera_torch::TesseraBackend&, const py::object&) {}, py::arg("device"),
+          "Nothing to do: a rank outside a new subgroup takes no part in making it.");
+#else
+  py::class_<tessera_torch::TesseraBackend, c10::intrusive_ptr<tessera_torch::TesseraBackend>>(
+      m, "TesseraBackend", py::module::import("torch._C._distributed_c10d").attr("ProcessGroup"));
+#endif
   m.attr("torch_version") = tessera_torch::CompiledTorchVersion();
   m.def("create_backend", &CreateBackend, py::arg("store"), py::arg("rank"), py::arg("size"),
         py::arg("timeout"), py::arg("name"), py::arg("global_ranks"),
