@@ -853,6 +853,50 @@ def case_sparse(c):
             torch.stack([sparse_input(r, torch.float32, 3).to_dense() for r in range(c.world)]).sum(0))
 
 
+def case_monitored_barrier(c):
+    """monitored_barrier passes when every rank calls it, and names the ranks that do not
+    (in a group of its own: a failed round leaves that group's ranks out of step); the
+    group's communicator is untouched by it."""
+    for wait_all in (False, True, False):
+        dist.monitored_barrier(timeout=COMM_TIMEOUT, wait_all_ranks=wait_all)
+    if c.world == 1:
+        return
+    short = datetime.timedelta(seconds=1)
+    for wait_all in (False, True):
+        group = dist.new_group(backend="tessera", timeout=COMM_TIMEOUT)
+        dist.monitored_barrier(group=group, timeout=COMM_TIMEOUT)
+        absent = [1, c.world - 1] if wait_all and c.world > 2 else [c.world - 1]
+        what = "monitored_barrier without rank%s %s (wait_all_ranks=%s)" % (
+            "s" if len(absent) > 1 else "", ", ".join(map(str, absent)), wait_all)
+        barrier = functools.partial(dist.monitored_barrier, group=group, timeout=short, wait_all_ranks=wait_all)
+        if c.rank == 0:
+            named = "Ranks %s" % ", ".join(map(str, absent)) if len(absent) > 1 else "Rank %d" % absent[0]
+            c.check_raises(what, "[Rank 0]: %s failed to pass monitoredBarrier in 1000 ms (rank %d: pid "
+                           % (named, absent[0]), barrier)
+        elif c.rank not in absent:
+            c.check_raises(what + " on rank %d" % c.rank, "rank 0 did not release it within 1000 ms", barrier)
+        t = make(torch.int32, c.rank)
+        dist.all_reduce(t, group=group)
+        c.check(what + ": the group works after it", t, reference("SUM", inputs_of_all(torch.int32, c.world)))
+        dist.destroy_process_group(group)
+
+
+def case_timeout(c):
+    """A collective that one rank never joins fails on the others within the group's
+    timeout, saying "timed out" (as Gloo's and NCCL's do) and naming that rank."""
+    if c.world == 1:
+        return
+    group = dist.new_group(backend="tessera", timeout=datetime.timedelta(seconds=2))
+    absent = c.world - 1
+    if c.rank != absent:
+        c.check_raises("all_reduce that rank %d skips" % absent, "timed out",
+                       lambda: dist.all_reduce(torch.ones(4), group=group))
+        c.check_raises("the error names rank %d" % absent, "[culprit: rank %d]" % absent,
+                       lambda: dist.all_reduce(torch.ones(4), group=group))
+    dist.barrier()
+    dist.destroy_process_group(group)
+
+
 def case_barrier(c):
     dist.barrier()
     start = time.monotonic()
@@ -1072,6 +1116,8 @@ CASES = [
     ("batch_isend_irecv", case_batch_isend_irecv),
     ("sparse", case_sparse),
     ("barrier", case_barrier),
+    ("monitored_barrier", case_monitored_barrier),
+    ("timeout", case_timeout),
     ("async", case_async),
     ("errors", case_errors),
     ("subgroups", case_subgroups),

@@ -84,6 +84,26 @@ def _create(options, pg_options=None):
     )
 
 
+def _monitored_barrier_on_1_13():
+    """torch 1.13's dist.monitored_barrier refuses every backend but Gloo before asking the
+    group; the tessera backend has one (over the group's store), so for a tessera group
+    this calls it, and hands any other group to torch's own function."""
+    from torch.distributed import distributed_c10d as c10d
+    torch_monitored_barrier = c10d.monitored_barrier
+
+    def monitored_barrier(group=c10d.GroupMember.WORLD, timeout=None, wait_all_ranks=False):
+        if c10d._rank_not_in_group(group) or dist.get_backend(group) != BACKEND:
+            return torch_monitored_barrier(group, timeout, wait_all_ranks)
+        if timeout is None:
+            timeout = c10d.default_pg_timeout
+        group_to_use = c10d._get_default_group() if group is None else group
+        return group_to_use.monitored_barrier(timeout, wait_all_ranks=wait_all_ranks)
+
+    monitored_barrier.__doc__ = torch_monitored_barrier.__doc__
+    c10d.monitored_barrier = monitored_barrier
+    dist.monitored_barrier = monitored_barrier
+
+
 def register():
     """Registers the backend "tessera" with torch.distributed (done on import; also the
     entry point torch 2.x calls for init_process_group("tessera") without the import)."""
@@ -97,3 +117,5 @@ def register():
 
 _fill_from_launcher()
 register()
+if not _TORCH_2:
+    _monitored_barrier_on_1_13()
