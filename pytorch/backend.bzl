@@ -12,31 +12,16 @@ and the filegroup :package_torch2 of these files (pytorch/torch2 goes on PYTHONP
 load("//third_party:torch2.bzl", "TORCH2_VENV")
 
 
-BACKEND_SRCS = [
-    "backend.cc",
-    "operation_queue.cc",
-    "sparse_allreduce.cc",
-    "store_barrier.cc",
-    "tensor_views.cc",
-]
-
-BACKEND_HDRS = [
-    "backend.h",
-    "operation_queue.h",
-    "sparse_allreduce.h",
-    "store_barrier.h",
-    "tensor_views.h",
-    "torch_api.h",
-]
-
+# Every .cc of pytorch/ but module.cc is the backend (pip's build_backend.py compiles
+# them all too), every .h its headers.
 def tessera_torch_package(name, torch_deps, torch_version_header, copts):
     """The package for one torch: `torch_deps` are the labels with its headers and
     libraries (and Python's and pybind11's), `torch_version_header` the header with its version, `copts` the language
     standard its headers need."""
     native.cc_library(
         name = "backend_" + name,
-        srcs = BACKEND_SRCS,
-        hdrs = BACKEND_HDRS,
+        srcs = native.glob(["*.cc"], exclude = ["module.cc"]),
+        hdrs = native.glob(["*.h"]),
         copts = copts,
         deps = ["//:tessera"] + torch_deps,
     )

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "pytorch/any_source.h"
 #include "pytorch/operation_queue.h"
 #include "pytorch/sparse_allreduce.h"
 #include "pytorch/store_barrier.h"
@@ -196,6 +197,7 @@ TesseraBackend::TesseraBackend(const GroupSpec& spec) : TesseraBackend(spec, Joi
 TesseraBackend::TesseraBackend(const GroupSpec& spec, tesseraComm_t comm)
     : TorchBackendBase(spec.rank, spec.size), spec_(spec) {
   queue_ = OperationQueue::Start(comm, Who(spec), spec.without_interpreter);
+  if (AnySourceMailbox::Enabled()) mailbox_ = std::make_unique<AnySourceMailbox>(spec.store, spec.rank, spec.size);
   init();
 }
 
@@ -212,7 +214,12 @@ c10::intrusive_ptr<c10d::Work> TesseraBackend::Post(c10d::OpType type, const std
     if (!p2p && type != kCoalescedOpType) ++sequence_;
     sequence = sequence_;
   }
-  auto work = c10::make_intrusive<TesseraWork>(rank_, type, std::move(outputs), queue_, sequence, spec_.timeout);
+  return Submit(c10::make_intrusive<TesseraWork>(rank_, type, std::move(outputs), queue_, sequence, spec_.timeout),
+                name, std::move(issue), std::move(finish), hold);
+}
+
+c10::intrusive_ptr<c10d::Work> TesseraBackend::Submit(c10::intrusive_ptr<TesseraWork> work, const std::string& name,
+                                                      Issue issue, Finish finish, bool hold) {
   queue_->Submit(Operation{name, std::move(issue), std::move(finish), work}, hold);
   return work;
 }
@@ -554,6 +561,7 @@ c10::intrusive_ptr<c10d::Work> TesseraBackend::send(std::vector<at::Tensor>& ten
   Issue issue = [=](tesseraComm_t c) {
     Ok(tesseraSend(CData(src), src.nbytes(), tesseraUint8, dst_rank, c, nullptr));
   };
+  if (mailbox_) mailbox_->Announce(dst_rank);
   return Post(c10d::OpType::SEND, "send to rank " + std::to_string(dst_rank), {t}, issue);
 }
 
@@ -567,14 +575,29 @@ c10::intrusive_ptr<c10d::Work> TesseraBackend::recv(std::vector<at::Tensor>& ten
   Issue issue = [=](tesseraComm_t c) {
     Ok(tesseraRecv(Data(dst), dst.nbytes(), tesseraUint8, src_rank, c, nullptr));
   };
+  if (mailbox_) mailbox_->Claim(src_rank);
   return Post(c10d::OpType::RECV, "recv from rank " + std::to_string(src_rank), {t}, issue,
                       [=](tesseraComm_t) { CopyBack(t, buffer); });
 }
 
-c10::intrusive_ptr<c10d::Work> TesseraBackend::recvAnysource(std::vector<at::Tensor>&, int) {
-  TORCH_CHECK(false,
-              "tessera does not offer recv from any source (recvAnysource): every receive names its peer, as in "
-              "NCCL; pass src to dist.recv");
+c10::intrusive_ptr<c10d::Work> TesseraBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  (void)tag;
+  TORCH_CHECK(mailbox_ != nullptr,
+              "tessera: recv from any source (dist.recv without src) needs TESSERA_TORCH_ANY_SOURCE=1 on every rank "
+              "of the group (each send then also posts its source to the store); or pass src");
+  at::Tensor t = SingleTensor(tensors, "recv");
+  Buffer buffer = ContiguousBuffer(t);
+  at::Tensor dst = buffer.tensor;
+  auto work = c10::make_intrusive<TesseraWork>(rank_, c10d::OpType::RECVANYSOURCE, std::vector<at::Tensor>{t},
+                                               queue_, 0, spec_.timeout);
+  AnySourceMailbox* mailbox = mailbox_.get();
+  TesseraWork* receiving = work.get();  // the operation holds the work: it outlives the issue
+  Issue issue = [=](tesseraComm_t c) {
+    const int source = mailbox->NextSource();
+    receiving->SetSourceRank(source);
+    Ok(tesseraRecv(Data(dst), dst.nbytes(), tesseraUint8, source, c, nullptr));
+  };
+  return Submit(work, "recv from any source", issue, [=](tesseraComm_t) { CopyBack(t, buffer); }, /*hold=*/true);
 }
 
 c10::intrusive_ptr<c10d::Work> TesseraBackend::barrier(const c10d::BarrierOptions&) {

@@ -26,8 +26,9 @@
 //    all_reduce also takes sparse COO tensors (SUM), as Gloo does.
 //  - monitored_barrier runs over the group's store, not the communicator: a rank that
 //    does not arrive is named, and the communicator stays usable.
-//  - recv from any source is not offered (every tessera receive names its peer, as in
-//    NCCL and MPI without a probe); it raises saying so.
+//  - recv from any source works with TESSERA_TORCH_ANY_SOURCE=1 on every rank, over a
+//    mailbox in the store that each send also writes to (any_source.h); without it, it
+//    raises saying so.
 #ifndef TESSERA_PYTORCH_BACKEND_H_
 #define TESSERA_PYTORCH_BACKEND_H_
 
@@ -44,7 +45,9 @@
 
 namespace tessera_torch {
 
+class AnySourceMailbox;
 class OperationQueue;
+class TesseraWork;
 
 // Everything a group is created from.
 struct GroupSpec {
@@ -159,11 +162,15 @@ class TesseraBackend : public TorchBackendBase {
   c10::intrusive_ptr<c10d::Work> Post(c10d::OpType type, const std::string& name, std::vector<at::Tensor> outputs,
                                       std::function<void(tesseraComm_t)> issue,
                                       std::function<void(tesseraComm_t)> finish = nullptr);
+  c10::intrusive_ptr<c10d::Work> Submit(c10::intrusive_ptr<TesseraWork> work, const std::string& name,
+                                        std::function<void(tesseraComm_t)> issue,
+                                        std::function<void(tesseraComm_t)> finish, bool hold);
   c10::intrusive_ptr<c10d::Work> EndCoalescing();
   c10::intrusive_ptr<c10d::Work> AllReduceSparse(at::Tensor& t, const c10d::AllreduceOptions& opts);
 
   GroupSpec spec_;
   std::shared_ptr<OperationQueue> queue_;
+  std::unique_ptr<AnySourceMailbox> mailbox_;  // TESSERA_TORCH_ANY_SOURCE=1 only
   std::mutex post_mu_;
   bool coalescing_ = false;         // between startCoalescing and endCoalescing
   uint64_t sequence_ = 0;           // collectives posted

@@ -88,6 +88,8 @@ def inputs_of_all(dtype, world, shape=SHAPE, salt=0, scale=1):
 
 
 TORCH_2 = int(torch.__version__.split(".")[0]) >= 2
+# Worlds 2 and 4 run with receives from any source on (the parent sets it), 1 and 3 without.
+ANY_SOURCE = os.environ.get("TESSERA_TORCH_ANY_SOURCE") == "1"
 
 
 def reduce_op(name, dtype=None, factor_as_tensor=False):
@@ -897,6 +899,54 @@ def case_timeout(c):
     dist.destroy_process_group(group)
 
 
+def case_any_source(c):
+    """dist.recv without src (TESSERA_TORCH_ANY_SOURCE=1): rank 0 receives one message from
+    every other rank, in whatever order they come, and learns each sender; specific
+    receives posted around them still get their own peer's messages."""
+    if not ANY_SOURCE or c.world == 1:
+        return
+    for round_ in range(2):
+        if c.rank == 0:
+            senders = []
+            for _ in range(c.world - 1):
+                t = torch.zeros(3, dtype=torch.int64)
+                sender = dist.recv(t)
+                senders.append(sender)
+                c.check("recv from any source got rank %d's tensor" % sender, t, torch.full((3,), sender * 10 + round_))
+            c.check_true("recv from any source heard every rank once", sorted(senders) == list(range(1, c.world)),
+                         str(senders))
+        else:
+            if c.rank % 2:
+                time.sleep(0.05 * c.rank)  # the order of arrival varies
+            dist.send(torch.full((3,), c.rank * 10 + round_, dtype=torch.int64), 0)
+        dist.barrier()  # no rank sends the next round's message before this round is received
+    # A specific receive from the last rank posted first, then any-source ones: the last
+    # rank sends twice; the any-source receives must leave it one message.
+    last = c.world - 1
+    if c.rank == 0:
+        mine = torch.zeros(1, dtype=torch.int64)
+        work = dist.irecv(mine, src=last)
+        got = []
+        for _ in range(c.world - 1):
+            t = torch.zeros(1, dtype=torch.int64)
+            got.append((dist.recv(t), int(t)))
+        work.wait()
+        c.check("specific receive beside any-source ones", mine, torch.tensor([last * 100]))
+        c.check_true("any-source receives took the rest", sorted(got) == sorted(
+            [(r, r * 100 + (1 if r == last else 0)) for r in range(1, c.world)]), str(got))
+    else:
+        dist.send(torch.tensor([c.rank * 100]), 0)
+        if c.rank == last:
+            dist.send(torch.tensor([c.rank * 100 + 1]), 0)
+    dist.barrier()
+    if c.rank in (0, last):
+        work = dist.irecv(torch.zeros(1)) if c.rank == 0 else dist.isend(torch.ones(1), 0)
+        work.wait()
+        if c.rank == 0:
+            c.check_true("irecv from any source says its sender", work._source_rank() == last,
+                         str(work._source_rank()))
+
+
 def case_barrier(c):
     dist.barrier()
     start = time.monotonic()
@@ -994,13 +1044,11 @@ def case_errors(c):
                    lambda: dist.all_reduce(torch.ones(4).to_sparse(), op=dist.ReduceOp.MAX))
     # torch's dispatcher refuses sparse tensors for every collective but all_reduce.
     c.check_raises("broadcast sparse", None, lambda: dist.broadcast(torch.ones(4).to_sparse(), 0))
-    c.check_raises("recv from any source", "does not offer recv from any source",
-                   lambda: dist.recv(torch.zeros(4)))
-    c.check_raises("irecv from any source", "does not offer recv from any source",
-                   lambda: dist.irecv(torch.zeros(4)))
+    if not ANY_SOURCE:
+        for what, fn in (("recv", dist.recv), ("irecv", dist.irecv)):
+            c.check_raises(what + " from any source without the setting", "needs TESSERA_TORCH_ANY_SOURCE=1",
+                           lambda: fn(torch.zeros(4)))
     pg = dist.distributed_c10d._get_default_group()
-    c.check_raises("ProcessGroup.recv_anysource", "does not offer recv from any source",
-                   lambda: pg.recv_anysource([torch.zeros(4)], 0))
     c.check_raises("broadcast from a root outside the group", "is not a rank of this group",
                    lambda: pg.broadcast([torch.zeros(4)], _broadcast_opts(c.world)))
     t = torch.ones(2)
@@ -1115,6 +1163,7 @@ CASES = [
     ("isend_irecv", case_isend_irecv),
     ("batch_isend_irecv", case_batch_isend_irecv),
     ("sparse", case_sparse),
+    ("any_source", case_any_source),
     ("barrier", case_barrier),
     ("monitored_barrier", case_monitored_barrier),
     ("timeout", case_timeout),
@@ -1163,7 +1212,8 @@ class CollectivesTest(unittest.TestCase):
     def run_world(self, world):
         start = time.monotonic()
         cases = os.environ.get("COLLECTIVES_TEST_CASES", "all").split(",")
-        results = run_ranks(world, os.path.abspath(__file__), cases[0], cases[1:], timeout=LAUNCH_TIMEOUT_S)
+        env = {"TESSERA_TORCH_ANY_SOURCE": "1"} if world % 2 == 0 else {}
+        results = run_ranks(world, os.path.abspath(__file__), cases[0], cases[1:], timeout=LAUNCH_TIMEOUT_S, env=env)
         report = "\n".join(repr(r) for r in results)
         print("world %d: %.1f s" % (world, time.monotonic() - start), file=sys.stderr)
         for r in results:

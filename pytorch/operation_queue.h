@@ -55,6 +55,9 @@ class TesseraWork : public c10d::Work {
   bool wait(std::chrono::milliseconds timeout) override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   std::vector<at::Tensor> result() override { return outputs_; }
+  // The peer a receive from any source took its message from (group rank), else -1.
+  int sourceRank() const override { return source_rank_; }
+  void SetSourceRank(int rank) { source_rank_ = rank; }
 #if TESSERA_TORCH_2
   uint64_t getSequencenumber() const override { return sequence_; }
   std::chrono::milliseconds getTimeout() const override { return timeout_; }
@@ -75,6 +78,7 @@ class TesseraWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   const uint64_t sequence_;
   const std::chrono::milliseconds timeout_;
+  std::atomic<int> source_rank_{-1};
 };
 
 // Thrown by Ok() when a tessera call fails; the worker turns it into the RuntimeError
