@@ -163,6 +163,21 @@ new_namespace() {
   ip netns exec "$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
 }
 
+# Every namespace of the cluster resolves the hosts' names (PREFIX-h1..) to their
+# addresses, as a cluster's DNS would: `ip netns exec` puts /etc/netns/NS/hosts in place
+# of /etc/hosts (programs such as torchrun's rendezvous look their own hostname up).
+write_hosts_files() {
+  local ns i
+  for ns in "$(launcher_ns)" $(for ((i = 1; i <= $1; i++)); do host_ns "${i}"; done); do
+    mkdir -p "/etc/netns/${ns}"
+    {
+      echo "127.0.0.1 localhost"
+      for ((i = 1; i <= $1; i++)); do echo "${PREFIX_BASE}.${i} $(host_ns "${i}")"; done
+      echo "${PREFIX_BASE}.${LAUNCHER_OCTET} $(launcher_ns)"
+    } >"/etc/netns/${ns}/hosts"
+  done
+}
+
 cmd_up() {
   local hosts="" subnet="10.99.0.0/24"
   RATE=2gbit
@@ -224,6 +239,7 @@ cmd_up() {
   # The launcher: mpirun's namespace, on the bridge, unshaped (it carries control only).
   new_namespace "$(launcher_ns)"
   add_port launcher "$(launcher_ns)" "${PREFIX_BASE}.${LAUNCHER_OCTET}"
+  write_hosts_files "${hosts}"
 
   cat >"${dir}/cluster.conf" <<EOF
 HOSTS=${hosts}
@@ -273,6 +289,8 @@ cmd_down() {
     stop_processes_in "${ns}"
     ip netns del "${ns}"
   done
+  rm -rf /etc/netns/"${NAME}"-{switch,launcher} /etc/netns/"${NAME}"-h[0-9]*
+  rmdir /etc/netns 2>/dev/null || true
   rm -rf "$(state_dir)"
   rmdir "${STATE_ROOT}" 2>/dev/null || true
   left="$(existing_namespaces)"
