@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """bench/torch_all_reduce.py: torch.distributed.all_reduce on tessera beside Gloo, in one job.
 
 Every rank runs this script (mpirun, torchrun, or tools/cluster/cluster.sh run). The
@@ -17,14 +17,14 @@ Gloo's, and time ratios.
 
   # 2 ranks on this host (env:// through MASTER_ADDR / MASTER_PORT):
   mpirun --allow-run-as-root -np 2 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29511 \\
-      /usr/bin/python3 bench/torch_all_reduce.py -b 8 -e 64M -f 4
+      python3 bench/torch_all_reduce.py -b 8 -e 64M -f 4
   # 2 x 2 emulated hosts (the ranks meet through a file store in the run's directory):
   bash tools/cluster/cluster.sh up --hosts 2 --rate 2gbit
   bash tools/cluster/cluster.sh run --hosts 2 --ranks-per-host 2 -x GLOO_SOCKET_IFNAME=eth0 \\
-      -- /usr/bin/python3 bench/torch_all_reduce.py -b 8 -e 64M -f 4
+      -- python3 bench/torch_all_reduce.py -b 8 -e 64M -f 4
 
-Needs tessera_torch importable (bazel build //pytorch:tessera_torch && bash
-pytorch/install.sh).
+python3: a Python whose torch has tessera_torch (pip install ./pytorch, docs/pytorch.md),
+torch 2.x or Debian's 1.13.
 """
 import argparse
 import datetime

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """bench/torch_ddp_resnet50.py: torchvision ResNet-50 under DistributedDataParallel, tessera
 beside Gloo in one job.
 
@@ -17,7 +17,7 @@ cores are all computing, that includes the processor time the communication take
 the computation). The first --warmup pairs are not timed.
 
   mpirun --allow-run-as-root -np 2 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29512 \\
-      /usr/bin/python3 bench/torch_ddp_resnet50.py --batch 8 --steps 6
+      python3 bench/torch_ddp_resnet50.py --batch 8 --steps 6
 """
 import argparse
 import datetime

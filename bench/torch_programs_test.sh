@@ -1,8 +1,10 @@
 #!/bin/bash
-# Runs the two PyTorch benchmarks for real on a tiny budget, so that they keep working:
+# Runs the PyTorch benchmarks for real on a tiny budget, so that they keep working:
 # torch_all_reduce.py (mpirun -np 2, 8 B-64 KiB: both tables complete, no wrong element,
 # the summary row for every size) and torch_ddp_resnet50.py (mpirun -np 2, ResNet-50 at
-# 32x32, batch 2, 1 step per phase: a line per backend). Figures are not checked: the
+# 32x32, batch 2, 1 step per phase: a line per backend), and on torch 2.x
+# torch_fsdp_step.py (mpirun -np 2, a one-layer transformer, 2 steps: a row per backend
+# and their ratio). Figures are not checked: the
 # measurements are in docs/pytorch.md. Every run is bounded by `timeout`.
 # Usage (from Bazel): torch_programs_test.sh PYTHON PACKAGE_DIR
 #   PYTHON: the Python of one torch; PACKAGE_DIR: the tessera_torch built for it
@@ -43,6 +45,17 @@ mpi 240 "${root}/bench/torch_ddp_resnet50.py" --batch 2 --image 32 --steps 1 --w
 for backend in tessera gloo; do
   grep -qE "^  ${backend} +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+%" "$OUT/ddp" || fail "no ${backend} row"
 done
+
+# FSDP2 is torch 2.x's.
+if "${python}" -c 'import sys, torch; sys.exit(int(torch.__version__.split(".")[0]) < 2)' 2>/dev/null; then
+  mpi 240 "${root}/bench/torch_fsdp_step.py" --layers 1 --width 64 --seq 8 --steps 2 --warmup 1 \
+    >"$OUT/fsdp" 2>"$OUT/fsdp.err" || fail "torch_fsdp_step.py exited $?: $(tail -5 "$OUT/fsdp.err")"
+  for backend in tessera gloo; do
+    grep -qE "^  ${backend} +[0-9.]+ +[0-9.]+$" "$OUT/fsdp" || fail "no ${backend} FSDP row"
+  done
+  grep -q "^# tessera / gloo median step: [0-9.]*$" "$OUT/fsdp" || fail "no FSDP ratio"
+  cat "$OUT/fsdp"
+fi
 
 cat "$OUT/allreduce" "$OUT/ddp"
 rm -rf "$OUT"
