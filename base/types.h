@@ -12,7 +12,7 @@ enum class DataType : int {
 };
 constexpr int kNumDataTypes = 12;
 
-// float16 and bfloat16: reduced through float32 (see collectives/elementwise.h).
+// float16 and bfloat16: reduced through float32 (see elementwise/elementwise.h).
 inline bool IsHalf(DataType t) { return t == DataType::kFloat16 || t == DataType::kBfloat16; }
 
 enum class RedOp : int { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4 };

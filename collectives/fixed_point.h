@@ -34,7 +34,7 @@
 #include <cstdint>
 
 #include "base/types.h"
-#include "collectives/simd_isa.h"
+#include "elementwise/simd_isa.h"
 #include "transport/transport.h"
 
 namespace tessera {

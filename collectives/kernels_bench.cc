@@ -33,9 +33,9 @@
 #include <vector>
 
 #include "base/types.h"
-#include "collectives/elementwise.h"
 #include "collectives/fixed_point.h"
-#include "collectives/reduce_kernels.h"
+#include "elementwise/elementwise.h"
+#include "elementwise/reduce_kernels.h"
 
 #include <immintrin.h>
 #include <unistd.h>

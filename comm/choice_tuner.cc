@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "collectives/reduce_kernels.h"
+#include "elementwise/reduce_kernels.h"
 
 namespace tessera {
 

@@ -9,7 +9,7 @@
 
 #include "base/hash.h"
 #include "collectives/algorithms.h"
-#include "collectives/reduce_kernels.h"
+#include "elementwise/reduce_kernels.h"
 #include "collectives/ring_allreduce.h"
 #include "collectives/ring_pattern.h"
 #include "collectives/topology_allreduce.h"

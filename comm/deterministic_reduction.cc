@@ -5,7 +5,7 @@
 #include <string>
 
 #include "collectives/fixed_point.h"
-#include "collectives/reduce_kernels.h"
+#include "elementwise/reduce_kernels.h"
 
 namespace tessera {
 namespace {

@@ -5,9 +5,9 @@
 #include <memory>
 #include <string>
 
-#include "collectives/elementwise.h"
+#include "elementwise/elementwise.h"
 #include "collectives/fixed_point.h"
-#include "collectives/reduce_kernels.h"
+#include "elementwise/reduce_kernels.h"
 #include "comm/deterministic_reduction.h"
 
 namespace tessera {
