@@ -10,30 +10,22 @@
 #include <string>
 #include <vector>
 
+#include "base/types.h"
 #include "collectives/collective.h"
 #include "collectives/cost_model.h"
 
 namespace tessera {
 
-enum class Collective { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAlltoAll, kGather, kScatter };
-constexpr int kNumCollectives = 8;
-
-// "allreduce", "broadcast", "reduce", "allgather", "reduce-scatter", "alltoall",
-// "gather", "scatter".
-const char* CollectiveName(Collective c);
-// The collective CollectiveName calls `name`; false when there is none.
-bool CollectiveByName(const std::string& name, Collective* out);
-
 // The size that predictions of `c` take: the whole buffer of p blocks for allgather (its
 // result), reduce-scatter (its input), alltoall, gather and scatter, whose `count` is
 // one block; count * elem_size for the others.
-size_t PredictedBytes(Collective c, int nranks, size_t count, size_t elem_size);
+size_t PredictedBytes(OpKind c, int nranks, size_t count, size_t elem_size);
 
 // Which of the context's grids a schedule runs on; logs show that grid's X x Y.
 enum class GridUse { kNone, kHost, kTorus };
 
 struct AlgorithmInfo {
-  Collective collective;
+  OpKind collective;
   // Unique within the collective: TESSERA_ALGO forces the row by it, and
   // tesseraAllReduceAlgorithm answers it.
   const char* name;
@@ -77,12 +69,12 @@ constexpr double kPipelinedPreference = 0.05;
 constexpr size_t kPipelinedFromBlockBytes = 32 << 10;
 
 // The rows of one collective, in the order selection walks them (first wins a tie).
-const std::vector<AlgorithmInfo>& AlgorithmsOf(Collective c);
+const std::vector<AlgorithmInfo>& AlgorithmsOf(OpKind c);
 // The row of `c` named `name`, or null.
-const AlgorithmInfo* FindAlgorithm(Collective c, const std::string& name);
+const AlgorithmInfo* FindAlgorithm(OpKind c, const std::string& name);
 // The row's prediction, or a negative value when it does not apply to the shape (or
 // there is no such row).
-double PredictSeconds(Collective c, const std::string& name, const CostModel& m, const Shape& s, size_t bytes);
+double PredictSeconds(OpKind c, const std::string& name, const CostModel& m, const Shape& s, size_t bytes);
 
 // TESSERA_ALGO: "auto" or the name of an allreduce algorithm; InvalidArgument listing
 // the names otherwise. The other collectives' rows answer to some of those names
@@ -108,7 +100,7 @@ struct Selection {
 // Text is built only when `why` is not null: then it says "forced by TESSERA_ALGO", or
 // lists every candidate's prediction (and, for a forced name that does not apply here,
 // says so first).
-Selection SelectAlgorithm(Collective c, const std::string& forced, const CostModel& m, const Shape& s, size_t bytes,
+Selection SelectAlgorithm(OpKind c, const std::string& forced, const CostModel& m, const Shape& s, size_t bytes,
                           std::string* why = nullptr);
 
 // How far above the best prediction an automatic row may be predicted and still be
@@ -119,7 +111,7 @@ constexpr double kContenderSpread = 3.0;
 
 // The automatic rows of `c` that apply to the shape and are predicted within
 // kContenderSpread of the fastest for `bytes`, in table order.
-std::vector<const AlgorithmInfo*> Contenders(Collective c, const CostModel& m, const Shape& s, size_t bytes);
+std::vector<const AlgorithmInfo*> Contenders(OpKind c, const CostModel& m, const Shape& s, size_t bytes);
 
 }  // namespace tessera
 

@@ -29,7 +29,7 @@ struct LinkCost {
 // formulas stay within about 20% of what schedules take; where two are closer than
 // that, only measuring tells them apart.
 struct MeasuredChoice {
-  std::string collective;  // CollectiveName: "allreduce", ...
+  std::string collective;  // OpName: "allreduce", ...
   int hosts = 0;
   int per_host = 0;
   size_t from_bytes = 0;

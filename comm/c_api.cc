@@ -385,9 +385,7 @@ Status ValidateOperation(tesseraComm* comm, const Operation& op, tesseraStream_t
     return InvalidArgument("op " + std::to_string(op.op) + " is not a tesseraRedOp_t");
   }
   TESSERA_RETURN_IF_ERROR(tessera::DevicePath::CheckStream(stream));
-  const bool rooted = op.kind == OpKind::kBroadcast || op.kind == OpKind::kReduce || op.kind == OpKind::kGather ||
-                      op.kind == OpKind::kScatter;
-  if (rooted && (op.root < 0 || op.root >= comm->nranks)) {
+  if (tessera::IsRooted(op.kind) && (op.root < 0 || op.root >= comm->nranks)) {
     return InvalidArgument("root " + std::to_string(op.root) + " is not in [0, " + std::to_string(comm->nranks) + ")");
   }
   if (tessera::IsPointToPoint(op.kind) && (op.peer < 0 || op.peer >= comm->nranks)) {
@@ -860,7 +858,7 @@ const char* tesseraAllReduceAlgorithm(tesseraComm_t comm, size_t count, tesseraD
   // The bytes the host path moves: half types widened unless TESSERA_HALF_WIRE=half.
   const tessera::DataType t = static_cast<tessera::DataType>(datatype);
   const tessera::Executor& executor = comm->impl()->executor();
-  return executor.Choose(tessera::Collective::kAllReduce, count * executor.WireElementSize(t)).algo->name;
+  return executor.Choose(tessera::OpKind::kAllReduce, count * executor.WireElementSize(t)).algo->name;
 }
 
 tesseraResult_t tesseraBroadcast(const void* sendbuff, void* recvbuff, size_t count, tesseraDataType_t datatype,

@@ -58,9 +58,9 @@ class ChoiceTuner {
   };
 
   // What this call of `c` on `bytes` (PredictedBytes) runs.
-  Pick Next(Collective c, size_t bytes, const CostModel& m, const Shape& s);
+  Pick Next(OpKind c, size_t bytes, const CostModel& m, const Shape& s);
   // The winner for `c` on `bytes`, or null while undecided or not measured.
-  const AlgorithmInfo* Winner(Collective c, size_t bytes) const;
+  const AlgorithmInfo* Winner(OpKind c, size_t bytes) const;
   // Records this rank's time for the call Next returned `pick` for; after the size's
   // last call, agrees with every rank over `ctx` and decides. `decided` (may be null)
   // gets the decision's text when it was made in this call.
@@ -74,7 +74,7 @@ class ChoiceTuner {
 
  private:
   struct Size {
-    Collective collective;
+    OpKind collective;
     size_t bytes;
     std::vector<const AlgorithmInfo*> contenders;
     int calls = 0;                // turn t = calls / turn_calls_ ran contender t % contenders.size()

@@ -376,7 +376,7 @@ class FreshPolls {
 // one that connects the links.
 Status TimeCalls(const CollectiveContext& ctx, const char* algo, const CollectiveArgs& args, int calls,
                  double* seconds) {
-  const AlgorithmInfo* info = FindAlgorithm(Collective::kAllReduce, algo);
+  const AlgorithmInfo* info = FindAlgorithm(OpKind::kAllReduce, algo);
   if (info == nullptr) return InternalError(std::string("the probe's algorithm ") + algo + " is not in the table");
   FreshPolls fresh(ctx.exchange.progress);
   TESSERA_RETURN_IF_ERROR(info->run(ctx, args));

@@ -66,7 +66,7 @@ Status AgreeOnKeys(size_t in_count, GridCall* g) {
     args.reducer.typed = true;
     args.reducer.type = DataType::kInt32;
     args.reducer.op = RedOp::kMax;
-    TESSERA_RETURN_IF_ERROR(g->site.dispatch(Collective::kAllReduce, args).Annotate("agreeing on the grid"));
+    TESSERA_RETURN_IF_ERROR(g->site.dispatch(OpKind::kAllReduce, args).Annotate("agreeing on the grid"));
   }
   const int64_t contributions = static_cast<int64_t>(g->keys.back()) * g->site.nranks;
   if (contributions > kMaxGridContributions) {
@@ -78,7 +78,7 @@ Status AgreeOnKeys(size_t in_count, GridCall* g) {
 }
 
 // The model's seconds for `bytes` of `c` under auto.
-double Predict(const GridCall& g, Collective c, size_t bytes) {
+double Predict(const GridCall& g, OpKind c, size_t bytes) {
   return SelectAlgorithm(c, "auto", *g.site.model, *g.site.shape, bytes).predicted_s;
 }
 
@@ -89,9 +89,9 @@ struct KeyedSeconds {
 };
 KeyedSeconds PredictKeyed(const GridCall& g, size_t n) {
   const size_t p = static_cast<size_t>(g.site.nranks), block = (n + p - 1) / p;
-  return {Predict(g, Collective::kAllReduce, n * g.wb()),
-          Predict(g, Collective::kReduceScatter, block * p * g.wb()) +
-              Predict(g, Collective::kAllGather, block * p * g.es())};
+  return {Predict(g, OpKind::kAllReduce, n * g.wb()),
+          Predict(g, OpKind::kReduceScatter, block * p * g.wb()) +
+              Predict(g, OpKind::kAllGather, block * p * g.es())};
 }
 
 // Whether an allreduce segment of n elements runs as reduce-scatter + allgather.
@@ -109,7 +109,7 @@ Status AllReduceSegment(GridCall& g, size_t first, size_t n) {
   g.ToGridAll(first, n, g.wire.data());
   CollectiveArgs args;
   TESSERA_RETURN_IF_ERROR(WireArgs(g, g.wire.data(), g.wire.data(), n, &args));
-  TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAllReduce, args));
+  TESSERA_RETURN_IF_ERROR(g.site.dispatch(OpKind::kAllReduce, args));
   char* result = static_cast<char*>(g.op.recv) + first * g.es();
   FromGrid(g.op.type, g.wire.data(), n, first, g.keys.data(), result);
   return g.Finish(result, n);
@@ -125,7 +125,7 @@ Status SplitSegment(GridCall& g, size_t first, size_t n) {
   std::memset(g.wire_at(n), 0, (padded - n) * g.wb());
   CollectiveArgs rs;
   TESSERA_RETURN_IF_ERROR(WireArgs(g, g.wire.data(), g.wire_at(r * b), b, &rs));
-  TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kReduceScatter, rs));
+  TESSERA_RETURN_IF_ERROR(g.site.dispatch(OpKind::kReduceScatter, rs));
   char* result = static_cast<char*>(g.op.recv) + first * g.es();
   char* gathered = padded == n ? result : g.out.data();
   const size_t mine = std::min(b, n - std::min(n, r * b));  // this rank's elements before the padding
@@ -137,7 +137,7 @@ Status SplitSegment(GridCall& g, size_t first, size_t n) {
   ag.recv = gathered;
   ag.count = b;
   ag.elem_size = g.es();
-  TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAllGather, ag));
+  TESSERA_RETURN_IF_ERROR(g.site.dispatch(OpKind::kAllGather, ag));
   if (gathered != result) std::memcpy(result, gathered, n * g.es());
   return Status::Ok();
 }
@@ -165,12 +165,12 @@ AllReducePlan ChooseAllReducePlan(const GridCall& g) {
   if (g.site.settings->algo != "auto") return AllReducePlan::kKeyed;
   const size_t count = g.op.count, es = g.es();
   auto summed = [&](size_t bytes) { return static_cast<double>(bytes) * g.site.model->gamma; };  // read once
-  const double gather = Predict(g, Collective::kAllGather, count * p * es) + summed(count * p * es);
+  const double gather = Predict(g, OpKind::kAllGather, count * p * es) + summed(count * p * es);
   const KeyedSeconds run = PredictKeyed(g, count);
-  const double keyed = Predict(g, Collective::kAllReduce, 4 * (GridBlocks(count) + 1)) + std::min(run.whole, run.split);
+  const double keyed = Predict(g, OpKind::kAllReduce, 4 * (GridBlocks(count) + 1)) + std::min(run.whole, run.split);
   if (count >= p * kGridBlock) {  // at least one whole exchange
-    const double exchange = Predict(g, Collective::kAlltoAll, count * es) +
-                            Predict(g, Collective::kAllGather, count * es) + summed(count * es);
+    const double exchange = Predict(g, OpKind::kAlltoAll, count * es) +
+                            Predict(g, OpKind::kAllGather, count * es) + summed(count * es);
     if (exchange < std::min(gather, keyed)) return AllReducePlan::kExchange;
   }
   return gather < keyed ? AllReducePlan::kGather : AllReducePlan::kKeyed;
@@ -192,7 +192,7 @@ Status GatherAllReduce(GridCall& g, size_t begin, size_t end) {
     ag.recv = gathered.data();
     ag.count = n;
     ag.elem_size = es;
-    TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAllGather, ag));
+    TESSERA_RETURN_IF_ERROR(g.site.dispatch(OpKind::kAllGather, ag));
     for (size_t j = 0; j < p; ++j) inputs[j] = gathered.data() + j * n * es;
     char* result = static_cast<char*>(g.op.recv) + first * es;
     GridSum(g.op.type, inputs.data(), p, n, result);
@@ -226,13 +226,13 @@ Status SumBlockOfEveryRank(GridCall& g, size_t first, size_t b, bool pairs, Scra
     args.count = b / kGridBlock;
     GridPairReducer(g.op.type, &args.reducer);
     args.elem_size = args.reducer.elem_size;
-    return g.site.dispatch(Collective::kReduceScatter, args);
+    return g.site.dispatch(OpKind::kReduceScatter, args);
   }
   args.recv = blocks.data();
   args.count = b;
   args.elem_size = es;
   args.skip_own_block = true;
-  TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAlltoAll, args));
+  TESSERA_RETURN_IF_ERROR(g.site.dispatch(OpKind::kAlltoAll, args));
   std::vector<const void*> inputs(p);
   for (size_t j = 0; j < p; ++j) inputs[j] = j == r ? g.input(0, first + r * b) : blocks.data() + j * b * es;
   GridSum(g.op.type, inputs.data(), p, b, mine);
@@ -258,7 +258,7 @@ Status ExchangeAllReduce(GridCall& g) {
     ag.recv = recv + first * es;
     ag.count = b;
     ag.elem_size = es;
-    TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAllGather, ag));
+    TESSERA_RETURN_IF_ERROR(g.site.dispatch(OpKind::kAllGather, ag));
   }
   return whole < count ? GatherAllReduce(g, whole, count) : Status::Ok();
 }
@@ -285,7 +285,7 @@ Status GridReduce(GridCall& g) {
     g.ToGridAll(first, n, g.wire.data());
     CollectiveArgs args;
     TESSERA_RETURN_IF_ERROR(WireArgs(g, g.wire.data(), g.wire.data(), n, &args));
-    TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kReduce, args));
+    TESSERA_RETURN_IF_ERROR(g.site.dispatch(OpKind::kReduce, args));
     if (!root) continue;
     char* result = static_cast<char*>(g.op.recv) + first * g.es();
     FromGrid(g.op.type, g.wire.data(), n, first, g.keys.data(), result);
@@ -306,7 +306,7 @@ Status GridReduceScatter(GridCall& g) {
     for (size_t j = 0; j < p; ++j) g.ToGridAll(j * count + off, n, g.wire_at(j * n));
     CollectiveArgs args;
     TESSERA_RETURN_IF_ERROR(WireArgs(g, g.wire.data(), g.wire_at(r * n), n, &args));
-    TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kReduceScatter, args));
+    TESSERA_RETURN_IF_ERROR(g.site.dispatch(OpKind::kReduceScatter, args));
     char* result = static_cast<char*>(g.op.recv) + off * g.es();
     FromGrid(g.op.type, g.wire_at(r * n), n, r * count + off, g.keys.data(), result);
     TESSERA_RETURN_IF_ERROR(g.Finish(result, n));

@@ -52,7 +52,7 @@ struct GridReductionSite {
   const CostModel* model = nullptr;
   const Shape* shape = nullptr;
   // Runs collective `c` through the algorithm table, as the executor runs any call.
-  std::function<Status(Collective c, const CollectiveArgs& args)> dispatch;
+  std::function<Status(OpKind c, const CollectiveArgs& args)> dispatch;
 };
 
 // Whether deterministic mode changes how `op` runs: an allreduce, reduce or

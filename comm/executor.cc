@@ -13,23 +13,6 @@
 namespace tessera {
 namespace {
 
-// The collective of an operation that is not a send or a receive.
-Collective CollectiveOf(OpKind kind) {
-  switch (kind) {
-    case OpKind::kAllReduce: return Collective::kAllReduce;
-    case OpKind::kBroadcast: return Collective::kBroadcast;
-    case OpKind::kReduce: return Collective::kReduce;
-    case OpKind::kAllGather: return Collective::kAllGather;
-    case OpKind::kReduceScatter: return Collective::kReduceScatter;
-    case OpKind::kAlltoAll: return Collective::kAlltoAll;
-    case OpKind::kGather: return Collective::kGather;
-    case OpKind::kScatter: return Collective::kScatter;
-    case OpKind::kSend:
-    case OpKind::kRecv: break;
-  }
-  return Collective::kAllReduce;  // not reached: sends and receives never get here
-}
-
 [[gnu::cold, gnu::noinline]] Status UnsupportedReductionType(DataType type) {
   return InvalidArgument(std::string("datatype ") + DataTypeName(type) + " is not supported by reductions");
 }
@@ -149,8 +132,8 @@ Status CheckDeviceReduction(const Operation& op, const ReductionTerms& t, bool d
 }
 
 // What a reduction's errors are annotated with: the collective, and whether on the device.
-std::string ReductionWhere(Collective c, bool on_device) {
-  return std::string(CollectiveName(c)) + (on_device ? " (device)" : "");
+std::string ReductionWhere(OpKind c, bool on_device) {
+  return std::string(OpName(c)) + (on_device ? " (device)" : "");
 }
 
 // After the algorithm, where this rank has a result: avg's division, and a widened result
@@ -167,7 +150,7 @@ Status FinishReduction(const Operation& op, const ReductionTerms& t, const Colle
 // first for PreMulSum, each in the call's type) summed on the grid, the collectives
 // running through `dispatch`. Host memory.
 Status RunOnGrid(const Operation& op, const ReductionTerms& t, const ExecutionSite& site, const CollectiveContext& ctx,
-                 ElementwiseOps& elementwise, const std::function<Status(Collective, const CollectiveArgs&)>& dispatch) {
+                 ElementwiseOps& elementwise, const std::function<Status(OpKind, const CollectiveArgs&)>& dispatch) {
   std::vector<const void*> inputs = op.parts.empty() ? std::vector<const void*>{op.send} : op.parts;
   std::vector<Scratch> scaled(t.custom ? inputs.size() : 0);
   if (t.custom) {
@@ -214,7 +197,7 @@ Executor::Executor(ExecutionSite site)
   widens_half_ = s.half_wire != "half";
 }
 
-Selection Executor::Choose(Collective c, size_t bytes) const {
+Selection Executor::Choose(OpKind c, size_t bytes) const {
   if (const AlgorithmInfo* a = tunes_ ? tuner_.Winner(c, bytes) : nullptr) {
     return Selection{a, a->predict(*site_.model, *site_.shape, bytes)};
   }
@@ -296,10 +279,7 @@ void Executor::StampCollective(const Operation& op) {
   stamp_.type = static_cast<uint8_t>(op.type);
   if (IsReduction(op.kind)) stamp_.op = static_cast<uint8_t>(op.op < kNumRedOps ? op.op : kNumRedOps);
   if (!op.parts.empty()) stamp_.flags = kStampParts;
-  if (op.kind == OpKind::kBroadcast || op.kind == OpKind::kReduce || op.kind == OpKind::kGather ||
-      op.kind == OpKind::kScatter) {
-    stamp_.root = op.root;
-  }
+  if (IsRooted(op.kind)) stamp_.root = op.root;
 }
 
 Status Executor::RunOne(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise,
@@ -324,7 +304,7 @@ Status Executor::RunOne(const Operation& op, const CollectiveContext& ctx, Eleme
     TESSERA_RETURN_IF_ERROR(LocalCopy(ctx, input.data(), op.send, bytes));
     args.send = input.data();
   }
-  return Dispatch(CollectiveOf(op.kind), ctx, args, on_device);
+  return Dispatch(op.kind, ctx, args, on_device);
 }
 
 // Reductions, one front end for both paths: the operator, the type and the path decide
@@ -342,12 +322,12 @@ Status Executor::RunReduction(const Operation& op, const CollectiveContext& ctx,
   CollectiveArgs args;
   TESSERA_RETURN_IF_ERROR(ReductionArgs(op, t, &args));
   if (op.count == 0) return Status::Ok();
-  const Collective c = CollectiveOf(op.kind);
+  const OpKind c = op.kind;
   if (on_device) {
     TESSERA_RETURN_IF_ERROR(CheckDeviceReduction(op, t, deterministic).Annotate(ReductionWhere(c, on_device)));
   }
   if (deterministic && ReducesOnGrid(op, t.base, t.custom)) {
-    const auto dispatch = [&](Collective collective, const CollectiveArgs& a) {
+    const auto dispatch = [&](OpKind collective, const CollectiveArgs& a) {
       return Dispatch(collective, ctx, a, false);
     };
     return RunOnGrid(op, t, site_, ctx, elementwise, dispatch).Annotate(ReductionWhere(c, on_device));
@@ -368,7 +348,7 @@ Status Executor::RunReduction(const Operation& op, const CollectiveContext& ctx,
 // pool, no zero-fill, or the device): widened, scaled, made canonical or combined from
 // parts (PrepareInputs); a widened result is narrowed into the call's buffer. Apart
 // from RunReduction so that the usual call makes none of its three scratch buffers.
-Status Executor::RunPrepared(Collective c, const Operation& op, const ReductionTerms& t, const CollectiveContext& ctx,
+Status Executor::RunPrepared(OpKind c, const Operation& op, const ReductionTerms& t, const CollectiveContext& ctx,
                              ElementwiseOps& elementwise, bool on_device, CollectiveArgs args) {
   Scratch in_buf, part_buf, out_buf;
   Status s = PrepareInputs(op, t, *site_.premulsum, ctx, elementwise, args.reducer, &in_buf, &part_buf, &args.send);
@@ -399,7 +379,7 @@ Status Executor::RunWidenedInSegments(const Operation& op, size_t segment, const
   return Status::Ok();
 }
 
-Selection Executor::CachedChoice(Collective c, size_t bytes) {
+Selection Executor::CachedChoice(OpKind c, size_t bytes) {
   for (const Choice& k : choices_) {
     if (k.selection.algo != nullptr && k.collective == c && k.bytes == bytes) return k.selection;
   }
@@ -412,7 +392,7 @@ Selection Executor::CachedChoice(Collective c, size_t bytes) {
 // and the shape agree, and so do the tuner's measurements). The choice is logged at
 // INFO with every candidate's prediction (the text is built only then) and names the
 // operation in the trace.
-Status Executor::Dispatch(Collective c, const CollectiveContext& ctx, const CollectiveArgs& args, bool on_device) {
+Status Executor::Dispatch(OpKind c, const CollectiveContext& ctx, const CollectiveArgs& args, bool on_device) {
   const size_t bytes = PredictedBytes(c, site_.nranks, args.count, args.elem_size);
   const bool explain = site_.log_level >= LogLevel::kInfo;
   const ChoiceTuner::Pick pick =
@@ -434,23 +414,23 @@ Status Executor::Dispatch(Collective c, const CollectiveContext& ctx, const Coll
   site_.recorder->SetAlgorithm(label);
   if (explain) {
     Log(site_.log_level, LogLevel::kInfo,
-        "rank " + std::to_string(site_.rank) + ": " + (on_device ? "device " : "") + CollectiveName(c) + " of " +
+        "rank " + std::to_string(site_.rank) + ": " + (on_device ? "device " : "") + OpName(c) + " of " +
             std::to_string(bytes) + " B: " + label + " (predicted " + std::to_string(choice.predicted_s * 1e6) +
             " us; " + why + ")");
   }
   if (site_.tracer != nullptr) {
-    site_.tracer->BeginOperation(std::string(CollectiveName(c)) + "#" + std::to_string(op_count_) + " (" + label + ")");
+    site_.tracer->BeginOperation(std::string(OpName(c)) + "#" + std::to_string(op_count_) + " (" + label + ")");
   }
   Status s = pick.size >= 0 ? RunContender(c, bytes, pick, ctx, args) : choice.algo->run(ctx, args);
   if (s.ok()) return s;
-  return s.Annotate(std::string(CollectiveName(c)) + " (" + label + (on_device ? ", device" : "") + ")");
+  return s.Annotate(std::string(OpName(c)) + " (" + label + (on_device ? ", device" : "") + ")");
 }
 
 // A contender's call (TESSERA_AUTOTUNE), timed, with the contender's own polling
 // state in place of the communicator's; after a size's last call its decision is
 // logged and, on rank 0, saved to TESSERA_AUTOTUNE_FILE. A file that cannot be written
 // is a warning: the job's calls do not depend on it.
-Status Executor::RunContender(Collective c, size_t bytes, const ChoiceTuner::Pick& pick, const CollectiveContext& ctx,
+Status Executor::RunContender(OpKind c, size_t bytes, const ChoiceTuner::Pick& pick, const CollectiveContext& ctx,
                               const CollectiveArgs& args) {
   ProgressPolicy* progress = ctx.exchange.progress;
   const int64_t start_us = NowMicros();
@@ -468,7 +448,7 @@ Status Executor::RunContender(Collective c, size_t bytes, const ChoiceTuner::Pic
   if (decided.empty()) return Status::Ok();
   const std::string who = "rank " + std::to_string(site_.rank) + ": ";
   Log(site_.log_level, LogLevel::kInfo,
-      who + CollectiveName(c) + " of " + std::to_string(bytes) + " B, measured in the job: " + decided);
+      who + OpName(c) + " of " + std::to_string(bytes) + " B, measured in the job: " + decided);
   const std::string& path = site_.settings->autotune_file;
   if (site_.rank != 0 || path.empty()) return Status::Ok();
   const Status saved = CostModel::SaveChoices(path, "TESSERA_AUTOTUNE: the algorithms measured in the job",

@@ -62,7 +62,7 @@ class Executor {
   explicit Executor(ExecutionSite site);
 
   // The algorithm of `c` for `bytes` (collectives/algorithms.h: PredictedBytes).
-  Selection Choose(Collective c, size_t bytes) const;
+  Selection Choose(OpKind c, size_t bytes) const;
   // Bytes per element that a host-path reduction of `type` moves: float16 and bfloat16
   // travel widened to float32 (4) unless TESSERA_HALF_WIRE=half (2).
   size_t WireElementSize(DataType type) const;
@@ -89,17 +89,17 @@ class Executor {
   void StampCollective(const Operation& op);
   Status RunOne(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise, bool on_device);
   Status RunReduction(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise, bool on_device);
-  Status RunPrepared(Collective c, const Operation& op, const ReductionTerms& t, const CollectiveContext& ctx,
+  Status RunPrepared(OpKind c, const Operation& op, const ReductionTerms& t, const CollectiveContext& ctx,
                      ElementwiseOps& elementwise, bool on_device, CollectiveArgs args);
   // `segment`: elements per piece.
   Status RunWidenedInSegments(const Operation& op, size_t segment, const CollectiveContext& ctx,
                               ElementwiseOps& elementwise);
-  Status Dispatch(Collective c, const CollectiveContext& ctx, const CollectiveArgs& args, bool on_device);
+  Status Dispatch(OpKind c, const CollectiveContext& ctx, const CollectiveArgs& args, bool on_device);
   // The algorithm for `bytes` of `c`, from the last few choices when it is among them: the
   // model and the shape are fixed once the communicator exists, and a training loop
   // repeats its sizes, so most calls skip predicting every row.
-  Selection CachedChoice(Collective c, size_t bytes);
-  Status RunContender(Collective c, size_t bytes, const ChoiceTuner::Pick& pick, const CollectiveContext& ctx,
+  Selection CachedChoice(OpKind c, size_t bytes);
+  Status RunContender(OpKind c, size_t bytes, const ChoiceTuner::Pick& pick, const CollectiveContext& ctx,
                       const CollectiveArgs& args);
   // A group's sends and receives, `count` of them from `p2p`.
   Status RunPointToPointGroup(const Operation* p2p, size_t count, const CollectiveContext& ctx);
@@ -114,7 +114,7 @@ class Executor {
   uint32_t collective_seq_ = 0;
   CallStamp stamp_;        // the running collective's
   struct Choice {
-    Collective collective = Collective::kAllReduce;
+    OpKind collective = OpKind::kAllReduce;
     size_t bytes = 0;
     Selection selection;  // algo null: an empty entry
   };
