@@ -38,10 +38,15 @@ Communicator::~Communicator() {
 
 namespace {
 
-// What every rank must agree on of its measured choices (TESSERA_ALGO_TABLE): a
-// digest of the rows, "" when there are none.
-std::string DigestOf(const std::vector<MeasuredChoice>& rows) {
-  return rows.empty() ? "" : std::to_string(Fnv1a(CostModel::ChoicesToText(rows)));
+// The settings every rank must agree on (base/settings.h: AgreedLines), as lines:
+// TESSERA_TRANSPORT as the list of backends it stands for, TESSERA_ALGO_TABLE as a
+// digest of the choices read from it ("" when there are none).
+std::string AgreedSettings(const Settings& settings, const std::vector<std::string>& listed,
+                           const std::vector<MeasuredChoice>& measured) {
+  std::string list;
+  for (const std::string& name : listed) list += (list.empty() ? "" : ",") + name;
+  const std::string digest = measured.empty() ? "" : std::to_string(Fnv1a(CostModel::ChoicesToText(measured)));
+  return AgreedLines(settings, listed, {{"TESSERA_TRANSPORT", list}, {"TESSERA_ALGO_TABLE", digest}});
 }
 
 // The card that tells the others which kernel (and so which cores) a rank runs on.
@@ -102,18 +107,7 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   }
   // Open what peers will reach this rank by before telling them where it is.
   TESSERA_RETURN_IF_ERROR(transports_.Open(settings, rank, nranks, id.secret));
-  TESSERA_RETURN_IF_ERROR(AddAgreed(transports_.agreed() + "TESSERA_ALGO_TABLE=" + DigestOf(model_.measured) +
-                                        "\nTESSERA_HALF_WIRE=" + settings.half_wire +
-                                        "\nTESSERA_AUTOTUNE=" + std::to_string(settings.autotune) +
-                                        "\nTESSERA_AUTOTUNE_TURN_CALLS=" +
-                                        std::to_string(settings.autotune_turn_calls) +
-                                        "\nTESSERA_HALF_SEGMENT_BYTES=" + std::to_string(settings.half_segment_bytes) +
-                                        "\nTESSERA_CHECK_CALLS=" + std::to_string(settings.check_calls) +
-                                        "\nTESSERA_DETERMINISTIC=" + std::to_string(settings.deterministic) +
-                                        "\nTESSERA_DETERMINISTIC_SEGMENT_BYTES=" +
-                                        std::to_string(settings.deterministic_segment_bytes) +
-                                        "\nTESSERA_DETERMINISTIC_PLAN=" + settings.deterministic_plan + "\n",
-                                    &mine));
+  TESSERA_RETURN_IF_ERROR(AddAgreed(AgreedSettings(settings, transports_.listed(), model_.measured), &mine));
   for (const auto& [name, bytes] : transports_.cards()) TESSERA_RETURN_IF_ERROR(AddCard(name, bytes, &mine));
   TESSERA_RETURN_IF_ERROR(AddCard(kKernelCard, KernelIdentity(), &mine));
 

@@ -69,10 +69,4 @@ Status OpenUcxTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* 
   return Status::Ok();
 }
 
-std::string UcxAgreedSettings(const Settings& settings) {
-  // Both ends of a link size the credit window from these (UcxLink::GrantCredits).
-  return "TESSERA_UCX_CHUNK_BYTES=" + std::to_string(settings.ucx_chunk_bytes) + "\nTESSERA_UCX_CHUNKS_IN_FLIGHT=" +
-         std::to_string(settings.ucx_chunks_in_flight) + "\n";
-}
-
 }  // namespace tessera

@@ -149,12 +149,13 @@ class UcxTransport : public Transport {
   std::vector<void*> notice_requests_;
 };
 
-// The plugin (transport/plugin.h): the card is the worker address; the agreed setting
-// TESSERA_UCX_CHUNK_BYTES. In auto, UCX opens only on a host with an RDMA device that
+// The plugin (transport/plugin.h): the card is the worker address. Its settings that
+// every rank must agree on (base/settings.h) are TESSERA_UCX_CHUNK_BYTES and
+// TESSERA_UCX_CHUNKS_IN_FLIGHT: both ends of a link size the credit window from them
+// (UcxLink::GrantCredits). In auto, UCX opens only on a host with an RDMA device that
 // ibverbs could not open: elsewhere UCX would run over TCP, which tessera's own TCP
 // does faster.
 Status OpenUcxTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* out);
-std::string UcxAgreedSettings(const Settings& settings);
 
 }  // namespace tessera
 
