@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -380,6 +381,18 @@ Status StartRendezvous(const std::string& listen_ip, int port, uint64_t secret, 
     if (--s.running[secret] == 0) s.running.erase(secret);
     s.changed.notify_all();
   }).detach();
+  return Status::Ok();
+}
+
+Status NewUniqueId(const Settings& settings, int root_rank, const std::string& root_host, UniqueIdData* id) {
+  std::string ip;
+  TESSERA_RETURN_IF_ERROR(ChooseLocalAddress(settings.socket_ifname, &ip));
+  id->secret = RandomSecret();
+  TESSERA_RETURN_IF_ERROR(
+      StartRendezvous(ip, 0, id->secret, settings.timeout_ms, settings.bootstrap_fanout, &id->root));
+  id->root_pid = getpid();
+  id->root_rank = root_rank;
+  id->root_host = root_host;
   return Status::Ok();
 }
 

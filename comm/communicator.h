@@ -1,6 +1,6 @@
 // Communicator: one rank's membership of a group, owning its settings, its links to
 // peers, its sticky error and its PreMulSum operators. Its Executor (executor.h) runs
-// the operations. The C API (c_api.cc) is a thin shim over both.
+// the operations. The C API (c_api.cc) holds one in each handle (handle.h).
 #ifndef TESSERA_COMM_COMMUNICATOR_H_
 #define TESSERA_COMM_COMMUNICATOR_H_
 
@@ -45,13 +45,14 @@ class Communicator {
   const Settings& settings() const { return settings_; }
   LogLevel log_level() const { return log_level_; }
 
-  // What runs the operations: algorithm choice (Choose), the wire size of reductions,
-  // and the check of an operation before it runs (CheckOperation).
+  // What runs the operations: algorithm choice (Choose) and the wire size of reductions.
   const Executor& executor() const { return *executor_; }
+  // The reduction operators created for this communicator, which validation asks.
+  const PreMulSumOps& premulsum() const { return premulsum_; }
 
   // Runs one operation, or a group of them (Executor::RunGroup): the collectives in
   // issue order, then all sends and receives together. Arguments are validated by the
-  // caller (executor().CheckOperation for the operator and datatype). A failure while
+  // caller (comm/call_validation.h). A failure while
   // communicating breaks the communicator: later calls return the same error without
   // communicating.
   Status Run(const Operation& op);
@@ -128,7 +129,7 @@ class Communicator {
   Status FailCreation(const Status& cause);
   Status FailRendezvous(const Status& cause);
   Status InitShape(const std::vector<std::string>& hosts, double ranks_per_core);
-  Status ProbeAndAgree(double ranks_per_core);
+  Status Probe(double ranks_per_core);
   // Records `cause` as the sticky error (the first one wins) and returns it. The first
   // is diagnosed (Diagnosed) and writes the flight record (TESSERA_FLIGHT_RECORDER_DIR),
   // naming its file.

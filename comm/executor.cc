@@ -5,26 +5,12 @@
 #include <memory>
 #include <string>
 
-#include "elementwise/elementwise.h"
 #include "collectives/fixed_point.h"
-#include "elementwise/reduce_kernels.h"
 #include "comm/deterministic_reduction.h"
+#include "elementwise/elementwise.h"
+#include "elementwise/reduce_kernels.h"
 
 namespace tessera {
-namespace {
-
-[[gnu::cold, gnu::noinline]] Status UnsupportedReductionType(DataType type) {
-  return InvalidArgument(std::string("datatype ") + DataTypeName(type) + " is not supported by reductions");
-}
-
-// Inlined: every reduction checks it twice (validating, then running), and its check is
-// a compare.
-[[gnu::always_inline]] inline Status CheckReductionType(DataType type) {
-  if (type == DataType::kFloat8e4m3 || type == DataType::kFloat8e5m2) return UnsupportedReductionType(type);
-  return Status::Ok();
-}
-
-}  // namespace
 
 // What the operator, the type and the path decide, on the host path and the device
 // path alike.
@@ -45,17 +31,17 @@ bool IsFloat(DataType type) {
   return IsHalf(type) || type == DataType::kFloat32 || type == DataType::kFloat64;
 }
 
-Status TermsOf(const Operation& op, int rank, int nranks, bool widens_half, bool deterministic, ReductionTerms* t) {
-  TESSERA_RETURN_IF_ERROR(CheckReductionType(op.type));
-  t->in_count = op.count * (op.kind == OpKind::kReduceScatter ? nranks : 1);
-  t->writes_out = op.kind != OpKind::kReduce || rank == op.root;
-  t->custom = op.op >= kNumRedOps;
-  t->base = t->custom ? RedOp::kSum : static_cast<RedOp>(op.op);
-  t->combine = t->base == RedOp::kAvg ? RedOp::kSum : t->base;
-  t->widen = IsHalf(op.type) && widens_half;
-  t->wire = t->widen ? DataType::kFloat32 : op.type;
-  t->canonical = deterministic && !t->custom && IsFloat(op.type) && (t->base == RedOp::kMax || t->base == RedOp::kMin);
-  return Status::Ok();
+ReductionTerms TermsOf(const Operation& op, int rank, int nranks, bool widens_half, bool deterministic) {
+  ReductionTerms t;
+  t.in_count = op.count * (op.kind == OpKind::kReduceScatter ? nranks : 1);
+  t.writes_out = op.kind != OpKind::kReduce || rank == op.root;
+  t.custom = op.op >= kNumRedOps;
+  t.base = t.custom ? RedOp::kSum : static_cast<RedOp>(op.op);
+  t.combine = t.base == RedOp::kAvg ? RedOp::kSum : t.base;
+  t.widen = IsHalf(op.type) && widens_half;
+  t.wire = t.widen ? DataType::kFloat32 : op.type;
+  t.canonical = deterministic && !t.custom && IsFloat(op.type) && (t.base == RedOp::kMax || t.base == RedOp::kMin);
+  return t;
 }
 
 // The algorithm's arguments on the operation's buffers, with the links' kernel for the
@@ -209,12 +195,6 @@ size_t Executor::WireElementSize(DataType type) const {
   return IsHalf(type) && widens_half() ? SizeOf(DataType::kFloat32) : SizeOf(type);
 }
 
-Status Executor::CheckOperation(const Operation& op) const {
-  if (!IsReduction(op.kind)) return Status::Ok();
-  TESSERA_RETURN_IF_ERROR(CheckReductionType(op.type));
-  return site_.premulsum->Validate(op.op, op.type);
-}
-
 CollectiveContext Executor::HostContext(int64_t now_us) {
   CollectiveContext ctx = site_.context(now_us);
   ctx.local_memory = &host_memory_;
@@ -316,9 +296,8 @@ Status Executor::RunOne(const Operation& op, const CollectiveContext& ctx, Eleme
 // input by its scalar, then sums.
 Status Executor::RunReduction(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise,
                               bool on_device) {
-  ReductionTerms t;
   const bool deterministic = site_.settings->deterministic != 0;
-  TESSERA_RETURN_IF_ERROR(TermsOf(op, site_.rank, site_.nranks, elementwise.widens_half(), deterministic, &t));
+  const ReductionTerms t = TermsOf(op, site_.rank, site_.nranks, elementwise.widens_half(), deterministic);
   CollectiveArgs args;
   TESSERA_RETURN_IF_ERROR(ReductionArgs(op, t, &args));
   if (op.count == 0) return Status::Ok();

@@ -66,8 +66,6 @@ class Executor {
   // Bytes per element that a host-path reduction of `type` moves: float16 and bfloat16
   // travel widened to float32 (4) unless TESSERA_HALF_WIRE=half (2).
   size_t WireElementSize(DataType type) const;
-  // InvalidArgument when the operation cannot run here (operator, datatype).
-  Status CheckOperation(const Operation& op) const;
 
   // Runs a group on the host path: the collectives in issue order, each with a fresh
   // context (its own deadline), then all sends and receives together (so they cannot
