@@ -19,7 +19,7 @@ Status Communicator::Create(const Settings& settings, const UniqueIdData& id, in
                             std::unique_ptr<Communicator>* out) {
   std::unique_ptr<Communicator> c(new Communicator());
   TESSERA_RETURN_IF_ERROR(c->Init(settings, id, nranks, rank));
-  c->executor_ = std::make_unique<Executor>(c->Site());
+  c->executor_ = std::make_unique<Executor>(c->View());
   *out = std::move(c);
   return Status::Ok();
 }
@@ -108,9 +108,10 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   for (const auto& [name, bytes] : transports_.cards()) TESSERA_RETURN_IF_ERROR(AddCard(name, bytes, &mine));
   TESSERA_RETURN_IF_ERROR(AddCard(kKernelCard, KernelIdentity(), &mine));
 
-  CallStamp creation;
-  creation.flags = kStampCreation;
-  activity_.BeginCall(creation);
+  CallRecord creation;  // what peers' diagnosis sees this rank in until it is created
+  creation.what = "creation";
+  creation.stamp.flags = kStampCreation;
+  activity_.CallBegan(creation, NowMicros());
   std::string ip;
   TESSERA_RETURN_IF_ERROR(ChooseLocalAddress(settings.socket_ifname, &ip).Annotate("rendezvous"));
   RankTable all;
@@ -118,7 +119,7 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   if (!joined.ok()) return FailRendezvous(joined);
   const Status s = SetUpWith(all, deadline);
   if (!s.ok()) return FailCreation(s);
-  activity_.EndCall(true);
+  activity_.CallEnded(CallOutcome::kDone, NowMicros());
   return Status::Ok();
 }
 
@@ -191,7 +192,7 @@ void Communicator::InitMembership(const RankTable& all, const std::vector<std::s
 // A failure after the rendezvous: diagnosed like a collective's (the culprit among ranks
 // that are gone or silent), and told to the peers, which are in the same set-up.
 Status Communicator::FailCreation(const Status& cause) {
-  const Status s = Diagnosed(cause, /*in_creation=*/true);
+  const Status s = WithDiagnosis(cause, /*in_creation=*/true);
   activity_.Break();
   if (links_) links_->PublishFailure(s);
   // A failed creation takes this rank's watch service with it, and a peer that asks
@@ -254,21 +255,21 @@ Status Communicator::Probe(double ranks_per_core) {
 }
 
 // What the executor runs on: this rank's membership (it outlives the executor).
-ExecutionSite Communicator::Site() {
-  ExecutionSite site;
-  site.rank = rank_;
-  site.nranks = nranks_;
-  site.settings = &settings_;
-  site.log_level = log_level_;
-  site.model = &model_;
-  site.shape = &shape_;
-  site.tracer = tracer_.get();
-  site.premulsum = &premulsum_;
-  site.recorder = &flight_;
-  site.activity = &activity_;
-  site.context = [this](int64_t now_us) { return Context(now_us); };
-  site.fail = [this](const Status& s) { return Break(s); };
-  return site;
+CommunicatorView Communicator::View() {
+  CommunicatorView view;
+  view.rank = rank_;
+  view.nranks = nranks_;
+  view.settings = &settings_;
+  view.log_level = log_level_;
+  view.model = &model_;
+  view.shape = &shape_;
+  view.premulsum = &premulsum_;
+  if (flight_.capacity() > 0) view.observers.push_back(&flight_);
+  view.observers.push_back(&activity_);
+  if (tracer_) view.observers.push_back(tracer_.get());
+  view.context = [this](int64_t now_us) { return Context(now_us); };
+  view.fail = [this](const Status& s) { return RecordFailure(s); };
+  return view;
 }
 
 CollectiveContext Communicator::Context(int64_t now_us) const {
@@ -296,12 +297,12 @@ Status Communicator::sticky_error() const {
   return error_;
 }
 
-Status Communicator::Break(const Status& cause) {
+Status Communicator::RecordFailure(const Status& cause) {
   {
     std::lock_guard<std::mutex> lock(error_mu_);
     if (!error_.ok()) return revoked_.load() ? error_ : cause;  // a call cut short by a revoke says so
   }
-  const Status s = DumpFlightRecord(Diagnosed(cause));
+  const Status s = DumpFlightRecord(WithDiagnosis(cause));
   activity_.Break();
   {
     std::lock_guard<std::mutex> lock(error_mu_);
@@ -315,7 +316,7 @@ Status Communicator::Break(const Status& cause) {
   return s;
 }
 
-Status Communicator::Diagnosed(const Status& cause, bool in_creation) {
+Status Communicator::WithDiagnosis(const Status& cause, bool in_creation) {
   if (revoked_.load()) {
     // The peers adopt this instead of diagnosing a revoke as a failure.
     const std::string why = "rank " + std::to_string(rank_) + " revoked the communicator (tesseraCommRevoke)";
@@ -400,15 +401,13 @@ Status Communicator::RunGroup(const std::vector<Operation>& ops) { return RunOps
 Status Communicator::RunOps(const Operation* ops, size_t count) {
   std::lock_guard<std::mutex> running(run_mu_);
   TESSERA_RETURN_IF_ERROR(sticky_error());
-  if (abort_.load()) return Break(RemoteError("the communicator was aborted"));
-  return Revoked(executor_->RunGroup(ops, count));
+  if (abort_.load()) return RecordFailure(RemoteError("the communicator was aborted"));
+  return FailIfRevoked(executor_->RunGroup(ops, count));
 }
 
-// A call that ended while a revoke arrived from another thread: it is revoked too, and
-// (the revoking thread left it to this one) the peers are told now.
-Status Communicator::Revoked(Status s) {
+Status Communicator::FailIfRevoked(Status s) {
   if (!s.ok() || !revoked_.load()) return s;
-  return Break(RemoteError("revoked"));
+  return RecordFailure(RemoteError("revoked"));
 }
 
 // --- Device-resident calls ------------------------------------------------------------
@@ -429,7 +428,7 @@ Status Communicator::EnableDeviceLinks(std::unique_ptr<DeviceEngine> engine) {
   std::string described;
   Status s = transports_.FinishDevice(engine.get(), deadline, &device_links_, &described);
   if (!s.ok()) {
-    s = Break(s.Annotate(where));  // also over the device links made so far
+    s = RecordFailure(s.Annotate(where));  // also over the device links made so far
     device_links_.reset();         // before the engine they use
     return s;
   }
@@ -445,12 +444,12 @@ Status Communicator::RunGroupOnDevice(const std::vector<Operation>& ops) {
   std::lock_guard<std::mutex> running(run_mu_);
   TESSERA_RETURN_IF_ERROR(sticky_error());
   if (!device_links_) return InvalidUsage("a device-resident call before EnableDeviceLinks");
-  if (abort_.load()) return Break(RemoteError("the communicator was aborted"));
+  if (abort_.load()) return RecordFailure(RemoteError("the communicator was aborted"));
   CollectiveContext ctx = Context();
   ctx.links = device_links_.get();
   ctx.exchange.notices = device_links_.get();
   ctx.board = nullptr;  // device buffers never go on the host board
-  return Revoked(executor_->RunGroupOnDevice(ops, ctx, device_engine_.get(), device_stream_.get()));
+  return FailIfRevoked(executor_->RunGroupOnDevice(ops, ctx, device_engine_.get(), device_stream_.get()));
 }
 
 }  // namespace tessera

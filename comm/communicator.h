@@ -124,22 +124,26 @@ class Communicator {
   Status Init(const Settings& settings, const UniqueIdData& id, int nranks, int rank);
   // `now_us`: NowMicros(), which the exchange deadline (TESSERA_TIMEOUT_MS) counts from.
   CollectiveContext Context(int64_t now_us = NowMicros()) const;
-  ExecutionSite Site();
+  CommunicatorView View();
   Status SetUpWith(const RankTable& all, const Deadline& deadline);
   Status FailCreation(const Status& cause);
   Status FailRendezvous(const Status& cause);
   Status InitShape(const std::vector<std::string>& hosts, double ranks_per_core);
   Status Probe(double ranks_per_core);
-  // Records `cause` as the sticky error (the first one wins) and returns it. The first
-  // is diagnosed (Diagnosed) and writes the flight record (TESSERA_FLIGHT_RECORDER_DIR),
-  // naming its file.
-  Status Break(const Status& cause);
+  // The communicator breaks: records `cause` as the sticky error (the first one wins:
+  // later calls return it without communicating) and returns what the failing call
+  // reports. The first is diagnosed (WithDiagnosis), written to the flight record
+  // (TESSERA_FLIGHT_RECORDER_DIR, naming its file) and told to the peers, so that they
+  // fail now with this root cause instead of timing out.
+  Status RecordFailure(const Status& cause);
   // When `cause` can be a peer's doing (a timeout, a peer gone or failed; during
   // creation also a system error, such as a crashed peer's missing segment; not an
   // abort): the verdict of asking every rank (diagnosis/diagnose.h) first, then what
   // this rank saw. The verdict is also published for peers to adopt. Else `cause`.
-  Status Diagnosed(const Status& cause, bool in_creation = false);
-  Status Revoked(Status s);
+  Status WithDiagnosis(const Status& cause, bool in_creation = false);
+  // `s` of a call that ended while a revoke arrived from another thread: the call is
+  // revoked too, and (the revoking thread left it to this one) the peers are told now.
+  Status FailIfRevoked(Status s);
   // Run and RunGroup: `count` operations from `ops`, as one group.
   Status RunOps(const Operation* ops, size_t count);
   // The watch service, started before the rendezvous (its address is this rank's

@@ -18,7 +18,7 @@ void Communicator::Revoke() {
   revoked_.store(true);
   abort_.store(true);
   std::unique_lock<std::mutex> idle(run_mu_, std::try_to_lock);
-  if (idle.owns_lock()) Break(RemoteError("revoked"));
+  if (idle.owns_lock()) RecordFailure(RemoteError("revoked"));
 }
 
 namespace {
