@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "base/process.h"
+#include "topology/host_identity.h"
 
 namespace tessera {
 namespace {
@@ -402,7 +403,7 @@ namespace {
 // id, so that process is the culprit, by rank where the id knows it.
 std::string RendezvousHostBlamed(const UniqueIdData& id) {
   std::string who = "the process serving the rendezvous";
-  if (id.root_pid != 0) who += " (pid " + std::to_string(id.root_pid) + " on host " + id.root_host + ")";
+  if (id.root_pid != 0) who += " (pid " + std::to_string(id.root_pid) + " on host " + HostnameOf(id.root_host) + ")";
   if (id.root_rank >= 0) who = "rank " + std::to_string(id.root_rank) + ", " + who + ",";
   const std::string tag = id.root_rank >= 0 ? "[culprit: rank " + std::to_string(id.root_rank) + "]"
                           : id.root_pid != 0 ? "[culprit: rendezvous host pid " + std::to_string(id.root_pid) + "]"
