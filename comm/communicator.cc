@@ -267,7 +267,7 @@ CommunicatorView Communicator::View() {
   if (flight_.capacity() > 0) view.observers.push_back(&flight_);
   view.observers.push_back(&activity_);
   if (tracer_) view.observers.push_back(tracer_.get());
-  view.context = [this](int64_t now_us) { return Context(now_us); };
+  view.context = Context();
   view.fail = [this](const Status& s) { return RecordFailure(s); };
   return view;
 }

@@ -44,21 +44,27 @@ ReductionPlan ReductionPlanOf(const Operation& op, int rank, int nranks, bool wi
   return t;
 }
 
-// The algorithm's arguments on the operation's buffers, with the links' kernel for the
-// wire type: a half type that travels as it is combines in float32 at each step. The
-// reducer names its type and operator (device links launch kernels by them).
-Status ReductionArgs(const Operation& op, const ReductionPlan& t, CollectiveArgs* args) {
-  args->send = op.send;
-  args->recv = op.recv;
-  args->count = op.count;
-  args->elem_size = SizeOf(t.wire);
-  args->root = op.root;
-  TESSERA_RETURN_IF_ERROR(IsHalf(t.wire) ? GetHalfReducer(t.wire, t.combine, &args->reducer)
-                                         : GetReducer(t.wire, t.combine, &args->reducer));
-  args->reducer.typed = true;
-  args->reducer.type = t.wire;
-  args->reducer.op = t.combine;
+// The links' kernel for the wire type: a half type that travels as it is combines in
+// float32 at each step. The reducer names its type and operator (device links launch
+// kernels by them).
+Status ReducerOf(const ReductionPlan& t, Reducer* out) {
+  TESSERA_RETURN_IF_ERROR(IsHalf(t.wire) ? GetHalfReducer(t.wire, t.combine, out) : GetReducer(t.wire, t.combine, out));
+  out->typed = true;
+  out->type = t.wire;
+  out->op = t.combine;
   return Status::Ok();
+}
+
+// The algorithm's arguments on the operation's buffers, with `reducer`.
+CollectiveArgs ReductionArgs(const Operation& op, const ReductionPlan& t, const Reducer& reducer) {
+  CollectiveArgs args;
+  args.send = op.send;
+  args.recv = op.recv;
+  args.count = op.count;
+  args.elem_size = SizeOf(t.wire);
+  args.root = op.root;
+  args.reducer = reducer;
+  return args;
 }
 
 // In `buf`: `input` (an input of `op`) widened to float32 (t.widen), then with canonical
@@ -181,6 +187,8 @@ Executor::Executor(CommunicatorView view)
   const Settings& s = *view_.settings;
   tunes_ = s.autotune != 0 && s.algo == "auto" && s.algo_table.empty() && s.deterministic == 0;
   widens_half_ = s.half_wire != "half";
+  host_context_ = view_.context;
+  host_context_.local_memory = &host_memory_;
 }
 
 Selection Executor::Choose(OpKind c, size_t bytes) const {
@@ -196,8 +204,8 @@ size_t Executor::WireElementSize(DataType type) const {
 }
 
 CollectiveContext Executor::HostContext(int64_t now_us) {
-  CollectiveContext ctx = view_.context(now_us);
-  ctx.local_memory = &host_memory_;
+  CollectiveContext ctx = host_context_;
+  ctx.exchange.deadline = Deadline::AfterMsFrom(now_us, ctx.exchange.timeout_ms);
   return ctx;
 }
 
@@ -274,11 +282,12 @@ void Executor::CallBegan(int64_t begin_us) {
   for (CallObserver* o : view_.observers) o->CallBegan(call_, begin_us);
 }
 
-Status Executor::CallEnded(Status s, bool breaks) {
+Status Executor::CallEnded(const Status& s, bool breaks) {
   const CallOutcome outcome = s.ok() ? CallOutcome::kDone : breaks ? CallOutcome::kBreaking : CallOutcome::kFailed;
   const int64_t end_us = CoarseNowMicros();
   for (CallObserver* o : view_.observers) o->CallEnded(outcome, end_us);
-  return outcome == CallOutcome::kBreaking ? view_.fail(s) : s;
+  if (outcome == CallOutcome::kBreaking) return view_.fail(s);
+  return s;
 }
 
 Status Executor::RunOne(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise,
@@ -313,8 +322,10 @@ Status Executor::RunReduction(const Operation& op, const CollectiveContext& ctx,
                               bool on_device) {
   const bool deterministic = view_.settings->deterministic != 0;
   const ReductionPlan t = ReductionPlanOf(op, view_.rank, view_.nranks, elementwise.widens_half(), deterministic);
-  CollectiveArgs args;
-  TESSERA_RETURN_IF_ERROR(ReductionArgs(op, t, &args));
+  if (!last_reducer_.typed || last_reducer_.type != t.wire || last_reducer_.op != t.combine) {
+    TESSERA_RETURN_IF_ERROR(ReducerOf(t, &last_reducer_));
+  }
+  const CollectiveArgs args = ReductionArgs(op, t, last_reducer_);
   if (op.count == 0) return Status::Ok();
   const OpKind c = op.kind;
   if (on_device) {

@@ -48,9 +48,10 @@ struct CommunicatorView {
   // What records each call (base/call_observer.h): the flight recorder, the activity
   // record, the tracer, as the communicator has them.
   std::vector<CallObserver*> observers;
-  // A host-path context with a fresh deadline: the links, grids and exchange options.
-  // `now_us`: NowMicros() at the call's start, which the deadline counts from.
-  std::function<CollectiveContext(int64_t now_us)> context;
+  // The host path's context: the links, grids and exchange options, all fixed once the
+  // communicator exists; each call gives it a deadline of TESSERA_TIMEOUT_MS from its
+  // start.
+  CollectiveContext context;
   // Records a communication failure as the communicator's sticky error (it breaks);
   // returns what the call reports.
   std::function<Status(const Status&)> fail;
@@ -91,11 +92,11 @@ class Executor {
   void RecordPointToPoint(const Operation* p2p, size_t count);
   // Tells the observers the call began at `begin_us`.
   void CallBegan(int64_t begin_us);
-  // Tells the observers how the call ended, then hands a failure that `breaks` the
-  // communicator to CommunicatorView::fail (after the observers: the flight record then
+  // Tells the observers how the call ended; a failure that `breaks` the communicator
+  // then goes to CommunicatorView::fail (after the observers: the flight record then
   // shows the call failed, and the activity record this rank still in it while the
   // failure is diagnosed). Returns what the call reports.
-  Status CallEnded(Status s, bool breaks);
+  Status CallEnded(const Status& s, bool breaks);
   Status RunOne(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise, bool on_device);
   Status RunReduction(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise, bool on_device);
   Status RunPrepared(OpKind c, const Operation& op, const ReductionPlan& t, const CollectiveContext& ctx,
@@ -118,6 +119,7 @@ class Executor {
   Shape device_shape_;  // the shape as the device path's choices see it
   // Algorithms' scratch on the host path, reused across calls.
   HostMemoryPool host_memory_;
+  CollectiveContext host_context_;  // view_.context in host_memory_
   // Collectives run so far: the sequence number that every rank gives the same call.
   uint32_t collective_seq_ = 0;
   CallRecord call_;  // the running call's
@@ -128,6 +130,9 @@ class Executor {
   };
   std::array<Choice, 16> choices_;  // replaced round-robin
   size_t next_choice_ = 0;
+  // The last reduction's kernel (typed once set): a training loop repeats its type and
+  // operator, and the lookup costs a sizeable part of a small call.
+  Reducer last_reducer_;
   // TESSERA_AUTOTUNE, where nothing else decides: host-path choices measured in the job.
   bool tunes_ = false;
   bool widens_half_ = true;  // TESSERA_HALF_WIRE is not "half" (read once: every call asks)

@@ -10,8 +10,7 @@ thread_local std::string t_returned_error;  // what tesseraGetLastError handed o
 
 }  // namespace
 
-tesseraResult_t Report(tesseraComm* comm, const char* function, const Status& s) {
-  if (s.ok()) return tesseraSuccess;
+tesseraResult_t ReportFailure(tesseraComm* comm, const char* function, const Status& s) {
   if (s.code() == Code::kInProgress) return tesseraInProgress;
   std::string text = std::string(function) + (comm != nullptr ? " (" + comm->Describe() + ")" : "") + ": " + s.message();
   LogLevel level = LogLevel::kWarn;

@@ -18,8 +18,12 @@ inline tesseraResult_t ToResult(Code c) { return static_cast<tesseraResult_t>(st
 // The result code of `s` from C function `function`: OK and InProgress as they are; a
 // failure is kept as comm's last error (comm may be null: a call without a live
 // communicator) and this thread's, and logged at WARN (or at comm's TESSERA_DEBUG
-// level) as "function (rank r of n): message [code]".
-tesseraResult_t Report(tesseraComm* comm, const char* function, const Status& s);
+// level) as "function (rank r of n): message [code]". Inline: every call reports, and
+// success is a compare.
+tesseraResult_t ReportFailure(tesseraComm* comm, const char* function, const Status& s);
+inline tesseraResult_t Report(tesseraComm* comm, const char* function, const Status& s) {
+  return s.ok() ? tesseraSuccess : ReportFailure(comm, function, s);
+}
 
 // tesseraGetLastError: the last error of `comm` (a live handle, or null), else this
 // thread's; valid until this thread calls it again.

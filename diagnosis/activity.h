@@ -39,7 +39,8 @@ struct ActivitySnapshot {
 
 const char* ActivityStateName(ActivitySnapshot::State state);  // "idle", "in a call", "broken"
 
-class Activity : public ExchangeObserver, public CallObserver {
+// CallObserver first: the executor calls it on every call (no this-adjusting thunk).
+class Activity : public CallObserver, public ExchangeObserver {
  public:
   Activity();
   // CallObserver: in the call from `now_us` (the monotonic clock); out of it when it is
