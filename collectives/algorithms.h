@@ -54,18 +54,12 @@ struct AlgorithmInfo {
 
 // When a pipelined schedule's prediction is within this fraction of the best one, it is
 // chosen instead: the model adds step times as if nothing overlapped, which favours
-// round-based schedules. On 4x2 emulated hosts Rabenseifner was predicted 0.4-3% faster
-// than the torus at 2-16 MiB and measured 15-20% slower.
+// round-based schedules by more than this where steps are long enough to overlap.
 constexpr double kPipelinedPreference = 0.05;
 // ... where the buffer's blocks (bytes / p, a ring step) hold at least this many bytes:
 // below it a pipelined schedule's steps are short, what each step costs beyond its
-// bytes outweighs what overlaps, and the model prices those costs low. On pinned 4x2
-// emulated hosts the torus over Rabenseifner was predicted 1.03 and 1.01 at 64 and 128
-// KiB (8 and 16 KiB blocks) and ran 1.39 and 1.11 (interleaved); from 256 KiB it ran
-// 0.86-0.98, predicted 0.99-1.00. On 2 ranks the rule stays where a 64 KiB buffer put
-// it before; on 4 it moves to 128 KiB (2x2: the torus within 1% of the best there).
-// At 8 KiB on 4x2 the preference chose hierarchical_leader, 2.3x hierarchical_doubling,
-// predicted 4% faster.
+// bytes outweighs what overlaps, and the model prices those costs low, so the
+// preference would pick a pipelined schedule that runs slower than the best predicted.
 constexpr size_t kPipelinedFromBlockBytes = 32 << 10;
 
 // The rows of one collective, in the order selection walks them (first wins a tie).
@@ -105,8 +99,8 @@ Selection SelectAlgorithm(OpKind c, const std::string& forced, const CostModel& 
 
 // How far above the best prediction an automatic row may be predicted and still be
 // measured in the job (TESSERA_AUTOTUNE): the formulas stay within about 20% of what
-// schedules take where ranks fit their cores, and have been off by up to 2x where they
-// outnumber them (2x2 emulated hosts at 8 KiB, docs/performance.md).
+// schedules take where ranks fit their cores, and can be off by up to 2x where ranks
+// outnumber them.
 constexpr double kContenderSpread = 3.0;
 
 // The automatic rows of `c` that apply to the shape and are predicted within

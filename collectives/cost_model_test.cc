@@ -39,10 +39,10 @@ TEST(CostModel, SmallMessagesTakeFewSteps) {
 }
 
 // Where the probe measured alpha across with ranks sharing cores, a step where one rank
-// per host runs (the leaders') costs less: on 2x2 with 2 ranks per core, half. With the
-// probe's figures of 2x2 emulated hosts, 8 B then goes to the two-level schedule, which
-// ran there in 12 us against recursive doubling's 17; where ranks fit their cores
-// (or the model was not measured) nothing changes.
+// per host runs (the leaders') costs less: on 2x2 with 2 ranks per core, half. With
+// figures such as the probe gives on 2x2 hosts sharing 2 cores, 8 B then goes to the
+// two-level schedule, the faster one there; where ranks fit their cores (or the model
+// was not measured) nothing changes.
 TEST(CostModel, LeadersStepsCostLessWhereRanksShareCores) {
   CostModel m;
   m.intra = LinkCost{1.5e-6, 1.0 / 15e9};
@@ -66,11 +66,10 @@ TEST(CostModel, LeadersStepsCostLessWhereRanksShareCores) {
 
 // Where ranks outnumber cores a step across hosts takes at least the probe's floor,
 // however little it carries, and a leaders' step the floor scaled as its alpha. With
-// the figures of 4x2 emulated hosts pinned to 2 cores (alpha across 8 us, floor 38 us)
-// 8 KiB goes to hierarchical_doubling, which ran there in 69 us; without the floor the
-// model took hierarchical_leader's ring of 2 KiB steps for as fast, and it ran 176.
-// Large steps are the link's: 32 KiB still runs hierarchical_leader (208 us against
-// Rabenseifner's 219).
+// figures such as the probe gives on 4x2 hosts sharing 2 cores (alpha across 8 us,
+// floor 38 us) 8 KiB goes to hierarchical_doubling: without the floor the model would
+// take hierarchical_leader's ring of 2 KiB steps for as fast, though each of its steps
+// waits the floor. Large steps are the link's: 32 KiB still runs hierarchical_leader.
 TEST(CostModel, StepsAcrossHostsTakeAtLeastTheFloor) {
   CostModel m;
   m.intra = LinkCost{1.6e-6, 1.0 / 16e9};
@@ -89,11 +88,10 @@ TEST(CostModel, StepsAcrossHostsTakeAtLeastTheFloor) {
 }
 
 // One host whose ranks outnumber its cores: a step inside takes at least the probe's
-// floor there too, and a board round as well. With the probe's figures of 4 ranks on 2
-// cores (alpha 1.5 us, 2.6 GB/s, gamma 24 GB/s; a round of a whole call 4 us) 16 KiB
-// goes to recursive doubling's two steps, which measured 8-12% faster there than
-// Rabenseifner's four; without the floor the model chose Rabenseifner. The board keeps
-// small buffers (2 KiB: 6.3-6.6 us against recursive doubling's 8.1-11.5).
+// floor there too, and a board round as well. With figures such as the probe gives for
+// 4 ranks on 2 cores (alpha 1.5 us, 2.6 GB/s, gamma 24 GB/s; a round of a whole call
+// 4 us) 16 KiB goes to recursive doubling's two steps rather than Rabenseifner's four,
+// which the model would choose without the floor. The board keeps small buffers.
 TEST(CostModel, StepsInsideACrowdedHostTakeAtLeastTheFloor) {
   CostModel m;
   m.intra = LinkCost{1.5e-6, 1.0 / 2.6e9};
@@ -138,10 +136,10 @@ TEST(CostModel, MeasuredLeadersAlphaReplacesTheScaledOne) {
 }
 
 // A leaders' ring step smaller than the probe's (kLeadersStepBytes) costs at least what
-// the probe's did. With the figures of one unpinned 4x2 creation (the leaders' alpha
-// 4.8 us from 32 KiB calls) alpha + bytes x beta priced the 4 KiB steps of 16 KiB at
-// 21 us, and the model chose hierarchical_leader, which ran 243 us against
-// hierarchical_doubling's 136; its steps took what the probe's 8 KiB ones did.
+// the probe's did: a smaller step waits as long for its peer's core. With figures such
+// as the probe gives on 4x2 hosts whose ranks move between cores (the leaders' alpha
+// 4.8 us from 32 KiB calls), alpha + bytes x beta alone would price the 4 KiB steps of
+// 16 KiB low and choose hierarchical_leader over the faster hierarchical_doubling.
 TEST(CostModel, LeadersRingStepsBelowTheProbesCostWhatItsDid) {
   CostModel m;
   m.intra = LinkCost{2.2e-6, 1.0 / 5.84e9};
@@ -161,10 +159,9 @@ TEST(CostModel, LeadersRingStepsBelowTheProbesCostWhatItsDid) {
 
 // A leaders' doubling step's alpha is at most what the scaled leaders' link charges a
 // step of nothing (ScaledLeadersLink: its floor, or its alpha where that is more): the
-// leaders' alpha is a ring step's of 8 KiB. With the figures of one unpinned 4x2
-// creation (leaders' alpha 70.7 us, against 6-18 in five others) the model chose
-// recursive doubling from 8 B to 8 KiB, which in another such creation ran 1.13-1.39x
-// hierarchical_doubling.
+// leaders' alpha is a ring step's of 8 KiB. With a probe whose leaders' alpha came out
+// far above the usual (70.7 us), the model would otherwise choose flat recursive
+// doubling from 8 B to 8 KiB, slower than hierarchical_doubling there.
 TEST(CostModel, LeadersDoublingStepsTakeAtMostTheScaledStepAsAlpha) {
   CostModel m;
   m.intra = LinkCost{0.5e-6, 1.0 / 4.9e9};
@@ -184,9 +181,8 @@ TEST(CostModel, LeadersDoublingStepsTakeAtMostTheScaledStepAsAlpha) {
     EXPECT_STREQ(SelectAlgorithm(OpKind::kAllReduce, "auto", m, s, bytes).algo->name, "hierarchical_doubling")
         << bytes;
   }
-  // Where alpha across is more than the floor (a slow build's probe: 237 us against
-  // 125 on 2x2), the scaled alpha bounds it, and recursive doubling stays within
-  // kContenderSpread at 8 B.
+  // Where alpha across is more than the floor (a probe of a slow build on 2x2), the
+  // scaled alpha bounds it, and recursive doubling stays within kContenderSpread at 8 B.
   m.inter = LinkCost{236.6e-6, 1.0 / 0.75e9, 125e-6};
   m.leaders_alpha = 347.4e-6;
   Shape crowded = HostsOf(2, 2);
@@ -201,7 +197,7 @@ TEST(CostModel, LeadersDoublingStepsTakeAtMostTheScaledStepAsAlpha) {
 
 // Where the leaders' calls ran at their transfers' time (the least alpha), two hosts'
 // leaders ring still takes one step more than their recursive doubling over the same
-// bytes, and the doubling is chosen (2x2 emulated hosts, 8 KiB: 38-41 us against 62-65).
+// bytes, and the doubling, the faster of the two, is chosen.
 TEST(CostModel, LeastLeadersAlphaKeepsTwoHostsOnDoubling) {
   CostModel m;
   m.intra = LinkCost{0.6e-6, 1.0 / 7e9};
@@ -280,9 +276,9 @@ TEST(CostModel, LargeMessagesAcrossHostsAvoidTheFlatRing) {
 }
 
 TEST(CostModel, TheTorusRunsItsRowsUnderItsColumns) {
-  // 4x2 as pinned emulated hosts measured it (docs/performance.md#torus-streamed): the
-  // rows' steps run beside the column's, so a large buffer costs the column ring and one
-  // row piece before it and one after, not the three phases added up.
+  // 4x2 hosts with figures such as the probe gives there: the rows' steps run beside the
+  // column's, so a large buffer costs the column ring and one row piece before it and
+  // one after, not the three phases added up.
   CostModel m;
   m.intra = LinkCost{15e-6, 1 / 1.6e9};
   m.inter = LinkCost{43e-6, 1 / 0.245e9};
@@ -298,9 +294,9 @@ TEST(CostModel, TheTorusRunsItsRowsUnderItsColumns) {
   EXPECT_LT(torus, PredictSeconds(OpKind::kAllReduce, "ring", m, s, n));
 }
 
-// 4x2 at 128 KiB: the torus's blocks are 16 KiB, and its near tie with Rabenseifner
-// goes to the model's best (pinned emulated hosts: the torus ran 1.11x Rabenseifner
-// there); at 256 KiB (32 KiB blocks) the same tie goes to the torus.
+// 4x2 at 128 KiB: the torus's blocks are 16 KiB, too short for its pipelining to pay,
+// and its near tie with Rabenseifner goes to the model's best; at 256 KiB (32 KiB
+// blocks) the same tie goes to the torus.
 TEST(CostModel, NoPipelinedPreferenceForShortBlocks) {
   CostModel m;  // as the pinned 4x2 torus test above
   m.intra = LinkCost{15e-6, 1 / 1.6e9};
@@ -347,7 +343,7 @@ TEST(CostModel, TheBoardTakesSmallBuffersOnOneHost) {
   EXPECT_EQ(Choice(HostsOf(1, 8), 8, "board"), "recursive_doubling");
   // Two ranks wait once either way: the board's cheaper round keeps small buffers, and
   // its copy in takes larger ones back to recursive doubling (the defaults cross at
-  // 2.4 KiB; measured between 2 and 4 KiB).
+  // 2.4 KiB).
   Shape two = HostsOf(1, 2);
   two.board_bytes = 4096;
   EXPECT_EQ(Choice(two, 8), "board");

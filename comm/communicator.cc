@@ -138,8 +138,8 @@ Status Communicator::SetUpWith(const RankTable& all, const Deadline& deadline) {
   board_ = links_->Board();
   const int local_ranks = static_cast<int>(local.size());
   // Before the shape: the cost-model probe's waits must poll as every later call's do
-  // (without a policy they sleep at once, and the probe measured 17-20 us per step
-  // on 4 ranks of 2 cores, whose calls take 2.5).
+  // (without a policy they sleep at once, and the probe would time the kernel's
+  // wake-ups rather than the steps).
   int kernel_ranks = 0;
   TESSERA_RETURN_IF_ERROR(CountRanksOnMyKernel(all, rank_, &kernel_ranks));
   const int sharing = std::max(local_ranks, kernel_ranks);

@@ -369,8 +369,8 @@ Status Executor::RunPrepared(OpKind c, const Operation& op, const ReductionPlan&
 
 // A half-type allreduce on the float32 wire, segment by segment (TESSERA_HALF_SEGMENT_BYTES
 // of float32): each segment is widened, reduced and narrowed while it is in cache, where
-// the whole buffer at once took three passes through memory (2-6x float32's time per
-// element on one host).
+// the whole buffer at once would take three passes through memory, several times
+// float32's time per element.
 Status Executor::RunWidenedInSegments(const Operation& op, size_t segment, const CollectiveContext& ctx,
                                       ElementwiseOps& elementwise) {
   const size_t es = SizeOf(op.type);

@@ -471,7 +471,7 @@ TESSERA_TARGET_AVX2 void Avx2::NarrowBfloat16(const float* in, void* out_v, size
 
 // AVX-512 (F, BW): the same conversions on 64-byte vectors, 32 values per iteration; a
 // tail goes to the AVX2 code. Scaling and division are the AVX2 ones. Widening beyond
-// the L2 cache runs the AVX2 loop: measured, the 64-byte loop is up to 15% slower there
+// the L2 cache runs the AVX2 loop: the 64-byte loop is up to 15% slower there
 // (docs/kernels.md), while in cache it is faster.
 constexpr size_t kAvx512WidenMaxValues = (1 << 20) / 4;  // 1 MiB of float32 output
 
@@ -662,7 +662,7 @@ float HalfValueToFloat(DataType type, const void* value) {
   return type == DataType::kFloat16 ? HalfToFloat(bits) : Bfloat16ToFloat(bits);
 }
 
-// The widest: measured on the same buffers, AVX-512 is faster than AVX2 in cache (up to
+// The widest: on the same buffers, AVX-512 is faster than AVX2 in cache (up to
 // twice for the half reducers and bfloat16 narrowing) and as fast beyond it, except
 // widening, which hands large arrays to the AVX2 loop itself (docs/kernels.md).
 SimdIsa PreferredElementwiseIsa() { return SupportedSimdIsa(); }

@@ -168,7 +168,7 @@ Status ForType(RedOp op, SimdIsa isa, Reducer* out) {
 }  // namespace
 
 // AVX2 even where AVX-512 runs: at the sizes the transports hand to a reducer (128 KiB
-// shared-memory slots, 256 KiB TCP chunks) and beyond, AVX-512 measured no faster (the
+// shared-memory slots, 256 KiB TCP chunks) and beyond, AVX-512 is no faster (the
 // loop waits on L2 and memory, not on instructions), and on Skylake-SP wide instructions
 // lower the core's clock for everything around them (glibc avoids AVX-512 there for the
 // same reason). It doubles the speed only on L1-resident buffers (docs/kernels.md).

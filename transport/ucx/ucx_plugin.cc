@@ -10,8 +10,8 @@ namespace tessera {
 namespace {
 
 // Waking from UCX's event fd costs far more than from the shm doorbell or a socket, and
-// a UCX chunk's rendezvous takes longer than 50 us: spin longer over UCX
-// (docs/performance.md#ucx measured 1.7-4x from never sleeping).
+// a UCX chunk's rendezvous takes longer than 50 us: spin longer over UCX, so that a
+// wait for a chunk under way seldom sleeps.
 constexpr int64_t kUcxSpinUs = 1000;
 
 // Whether the kernel shows an RDMA device (what UCX's RDMA transports would use).
