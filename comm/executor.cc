@@ -55,15 +55,15 @@ Status ReducerOf(const ReductionPlan& t, Reducer* out) {
   return Status::Ok();
 }
 
-// The algorithm's arguments on the operation's buffers, with `reducer`.
-CollectiveArgs ReductionArgs(const Operation& op, const ReductionPlan& t, const Reducer& reducer) {
+// The algorithm's arguments on the operation's buffers, whose elements travel as
+// `elem_size` bytes.
+CollectiveArgs ArgsOf(const Operation& op, size_t elem_size) {
   CollectiveArgs args;
   args.send = op.send;
   args.recv = op.recv;
   args.count = op.count;
-  args.elem_size = SizeOf(t.wire);
+  args.elem_size = elem_size;
   args.root = op.root;
-  args.reducer = reducer;
   return args;
 }
 
@@ -294,12 +294,7 @@ Status Executor::RunOne(const Operation& op, const CollectiveContext& ctx, Eleme
                         bool on_device) {
   if (IsReduction(op.kind)) return RunReduction(op, ctx, elementwise, on_device);
   if (op.count == 0) return Status::Ok();
-  CollectiveArgs args;
-  args.send = op.send;
-  args.recv = op.recv;
-  args.count = op.count;
-  args.elem_size = SizeOf(op.type);
-  args.root = op.root;
+  CollectiveArgs args = ArgsOf(op, SizeOf(op.type));
   // An in-place alltoall (NCCL accepts one) reads its input from a copy.
   Scratch input;
   if (op.kind == OpKind::kAlltoAll && op.send == op.recv) {
@@ -325,7 +320,8 @@ Status Executor::RunReduction(const Operation& op, const CollectiveContext& ctx,
   if (!last_reducer_.typed || last_reducer_.type != t.wire || last_reducer_.op != t.combine) {
     TESSERA_RETURN_IF_ERROR(ReducerOf(t, &last_reducer_));
   }
-  const CollectiveArgs args = ReductionArgs(op, t, last_reducer_);
+  CollectiveArgs args = ArgsOf(op, SizeOf(t.wire));
+  args.reducer = last_reducer_;
   if (op.count == 0) return Status::Ok();
   const OpKind c = op.kind;
   if (on_device) {
