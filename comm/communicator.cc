@@ -86,28 +86,8 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   rank_ = rank;
   nranks_ = nranks;
   const Deadline deadline = Deadline::AfterMs(settings.timeout_ms);
-
   RankInfo mine;
-  mine.pid = getpid();
-  std::string host = HostIdentity(settings.host_id);
-  if (!settings.topo_file.empty()) {
-    TESSERA_RETURN_IF_ERROR(HostIdFromLayoutFile(settings.topo_file, rank, nranks, &host).Annotate("TESSERA_TOPO_FILE"));
-  }
-  host = host.substr(0, kMaxHostBytes);
-  mine.host = host;
-  flight_.SetCapacity(static_cast<size_t>(settings.flight_recorder));
-  flight_identity_ = FlightIdentity{id.secret, rank, nranks, static_cast<int>(mine.pid), host};
-  if (settings.diagnosis_ms > 0 && nranks > 1) TESSERA_RETURN_IF_ERROR(StartWatch(settings, id.secret, &mine));
-  if (!settings.algo_table.empty()) {
-    TESSERA_RETURN_IF_ERROR(CostModel::ChoicesFromFile(settings.algo_table, &model_.measured));
-    TESSERA_RETURN_IF_ERROR(CheckMeasuredChoices(model_.measured, settings.algo_table));
-  }
-  // Open what peers will reach this rank by before telling them where it is.
-  TESSERA_RETURN_IF_ERROR(transports_.Open(settings, rank, nranks, id.secret));
-  TESSERA_RETURN_IF_ERROR(AddAgreed(AgreedSettings(settings, transports_.listed(), model_.measured), &mine));
-  for (const auto& [name, bytes] : transports_.cards()) TESSERA_RETURN_IF_ERROR(AddCard(name, bytes, &mine));
-  TESSERA_RETURN_IF_ERROR(AddCard(kKernelCard, KernelIdentity(), &mine));
-
+  TESSERA_RETURN_IF_ERROR(OpenForPeers(id.secret, &mine));
   CallRecord creation;  // what peers' diagnosis sees this rank in until it is created
   creation.what = "creation";
   creation.stamp.flags = kStampCreation;
@@ -121,6 +101,27 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   if (!s.ok()) return FailCreation(s);
   activity_.CallEnded(CallOutcome::kDone, NowMicros());
   return Status::Ok();
+}
+
+Status Communicator::OpenForPeers(uint64_t secret, RankInfo* mine) {
+  mine->pid = getpid();
+  std::string host = HostIdentity(settings_.host_id);
+  if (!settings_.topo_file.empty()) {
+    TESSERA_RETURN_IF_ERROR(
+        HostIdFromLayoutFile(settings_.topo_file, rank_, nranks_, &host).Annotate("TESSERA_TOPO_FILE"));
+  }
+  mine->host = host.substr(0, kMaxHostBytes);
+  flight_.SetCapacity(static_cast<size_t>(settings_.flight_recorder));
+  flight_identity_ = FlightIdentity{secret, rank_, nranks_, static_cast<int>(mine->pid), mine->host};
+  if (settings_.diagnosis_ms > 0 && nranks_ > 1) TESSERA_RETURN_IF_ERROR(StartWatch(settings_, secret, mine));
+  if (!settings_.algo_table.empty()) {
+    TESSERA_RETURN_IF_ERROR(CostModel::ChoicesFromFile(settings_.algo_table, &model_.measured));
+    TESSERA_RETURN_IF_ERROR(CheckMeasuredChoices(model_.measured, settings_.algo_table));
+  }
+  TESSERA_RETURN_IF_ERROR(transports_.Open(settings_, rank_, nranks_, secret));
+  TESSERA_RETURN_IF_ERROR(AddAgreed(AgreedSettings(settings_, transports_.listed(), model_.measured), mine));
+  for (const auto& [name, bytes] : transports_.cards()) TESSERA_RETURN_IF_ERROR(AddCard(name, bytes, mine));
+  return AddCard(kKernelCard, KernelIdentity(), mine);
 }
 
 // After the rendezvous: the links, the shape and the cost model, with every rank's info.

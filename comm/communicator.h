@@ -122,6 +122,10 @@ class Communicator {
  private:
   Communicator() = default;
   Status Init(const Settings& settings, const UniqueIdData& id, int nranks, int rank);
+  // Before the rendezvous: opens what peers will reach this rank by (the watch service,
+  // the transports) and fills what this rank tells them: its pid and host, the settings
+  // every rank must agree on, its cards.
+  Status OpenForPeers(uint64_t secret, RankInfo* mine);
   // `now_us`: NowMicros(), which the exchange deadline (TESSERA_TIMEOUT_MS) counts from.
   CollectiveContext Context(int64_t now_us = NowMicros()) const;
   CommunicatorView View();
