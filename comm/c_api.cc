@@ -36,15 +36,10 @@ Operation MakeOp(OpKind kind, const void* send, void* recv, size_t count, tesser
   return o;
 }
 
-// The handle's check, then `also` where the handle is live.
-template <typename Check>
-Status Checked(tesseraComm_t comm, const CallGuard& guard, Check also) {
-  const Status s = CheckCommHandle(comm, guard.comm());
-  return s.ok() ? also() : s;
-}
-
-// The status of a query that writes `out`: InvalidArgument naming it when it is NULL.
-Status Out(const void* out, const char* name) {
+// The status of a call on `comm` that writes `out`: the handle's check, then
+// InvalidArgument naming `out` when it is NULL.
+Status CheckedOut(tesseraComm_t comm, const CallGuard& guard, const void* out, const char* name) {
+  TESSERA_RETURN_IF_ERROR(CheckCommHandle(comm, guard.comm()));
   return out != nullptr ? Status::Ok() : InvalidArgument(std::string(name) + " is NULL");
 }
 
@@ -84,7 +79,8 @@ tesseraResult_t tesseraCommInitFromEnv(tesseraComm_t* comm) {
 tesseraResult_t tesseraCommSplit(tesseraComm_t comm, int color, int key, tesseraComm_t* newcomm,
                                  tesseraConfig_t* config) {
   CallGuard guard(comm);
-  const Status s = Checked(comm, guard, [&] { return tessera::SplitHandle(comm, color, key, config, newcomm); });
+  Status s = CheckCommHandle(comm, guard.comm());
+  if (s.ok()) s = tessera::SplitHandle(comm, color, key, config, newcomm);
   return Report(guard.comm(), "tesseraCommSplit", s);
 }
 
@@ -100,9 +96,8 @@ tesseraResult_t tesseraCommRevoke(tesseraComm_t comm, int flags) {
 tesseraResult_t tesseraCommShrink(tesseraComm_t comm, const int* excludeRanks, int excludeCount,
                                   tesseraComm_t* newcomm, tesseraConfig_t* config, int flags) {
   CallGuard guard(comm);
-  const Status s = Checked(comm, guard, [&] {
-    return tessera::ShrinkHandle(comm, excludeRanks, excludeCount, config, flags, newcomm);
-  });
+  Status s = CheckCommHandle(comm, guard.comm());
+  if (s.ok()) s = tessera::ShrinkHandle(comm, excludeRanks, excludeCount, config, flags, newcomm);
   return Report(guard.comm(), "tesseraCommShrink", s);
 }
 
@@ -123,28 +118,28 @@ tesseraResult_t tesseraCommAbort(tesseraComm_t comm) {
 
 tesseraResult_t tesseraCommCuDevice(const tesseraComm_t comm, int* device) {
   CallGuard guard(comm);
-  Status s = Checked(comm, guard, [&] { return Out(device, "device"); });
+  Status s = CheckedOut(comm, guard, device, "device");
   if (s.ok()) s = tessera::InvalidUsage("not supported: this is a CPU build, communicators have no CUDA device");
   return Report(guard.comm(), "tesseraCommCuDevice", s);
 }
 
 tesseraResult_t tesseraCommCount(const tesseraComm_t comm, int* count) {
   CallGuard guard(comm);
-  const Status s = Checked(comm, guard, [&] { return Out(count, "count"); });
+  const Status s = CheckedOut(comm, guard, count, "count");
   if (s.ok()) *count = comm->nranks;
   return Report(guard.comm(), "tesseraCommCount", s);
 }
 
 tesseraResult_t tesseraCommUserRank(const tesseraComm_t comm, int* rank) {
   CallGuard guard(comm);
-  const Status s = Checked(comm, guard, [&] { return Out(rank, "rank"); });
+  const Status s = CheckedOut(comm, guard, rank, "rank");
   if (s.ok()) *rank = comm->rank;
   return Report(guard.comm(), "tesseraCommUserRank", s);
 }
 
 tesseraResult_t tesseraCommGetAsyncError(tesseraComm_t comm, tesseraResult_t* asyncError) {
   CallGuard guard(comm);
-  const Status s = Checked(comm, guard, [&] { return Out(asyncError, "asyncError"); });
+  const Status s = CheckedOut(comm, guard, asyncError, "asyncError");
   if (s.ok()) *asyncError = tessera::ToResult(comm->AsyncError().code());
   return Report(guard.comm(), "tesseraCommGetAsyncError", s);
 }
@@ -171,22 +166,20 @@ const char* tesseraGetLastError(tesseraComm_t comm) {
 tesseraResult_t tesseraRedOpCreatePreMulSum(tesseraRedOp_t* op, void* scalar, tesseraDataType_t datatype,
                                             tesseraScalarResidence_t residence, tesseraComm_t comm) {
   CallGuard guard(comm);
+  Status s = CheckCommHandle(comm, guard.comm());
+  if (s.ok()) s = tessera::ValidatePreMulSum(op, scalar, datatype, residence);
   int id = 0;
-  const Status s = Checked(comm, guard, [&] {
-    TESSERA_RETURN_IF_ERROR(tessera::ValidatePreMulSum(op, scalar, datatype, residence));
-    return comm->CreatePreMulSum(scalar, static_cast<tessera::DataType>(datatype),
-                                 residence == tesseraScalarHostImmediate, &id);
-  });
+  const bool host_immediate = residence == tesseraScalarHostImmediate;
+  if (s.ok()) s = comm->CreatePreMulSum(scalar, static_cast<tessera::DataType>(datatype), host_immediate, &id);
   if (s.ok()) *op = static_cast<tesseraRedOp_t>(id);
   return Report(guard.comm(), "tesseraRedOpCreatePreMulSum", s);
 }
 
 tesseraResult_t tesseraRedOpDestroy(tesseraRedOp_t op, tesseraComm_t comm) {
   CallGuard guard(comm);
-  const Status s = Checked(comm, guard, [&] {
-    if (op < tesseraNumOps) return InvalidArgument("op " + std::to_string(static_cast<int>(op)) + " is built in");
-    return comm->DestroyRedOp(static_cast<int>(op));
-  });
+  Status s = CheckCommHandle(comm, guard.comm());
+  if (s.ok() && op < tesseraNumOps) s = InvalidArgument("op " + std::to_string(static_cast<int>(op)) + " is built in");
+  if (s.ok()) s = comm->DestroyRedOp(static_cast<int>(op));
   return Report(guard.comm(), "tesseraRedOpDestroy", s);
 }
 
@@ -215,11 +208,10 @@ tesseraResult_t tesseraAllReduceParts(const void* const* sendbuffs, int nparts, 
 
 const char* tesseraAllReduceAlgorithm(tesseraComm_t comm, size_t count, tesseraDataType_t datatype) {
   CallGuard guard(comm);
+  Status s = CheckCommHandle(comm, guard.comm());
+  if (s.ok()) s = tessera::CheckType(datatype);
   const char* name = nullptr;
-  const Status s = Checked(comm, guard, [&] {
-    TESSERA_RETURN_IF_ERROR(tessera::CheckType(datatype));
-    return comm->AllReduceAlgorithm(count, static_cast<tessera::DataType>(datatype), &name);
-  });
+  if (s.ok()) s = comm->AllReduceAlgorithm(count, static_cast<tessera::DataType>(datatype), &name);
   Report(guard.comm(), "tesseraAllReduceAlgorithm", s);
   return s.ok() ? name : nullptr;
 }
