@@ -39,7 +39,7 @@ std::string DescribeCall(const CallStamp& s) {
     out += s.op < kNumRedOps ? RedOpName(static_cast<RedOp>(s.op)) : s.op == kNumRedOps ? "premulsum" : "op ?";
   }
   const OpKind k = static_cast<OpKind>(s.kind);
-  if (known_kind && (k == OpKind::kBroadcast || k == OpKind::kReduce || k == OpKind::kGather || k == OpKind::kScatter)) {
+  if (known_kind && IsRooted(k)) {
     out += ", root " + std::to_string(s.root);
   }
   return out + ")";

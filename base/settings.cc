@@ -27,6 +27,7 @@ Status Parse(const char*, const char* text, std::string* out) {
 
 std::string ToText(int64_t v) { return std::to_string(v); }
 std::string ToText(const char* v) { return v; }
+const std::string& ToText(const std::string& v) { return v; }
 
 // InvalidArgument "<env> must be in [lo, hi]" unless lo <= v <= hi.
 Status InRange(const char* env, int64_t v, int64_t lo, int64_t hi) {
@@ -123,7 +124,7 @@ Status Validate(const Settings& s) {
 Status Settings::FromEnvironment(Settings* out, const Lookup& lookup) {
   Lookup get = lookup ? lookup : [](const char* name) -> const char* { return std::getenv(name); };
   Settings s;
-#define TESSERA_SETTING_PARSE(type, field, env, def, meaning)   \
+#define TESSERA_SETTING_PARSE(type, field, env, def, agree, meaning) \
   if (const char* text = get(env); text != nullptr && *text) {  \
     TESSERA_RETURN_IF_ERROR(Parse(env, text, &s.field));        \
   }
@@ -136,11 +137,35 @@ Status Settings::FromEnvironment(Settings* out, const Lookup& lookup) {
 
 std::vector<SettingInfo> AllSettings() {
   std::vector<SettingInfo> rows;
-#define TESSERA_SETTING_ROW(type, field, env, def, meaning) \
-  rows.push_back({env, ToText(SettingDefaults::field), meaning});
+#define TESSERA_SETTING_ROW(type, field, env, def, agree, meaning) \
+  rows.push_back({env, ToText(SettingDefaults::field), agree, meaning});
   TESSERA_SETTINGS(TESSERA_SETTING_ROW)
 #undef TESSERA_SETTING_ROW
   return rows;
+}
+
+std::string AgreeText(const char* agree) {
+  const std::string a = agree;
+  if (a == kAgreeNone) return "no";
+  if (a == kAgreeAll) return "yes";
+  return "where " + a + " is listed";
+}
+
+std::string AgreedLines(const Settings& s, const std::vector<std::string>& listed,
+                        const std::map<std::string, std::string>& values) {
+  auto agreed = [&listed](const char* agree) {
+    return std::string(agree) == kAgreeAll || std::find(listed.begin(), listed.end(), agree) != listed.end();
+  };
+  auto line = [&values](const char* env, const std::string& text) {
+    const auto given = values.find(env);
+    return std::string(env) + "=" + (given != values.end() ? given->second : text) + "\n";
+  };
+  std::string lines;
+#define TESSERA_SETTING_AGREED(type, field, env, def, agree, meaning) \
+  if (agreed(agree)) lines += line(env, ToText(s.field));
+  TESSERA_SETTINGS(TESSERA_SETTING_AGREED)
+#undef TESSERA_SETTING_AGREED
+  return lines;
 }
 
 }  // namespace tessera

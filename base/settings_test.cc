@@ -62,14 +62,31 @@ TEST(Settings, MalformedValuesNameTheVariable) {
   }
 }
 
-TEST(Settings, DocsListEveryVariableWithItsDefault) {
+// Rows agreed by all come always; a backend's only where TESSERA_TRANSPORT lists it;
+// `values` replaces a row's text.
+TEST(Settings, AgreedLinesFollowTheAgreeColumn) {
+  Settings s;
+  ASSERT_TRUE(Settings::FromEnvironment(&s, From({{"TESSERA_TCP_STREAMS", "4"}})).ok());
+  const std::string tcp_only = AgreedLines(s, {"tcp"}, {{"TESSERA_TRANSPORT", "tcp"}});
+  EXPECT_NE(tcp_only.find("TESSERA_TRANSPORT=tcp\n"), std::string::npos) << tcp_only;
+  EXPECT_NE(tcp_only.find("TESSERA_TCP_STREAMS=4\n"), std::string::npos) << tcp_only;
+  EXPECT_NE(tcp_only.find("TESSERA_HALF_WIRE=float32\n"), std::string::npos) << tcp_only;
+  EXPECT_EQ(tcp_only.find("TESSERA_SHM_SLOTS="), std::string::npos) << tcp_only;
+  EXPECT_EQ(tcp_only.find("TESSERA_TIMEOUT_MS="), std::string::npos) << tcp_only;
+  const std::string both = AgreedLines(s, {"shm", "tcp"}, {});
+  EXPECT_NE(both.find("TESSERA_SHM_SLOTS=8\n"), std::string::npos) << both;
+  EXPECT_NE(both.find("TESSERA_TRANSPORT=auto\n"), std::string::npos) << both;
+}
+
+TEST(Settings, DocsListEveryVariableWithItsDefaultAndWhoAgrees) {
   std::ifstream in("docs/settings.md");
   ASSERT_TRUE(in.good()) << "docs/settings.md not found";
   std::stringstream text;
   text << in.rdbuf();
   const std::string doc = text.str();
   for (const SettingInfo& row : AllSettings()) {
-    const std::string want = "| `" + std::string(row.env) + "` | `" + row.default_value + "` |";
+    const std::string want = "| `" + std::string(row.env) + "` | `" + row.default_value + "` | " +
+                             AgreeText(row.agree) + " |";
     EXPECT_NE(doc.find(want), std::string::npos) << "docs/settings.md lacks the row start: " << want;
   }
 }

@@ -23,4 +23,14 @@ const char* OpName(OpKind kind) {
   return i >= 0 && i < kNumOpKinds ? kNames[i] : "unknown";
 }
 
+bool OpKindByName(const std::string& name, OpKind* out) {
+  for (int k = 0; k < kNumOpKinds; ++k) {
+    if (name == OpName(static_cast<OpKind>(k))) {
+      *out = static_cast<OpKind>(k);
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace tessera

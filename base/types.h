@@ -3,6 +3,7 @@
 #define TESSERA_BASE_TYPES_H_
 
 #include <cstddef>
+#include <string>
 
 namespace tessera {
 
@@ -12,7 +13,7 @@ enum class DataType : int {
 };
 constexpr int kNumDataTypes = 12;
 
-// float16 and bfloat16: reduced through float32 (see collectives/elementwise.h).
+// float16 and bfloat16: reduced through float32 (see elementwise/elementwise.h).
 inline bool IsHalf(DataType t) { return t == DataType::kFloat16 || t == DataType::kBfloat16; }
 
 enum class RedOp : int { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4 };
@@ -31,14 +32,28 @@ inline size_t SizeOf(DataType t) {
 const char* DataTypeName(DataType t);
 const char* RedOpName(RedOp op);
 
-// What a call does: a collective, or one side of a point-to-point message.
+// What a call does: one of the collectives (the first kNumCollectives kinds, which the
+// algorithm table has rows for), or one side of a point-to-point message. The one
+// enumeration of them, from the C API's Operation to the algorithm table and the
+// call's stamp (numbered as the stamps on the wire carry them).
 enum class OpKind { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAlltoAll, kGather, kScatter,
                     kSend, kRecv };
 constexpr int kNumOpKinds = 10;
+constexpr int kNumCollectives = 8;
 
-const char* OpName(OpKind kind);  // "allreduce", "broadcast", ...
+// "allreduce", "broadcast", "reduce", "allgather", "reduce-scatter", "alltoall",
+// "gather", "scatter", "send", "recv".
+const char* OpName(OpKind kind);
+// The kind OpName calls `name`; false when there is none.
+bool OpKindByName(const std::string& name, OpKind* out);
+
+inline bool IsCollective(OpKind k) { return static_cast<int>(k) < kNumCollectives; }
 // allreduce, reduce, reduce-scatter
 inline bool IsReduction(OpKind k) { return k == OpKind::kAllReduce || k == OpKind::kReduce || k == OpKind::kReduceScatter; }
+// The collectives with a root rank: broadcast, reduce, gather, scatter.
+inline bool IsRooted(OpKind k) {
+  return k == OpKind::kBroadcast || k == OpKind::kReduce || k == OpKind::kGather || k == OpKind::kScatter;
+}
 inline bool IsPointToPoint(OpKind k) { return k == OpKind::kSend || k == OpKind::kRecv; }
 
 }  // namespace tessera

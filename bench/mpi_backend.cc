@@ -5,9 +5,16 @@
 #include <cstdint>
 #include <cstring>
 
-#include "bench/float16.h"
+#include "elementwise/elementwise.h"
 
 namespace tessera_bench {
+
+// The float16/bfloat16 conversions are the library's (elementwise/elementwise.h).
+using tessera::Bfloat16ToFloat;
+using tessera::FloatToBfloat16;
+using tessera::FloatToHalf;
+using tessera::HalfToFloat;
+
 namespace {
 
 std::string MpiError(const std::string& call, int code) {

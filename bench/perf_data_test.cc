@@ -10,9 +10,16 @@
 
 #include <gtest/gtest.h>
 
-#include "bench/float16.h"
+#include "elementwise/elementwise.h"
 
 namespace tessera_bench {
+
+// The float16/bfloat16 conversions are the library's (elementwise/elementwise.h).
+using tessera::Bfloat16ToFloat;
+using tessera::FloatToBfloat16;
+using tessera::FloatToHalf;
+using tessera::HalfToFloat;
+
 namespace {
 
 // Arithmetic of a type with a native C++ counterpart. Integers wrap (through unsigned).

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include "base/process.h"
+#include "topology/host_identity.h"
 
 namespace tessera {
 namespace {
@@ -383,13 +385,25 @@ Status StartRendezvous(const std::string& listen_ip, int port, uint64_t secret, 
   return Status::Ok();
 }
 
+Status NewUniqueId(const Settings& settings, int root_rank, const std::string& root_host, UniqueIdData* id) {
+  std::string ip;
+  TESSERA_RETURN_IF_ERROR(ChooseLocalAddress(settings.socket_ifname, &ip));
+  id->secret = RandomSecret();
+  TESSERA_RETURN_IF_ERROR(
+      StartRendezvous(ip, 0, id->secret, settings.timeout_ms, settings.bootstrap_fanout, &id->root));
+  id->root_pid = getpid();
+  id->root_rank = root_rank;
+  id->root_host = root_host;
+  return Status::Ok();
+}
+
 namespace {
 
 // The rendezvous service is gone or stopped: it lives in the process that created the
 // id, so that process is the culprit, by rank where the id knows it.
 std::string RendezvousHostBlamed(const UniqueIdData& id) {
   std::string who = "the process serving the rendezvous";
-  if (id.root_pid != 0) who += " (pid " + std::to_string(id.root_pid) + " on host " + id.root_host + ")";
+  if (id.root_pid != 0) who += " (pid " + std::to_string(id.root_pid) + " on host " + HostnameOf(id.root_host) + ")";
   if (id.root_rank >= 0) who = "rank " + std::to_string(id.root_rank) + ", " + who + ",";
   const std::string tag = id.root_rank >= 0 ? "[culprit: rank " + std::to_string(id.root_rank) + "]"
                           : id.root_pid != 0 ? "[culprit: rendezvous host pid " + std::to_string(id.root_pid) + "]"

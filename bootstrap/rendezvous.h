@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "base/settings.h"
 #include "base/socket.h"
 #include "base/status.h"
 #include "bootstrap/rank_table.h"
@@ -102,6 +103,12 @@ Status DecodeTableRequest(const std::string& bytes, uint64_t secret, int* rank);
 // `fanout` ranks (TESSERA_BOOTSTRAP_FANOUT), which forward it.
 Status StartRendezvous(const std::string& listen_ip, int port, uint64_t secret, int64_t timeout_ms, int fanout,
                        SocketAddress* bound);
+
+// A new unique id that this process serves: a random secret, and the rendezvous started
+// (StartRendezvous) on the address of TESSERA_SOCKET_IFNAME with the settings' timeout
+// and fanout. `root_rank` (-1: not known yet) and `root_host` (this process's host
+// identity) name the process in it.
+Status NewUniqueId(const Settings& settings, int root_rank, const std::string& root_host, UniqueIdData* id);
 
 // Joins: blocks until every rank has joined and this rank has the table, or the
 // rendezvous fails or times out. Ranks this one forwards the table to are served by a

@@ -27,7 +27,7 @@ constexpr const char* kNoTorusGrid = "the torus grid has X or Y 1";
 
 // The table: every collective's rows, grouped by collective, in selection order.
 std::vector<AlgorithmInfo> Rows() {
-  using C = Collective;
+  using C = OpKind;
   return {
       {C::kAllReduce, "ring", "reduce-scatter then allgather around a ring: bandwidth-optimal, 2(p-1) steps",
        Everywhere, "", PredictRingAllReduce, RingAllReduce, true},
@@ -103,9 +103,9 @@ std::string ForcedText(const AlgorithmInfo& a, const Shape& s) {
 
 // Every automatic row's prediction (or why it does not apply), and why `chosen` is not
 // the fastest when it is not.
-std::string PredictionsText(Collective c, const std::string& forced, const CostModel& m, const Shape& s, size_t bytes,
+std::string PredictionsText(OpKind c, const std::string& forced, const CostModel& m, const Shape& s, size_t bytes,
                             const Selection& fastest, const Selection& chosen) {
-  std::string text = forced == "auto" ? "" : "TESSERA_ALGO=" + forced + " does not apply to " + CollectiveName(c) + " here; ";
+  std::string text = forced == "auto" ? "" : "TESSERA_ALGO=" + forced + " does not apply to " + OpName(c) + " here; ";
   text += "predicted: ";
   const char* separator = "";
   for (const AlgorithmInfo& a : AlgorithmsOf(c)) {
@@ -129,11 +129,11 @@ std::string PredictionsText(Collective c, const std::string& forced, const CostM
 
 // The measured choice of `c` on this layout for `bytes`: the row of the layout with the
 // largest from_bytes <= bytes, when its algorithm applies here; else null.
-const AlgorithmInfo* MeasuredAlgorithm(Collective c, const CostModel& m, const Shape& s, size_t bytes) {
+const AlgorithmInfo* MeasuredAlgorithm(OpKind c, const CostModel& m, const Shape& s, size_t bytes) {
   const MeasuredChoice* best = nullptr;
   for (const MeasuredChoice& row : m.measured) {
     if (row.hosts != s.hosts || row.per_host != s.per_host || row.from_bytes > bytes) continue;
-    if (row.collective != CollectiveName(c)) continue;
+    if (row.collective != OpName(c)) continue;
     if (best == nullptr || row.from_bytes >= best->from_bytes) best = &row;
   }
   const AlgorithmInfo* a = best != nullptr ? FindAlgorithm(c, best->algorithm) : nullptr;
@@ -144,8 +144,8 @@ const AlgorithmInfo* MeasuredAlgorithm(Collective c, const CostModel& m, const S
 
 Status CheckMeasuredChoices(const std::vector<MeasuredChoice>& rows, const std::string& path) {
   for (const MeasuredChoice& row : rows) {
-    Collective c;
-    if (!CollectiveByName(row.collective, &c)) {
+    OpKind c;
+    if (!OpKindByName(row.collective, &c) || !IsCollective(c)) {
       return InvalidArgument(path + ":" + std::to_string(row.line) + ": no collective '" + row.collective + "'");
     }
     if (FindAlgorithm(c, row.algorithm) == nullptr) {
@@ -156,45 +156,29 @@ Status CheckMeasuredChoices(const std::vector<MeasuredChoice>& rows, const std::
   return Status::Ok();
 }
 
-const char* CollectiveName(Collective c) {
-  static const char* const kNames[kNumCollectives] = {"allreduce",      "broadcast", "reduce", "allgather",
-                                                      "reduce-scatter", "alltoall",  "gather", "scatter"};
-  return kNames[static_cast<int>(c)];
-}
-
-bool CollectiveByName(const std::string& name, Collective* out) {
-  for (int c = 0; c < kNumCollectives; ++c) {
-    if (name == CollectiveName(static_cast<Collective>(c))) {
-      *out = static_cast<Collective>(c);
-      return true;
-    }
-  }
-  return false;
-}
-
-size_t PredictedBytes(Collective c, int nranks, size_t count, size_t elem_size) {
-  const bool blocks = c == Collective::kAllGather || c == Collective::kReduceScatter || c == Collective::kAlltoAll ||
-                      c == Collective::kGather || c == Collective::kScatter;
+size_t PredictedBytes(OpKind c, int nranks, size_t count, size_t elem_size) {
+  const bool blocks = c == OpKind::kAllGather || c == OpKind::kReduceScatter || c == OpKind::kAlltoAll ||
+                      c == OpKind::kGather || c == OpKind::kScatter;
   return (blocks ? static_cast<size_t>(nranks) : 1) * count * elem_size;
 }
 
-const std::vector<AlgorithmInfo>& AlgorithmsOf(Collective c) {
+const std::vector<AlgorithmInfo>& AlgorithmsOf(OpKind c) {
   static const auto* tables = [] {
-    auto* t = new std::array<std::vector<AlgorithmInfo>, kNumCollectives>();
+    auto* t = new std::array<std::vector<AlgorithmInfo>, kNumOpKinds>();  // none for sends and receives
     for (const AlgorithmInfo& row : Rows()) (*t)[static_cast<int>(row.collective)].push_back(row);
     return t;
   }();
   return (*tables)[static_cast<int>(c)];
 }
 
-const AlgorithmInfo* FindAlgorithm(Collective c, const std::string& name) {
+const AlgorithmInfo* FindAlgorithm(OpKind c, const std::string& name) {
   for (const AlgorithmInfo& a : AlgorithmsOf(c)) {
     if (name == a.name) return &a;
   }
   return nullptr;
 }
 
-double PredictSeconds(Collective c, const std::string& name, const CostModel& m, const Shape& s, size_t bytes) {
+double PredictSeconds(OpKind c, const std::string& name, const CostModel& m, const Shape& s, size_t bytes) {
   const AlgorithmInfo* a = FindAlgorithm(c, name);
   return a != nullptr && a->applies(s) ? a->predict(m, s, bytes) : -1;
 }
@@ -202,14 +186,14 @@ double PredictSeconds(Collective c, const std::string& name, const CostModel& m,
 Status CheckAlgorithmName(const std::string& name) {
   if (name == "auto") return Status::Ok();
   std::string names = "auto";
-  for (const auto& a : AlgorithmsOf(Collective::kAllReduce)) {
+  for (const auto& a : AlgorithmsOf(OpKind::kAllReduce)) {
     if (name == a.name) return Status::Ok();
     names += std::string(", ") + a.name;
   }
   return InvalidArgument("TESSERA_ALGO='" + name + "' is not one of: " + names);
 }
 
-std::vector<const AlgorithmInfo*> Contenders(Collective c, const CostModel& m, const Shape& s, size_t bytes) {
+std::vector<const AlgorithmInfo*> Contenders(OpKind c, const CostModel& m, const Shape& s, size_t bytes) {
   double best = -1;
   std::vector<std::pair<const AlgorithmInfo*, double>> rows;
   for (const AlgorithmInfo& a : AlgorithmsOf(c)) {
@@ -224,7 +208,7 @@ std::vector<const AlgorithmInfo*> Contenders(Collective c, const CostModel& m, c
   return out;
 }
 
-Selection SelectAlgorithm(Collective c, const std::string& forced, const CostModel& m, const Shape& s, size_t bytes,
+Selection SelectAlgorithm(OpKind c, const std::string& forced, const CostModel& m, const Shape& s, size_t bytes,
                           std::string* why) {
   if (forced != "auto") {
     const AlgorithmInfo* a = FindAlgorithm(c, forced);

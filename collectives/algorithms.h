@@ -10,30 +10,22 @@
 #include <string>
 #include <vector>
 
+#include "base/types.h"
 #include "collectives/collective.h"
 #include "collectives/cost_model.h"
 
 namespace tessera {
 
-enum class Collective { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAlltoAll, kGather, kScatter };
-constexpr int kNumCollectives = 8;
-
-// "allreduce", "broadcast", "reduce", "allgather", "reduce-scatter", "alltoall",
-// "gather", "scatter".
-const char* CollectiveName(Collective c);
-// The collective CollectiveName calls `name`; false when there is none.
-bool CollectiveByName(const std::string& name, Collective* out);
-
 // The size that predictions of `c` take: the whole buffer of p blocks for allgather (its
 // result), reduce-scatter (its input), alltoall, gather and scatter, whose `count` is
 // one block; count * elem_size for the others.
-size_t PredictedBytes(Collective c, int nranks, size_t count, size_t elem_size);
+size_t PredictedBytes(OpKind c, int nranks, size_t count, size_t elem_size);
 
 // Which of the context's grids a schedule runs on; logs show that grid's X x Y.
 enum class GridUse { kNone, kHost, kTorus };
 
 struct AlgorithmInfo {
-  Collective collective;
+  OpKind collective;
   // Unique within the collective: TESSERA_ALGO forces the row by it, and
   // tesseraAllReduceAlgorithm answers it.
   const char* name;
@@ -62,27 +54,21 @@ struct AlgorithmInfo {
 
 // When a pipelined schedule's prediction is within this fraction of the best one, it is
 // chosen instead: the model adds step times as if nothing overlapped, which favours
-// round-based schedules. On 4x2 emulated hosts Rabenseifner was predicted 0.4-3% faster
-// than the torus at 2-16 MiB and measured 15-20% slower.
+// round-based schedules by more than this where steps are long enough to overlap.
 constexpr double kPipelinedPreference = 0.05;
 // ... where the buffer's blocks (bytes / p, a ring step) hold at least this many bytes:
 // below it a pipelined schedule's steps are short, what each step costs beyond its
-// bytes outweighs what overlaps, and the model prices those costs low. On pinned 4x2
-// emulated hosts the torus over Rabenseifner was predicted 1.03 and 1.01 at 64 and 128
-// KiB (8 and 16 KiB blocks) and ran 1.39 and 1.11 (interleaved); from 256 KiB it ran
-// 0.86-0.98, predicted 0.99-1.00. On 2 ranks the rule stays where a 64 KiB buffer put
-// it before; on 4 it moves to 128 KiB (2x2: the torus within 1% of the best there).
-// At 8 KiB on 4x2 the preference chose hierarchical_leader, 2.3x hierarchical_doubling,
-// predicted 4% faster.
+// bytes outweighs what overlaps, and the model prices those costs low, so the
+// preference would pick a pipelined schedule that runs slower than the best predicted.
 constexpr size_t kPipelinedFromBlockBytes = 32 << 10;
 
 // The rows of one collective, in the order selection walks them (first wins a tie).
-const std::vector<AlgorithmInfo>& AlgorithmsOf(Collective c);
+const std::vector<AlgorithmInfo>& AlgorithmsOf(OpKind c);
 // The row of `c` named `name`, or null.
-const AlgorithmInfo* FindAlgorithm(Collective c, const std::string& name);
+const AlgorithmInfo* FindAlgorithm(OpKind c, const std::string& name);
 // The row's prediction, or a negative value when it does not apply to the shape (or
 // there is no such row).
-double PredictSeconds(Collective c, const std::string& name, const CostModel& m, const Shape& s, size_t bytes);
+double PredictSeconds(OpKind c, const std::string& name, const CostModel& m, const Shape& s, size_t bytes);
 
 // TESSERA_ALGO: "auto" or the name of an allreduce algorithm; InvalidArgument listing
 // the names otherwise. The other collectives' rows answer to some of those names
@@ -108,18 +94,18 @@ struct Selection {
 // Text is built only when `why` is not null: then it says "forced by TESSERA_ALGO", or
 // lists every candidate's prediction (and, for a forced name that does not apply here,
 // says so first).
-Selection SelectAlgorithm(Collective c, const std::string& forced, const CostModel& m, const Shape& s, size_t bytes,
+Selection SelectAlgorithm(OpKind c, const std::string& forced, const CostModel& m, const Shape& s, size_t bytes,
                           std::string* why = nullptr);
 
 // How far above the best prediction an automatic row may be predicted and still be
 // measured in the job (TESSERA_AUTOTUNE): the formulas stay within about 20% of what
-// schedules take where ranks fit their cores, and have been off by up to 2x where they
-// outnumber them (2x2 emulated hosts at 8 KiB, docs/performance.md).
+// schedules take where ranks fit their cores, and can be off by up to 2x where ranks
+// outnumber them.
 constexpr double kContenderSpread = 3.0;
 
 // The automatic rows of `c` that apply to the shape and are predicted within
 // kContenderSpread of the fastest for `bytes`, in table order.
-std::vector<const AlgorithmInfo*> Contenders(Collective c, const CostModel& m, const Shape& s, size_t bytes);
+std::vector<const AlgorithmInfo*> Contenders(OpKind c, const CostModel& m, const Shape& s, size_t bytes);
 
 }  // namespace tessera
 

@@ -45,8 +45,6 @@ Status BoardAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args) 
 // beta is a write and a read) and gamma. A round's alpha is kBoardRoundAlpha of a
 // message's (latency_allreduce.h). Where ranks outnumber cores a round waits for every
 // rank to get a core, at least a step's floor (docs/algorithms.md#the-step-floor).
-// Measured: 4 ranks on 2 cores, the board 7.5-8.2 us at 4 KiB (predicted 8.1) against
-// recursive doubling's 9.3-11.2 (8.8), and 9.5-14.9 at 8 KiB against 11.0-13.5.
 double PredictBoardAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
   const double n = static_cast<double>(bytes);
   const size_t rounds = std::max<size_t>(1, (bytes + s.board_bytes - 1) / s.board_bytes);

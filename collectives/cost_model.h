@@ -29,7 +29,7 @@ struct LinkCost {
 // formulas stay within about 20% of what schedules take; where two are closer than
 // that, only measuring tells them apart.
 struct MeasuredChoice {
-  std::string collective;  // CollectiveName: "allreduce", ...
+  std::string collective;  // OpName: "allreduce", ...
   int hosts = 0;
   int per_host = 0;
   size_t from_bytes = 0;
@@ -98,11 +98,11 @@ const LinkCost& SlowestLink(const CostModel& m, const Shape& s);
 // wait for it (the leaders' steps of the two-level schedules). The probe measures alpha
 // across with every rank running; where ranks outnumber cores (ranks_per_core > 1) a
 // step with one in R of them running waits that much less for a core: alpha and the
-// step floor scaled by max(1, ranks_per_core / R) / ranks_per_core. On 2x2 and 4x2
-// emulated hosts on 2 cores such a step took 0.5-0.6 of one with every rank running.
-// Where the probe measured the leaders' alpha (m.leaders_alpha) that replaces the
-// scaled one: on unpinned 4x2 emulated hosts the same step took the whole alpha or
-// none of it, as the job's ranks happened to be placed (docs/algorithms.md#leaders-alpha).
+// step floor scaled by max(1, ranks_per_core / R) / ranks_per_core. Where the probe
+// measured the leaders' alpha (m.leaders_alpha) that replaces the scaled one: where
+// ranks do not stay on their cores, such a step pays the whole alpha or none of it, as
+// the job's ranks happen to be placed, which only the measured calls tell
+// (docs/algorithms.md#leaders-alpha).
 LinkCost LeadersLink(const CostModel& m, const Shape& s);
 // LeadersLink with the scaled alpha, whether or not the probe measured the leaders'.
 LinkCost ScaledLeadersLink(const CostModel& m, const Shape& s);

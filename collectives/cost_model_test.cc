@@ -28,7 +28,7 @@ Shape HostsOf(int hosts, int per_host) {
 
 std::string Choice(const Shape& s, size_t bytes, const std::string& forced = "auto") {
   CostModel m;
-  return SelectAlgorithm(Collective::kAllReduce, forced, m, s, bytes).algo->name;
+  return SelectAlgorithm(OpKind::kAllReduce, forced, m, s, bytes).algo->name;
 }
 
 TEST(CostModel, SmallMessagesTakeFewSteps) {
@@ -39,23 +39,23 @@ TEST(CostModel, SmallMessagesTakeFewSteps) {
 }
 
 // Where the probe measured alpha across with ranks sharing cores, a step where one rank
-// per host runs (the leaders') costs less: on 2x2 with 2 ranks per core, half. With the
-// probe's figures of 2x2 emulated hosts, 8 B then goes to the two-level schedule, which
-// ran there in 12 us against recursive doubling's 17; where ranks fit their cores
-// (or the model was not measured) nothing changes.
+// per host runs (the leaders') costs less: on 2x2 with 2 ranks per core, half. With
+// figures such as the probe gives on 2x2 hosts sharing 2 cores, 8 B then goes to the
+// two-level schedule, the faster one there; where ranks fit their cores (or the model
+// was not measured) nothing changes.
 TEST(CostModel, LeadersStepsCostLessWhereRanksShareCores) {
   CostModel m;
   m.intra = LinkCost{1.5e-6, 1.0 / 15e9};
   m.inter = LinkCost{11e-6, 1.0 / 0.25e9};
   Shape s = HostsOf(2, 2);
   EXPECT_DOUBLE_EQ(LeadersLink(m, s).alpha, m.inter.alpha);
-  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 8).algo->name, "recursive_doubling");
+  EXPECT_STREQ(SelectAlgorithm(OpKind::kAllReduce, "auto", m, s, 8).algo->name, "recursive_doubling");
   s.ranks_per_core = 1.0;  // fit
   EXPECT_DOUBLE_EQ(LeadersLink(m, s).alpha, m.inter.alpha);
   s.ranks_per_core = 2.0;  // 4 ranks on 2 cores
   EXPECT_DOUBLE_EQ(LeadersLink(m, s).alpha, m.inter.alpha / 2);
   EXPECT_DOUBLE_EQ(LeadersLink(m, s).beta, m.inter.beta);
-  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 8).algo->name, "hierarchical_doubling");
+  EXPECT_STREQ(SelectAlgorithm(OpKind::kAllReduce, "auto", m, s, 8).algo->name, "hierarchical_doubling");
   const Shape four = [] {
     Shape f = HostsOf(4, 2);
     f.ranks_per_core = 4.0;  // 8 ranks on 2 cores: a leader step has 2 ranks per core
@@ -66,11 +66,10 @@ TEST(CostModel, LeadersStepsCostLessWhereRanksShareCores) {
 
 // Where ranks outnumber cores a step across hosts takes at least the probe's floor,
 // however little it carries, and a leaders' step the floor scaled as its alpha. With
-// the figures of 4x2 emulated hosts pinned to 2 cores (alpha across 8 us, floor 38 us)
-// 8 KiB goes to hierarchical_doubling, which ran there in 69 us; without the floor the
-// model took hierarchical_leader's ring of 2 KiB steps for as fast, and it ran 176.
-// Large steps are the link's: 32 KiB still runs hierarchical_leader (208 us against
-// Rabenseifner's 219).
+// figures such as the probe gives on 4x2 hosts sharing 2 cores (alpha across 8 us,
+// floor 38 us) 8 KiB goes to hierarchical_doubling: without the floor the model would
+// take hierarchical_leader's ring of 2 KiB steps for as fast, though each of its steps
+// waits the floor. Large steps are the link's: 32 KiB still runs hierarchical_leader.
 TEST(CostModel, StepsAcrossHostsTakeAtLeastTheFloor) {
   CostModel m;
   m.intra = LinkCost{1.6e-6, 1.0 / 16e9};
@@ -78,37 +77,36 @@ TEST(CostModel, StepsAcrossHostsTakeAtLeastTheFloor) {
   m.gamma = 1.0 / 82e9;
   Shape s = HostsOf(4, 2);
   s.ranks_per_core = 4.0;
-  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 8 << 10).algo->name, "hierarchical_leader");
+  EXPECT_STREQ(SelectAlgorithm(OpKind::kAllReduce, "auto", m, s, 8 << 10).algo->name, "hierarchical_leader");
   m.inter.floor = 38e-6;
   EXPECT_DOUBLE_EQ(StepSeconds(m.inter, 8), 38e-6);
   EXPECT_DOUBLE_EQ(StepSeconds(m.inter, 1 << 20), 8e-6 + (1 << 20) / 0.25e9);
   EXPECT_DOUBLE_EQ(LeadersLink(m, s).floor, 19e-6);
-  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 8).algo->name, "hierarchical_doubling");
-  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 8 << 10).algo->name, "hierarchical_doubling");
-  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 32 << 10).algo->name, "hierarchical_leader");
+  EXPECT_STREQ(SelectAlgorithm(OpKind::kAllReduce, "auto", m, s, 8).algo->name, "hierarchical_doubling");
+  EXPECT_STREQ(SelectAlgorithm(OpKind::kAllReduce, "auto", m, s, 8 << 10).algo->name, "hierarchical_doubling");
+  EXPECT_STREQ(SelectAlgorithm(OpKind::kAllReduce, "auto", m, s, 32 << 10).algo->name, "hierarchical_leader");
 }
 
 // One host whose ranks outnumber its cores: a step inside takes at least the probe's
-// floor there too, and a board round as well. With the probe's figures of 4 ranks on 2
-// cores (alpha 1.5 us, 2.6 GB/s, gamma 24 GB/s; a round of a whole call 4 us) 16 KiB
-// goes to recursive doubling's two steps, which measured 8-12% faster there than
-// Rabenseifner's four; without the floor the model chose Rabenseifner. The board keeps
-// small buffers (2 KiB: 6.3-6.6 us against recursive doubling's 8.1-11.5).
+// floor there too, and a board round as well. With figures such as the probe gives for
+// 4 ranks on 2 cores (alpha 1.5 us, 2.6 GB/s, gamma 24 GB/s; a round of a whole call
+// 4 us) 16 KiB goes to recursive doubling's two steps rather than Rabenseifner's four,
+// which the model would choose without the floor. The board keeps small buffers.
 TEST(CostModel, StepsInsideACrowdedHostTakeAtLeastTheFloor) {
   CostModel m;
   m.intra = LinkCost{1.5e-6, 1.0 / 2.6e9};
   m.gamma = 1.0 / 24e9;
   Shape s = HostsOf(1, 4);
   s.board_bytes = 4096;
-  EXPECT_EQ(std::string(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 16 << 10).algo->name), "rabenseifner");
+  EXPECT_EQ(std::string(SelectAlgorithm(OpKind::kAllReduce, "auto", m, s, 16 << 10).algo->name), "rabenseifner");
   m.intra.floor = 4e-6;
   EXPECT_DOUBLE_EQ(StepSeconds(m.intra, 8), 4e-6);
-  EXPECT_DOUBLE_EQ(PredictSeconds(Collective::kAllReduce, "board", m, s, 8),
+  EXPECT_DOUBLE_EQ(PredictSeconds(OpKind::kAllReduce, "board", m, s, 8),
                    4e-6 + 8 / 2.6e9 + 3 * 8 * (0.5 / 2.6e9 + 1 / 24e9));
-  EXPECT_EQ(std::string(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 16 << 10).algo->name),
+  EXPECT_EQ(std::string(SelectAlgorithm(OpKind::kAllReduce, "auto", m, s, 16 << 10).algo->name),
             "recursive_doubling");
-  EXPECT_EQ(std::string(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 8).algo->name), "board");
-  EXPECT_EQ(std::string(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 2048).algo->name), "board");
+  EXPECT_EQ(std::string(SelectAlgorithm(OpKind::kAllReduce, "auto", m, s, 8).algo->name), "board");
+  EXPECT_EQ(std::string(SelectAlgorithm(OpKind::kAllReduce, "auto", m, s, 2048).algo->name), "board");
 }
 
 // The probe's hierarchical_leader calls give the leaders' alpha (LeadersAlphaOf, the
@@ -128,20 +126,20 @@ TEST(CostModel, MeasuredLeadersAlphaReplacesTheScaledOne) {
   m.leaders_alpha = 20e-6;
   EXPECT_DOUBLE_EQ(LeadersLink(m, s).alpha, 20e-6);
   EXPECT_DOUBLE_EQ(LeadersLink(m, s).floor, 22.5e-6);
-  const double call = PredictSeconds(Collective::kAllReduce, "hierarchical_leader", m, s, bytes);
+  const double call = PredictSeconds(OpKind::kAllReduce, "hierarchical_leader", m, s, bytes);
   EXPECT_NEAR(LeadersAlphaOf(m, s, bytes, call), 20e-6, 1e-12);
-  EXPECT_STRNE(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, bytes).algo->name, "hierarchical_leader");
+  EXPECT_STRNE(SelectAlgorithm(OpKind::kAllReduce, "auto", m, s, bytes).algo->name, "hierarchical_leader");
   m.leaders_alpha = LeadersAlphaOf(m, s, bytes, 1e-6);  // faster than its transfers: the least alpha
   EXPECT_DOUBLE_EQ(m.leaders_alpha, kLeastLeadersAlpha);
-  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, bytes).algo->name, "hierarchical_leader");
+  EXPECT_STREQ(SelectAlgorithm(OpKind::kAllReduce, "auto", m, s, bytes).algo->name, "hierarchical_leader");
   EXPECT_NE(m.ToString().find("leaders' alpha 1.0 us"), std::string::npos);
 }
 
 // A leaders' ring step smaller than the probe's (kLeadersStepBytes) costs at least what
-// the probe's did. With the figures of one unpinned 4x2 creation (the leaders' alpha
-// 4.8 us from 32 KiB calls) alpha + bytes x beta priced the 4 KiB steps of 16 KiB at
-// 21 us, and the model chose hierarchical_leader, which ran 243 us against
-// hierarchical_doubling's 136; its steps took what the probe's 8 KiB ones did.
+// the probe's did: a smaller step waits as long for its peer's core. With figures such
+// as the probe gives on 4x2 hosts whose ranks move between cores (the leaders' alpha
+// 4.8 us from 32 KiB calls), alpha + bytes x beta alone would price the 4 KiB steps of
+// 16 KiB low and choose hierarchical_leader over the faster hierarchical_doubling.
 TEST(CostModel, LeadersRingStepsBelowTheProbesCostWhatItsDid) {
   CostModel m;
   m.intra = LinkCost{2.2e-6, 1.0 / 5.84e9};
@@ -151,20 +149,19 @@ TEST(CostModel, LeadersRingStepsBelowTheProbesCostWhatItsDid) {
   Shape s = HostsOf(4, 2);
   s.ranks_per_core = 4.0;
   const double probe_step = m.leaders_alpha + kLeadersStepBytes * m.inter.beta;
-  EXPECT_GE(PredictSeconds(Collective::kAllReduce, "hierarchical_leader", m, s, 16 << 10), 6 * probe_step);
-  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 16 << 10).algo->name, "hierarchical_doubling");
+  EXPECT_GE(PredictSeconds(OpKind::kAllReduce, "hierarchical_leader", m, s, 16 << 10), 6 * probe_step);
+  EXPECT_STREQ(SelectAlgorithm(OpKind::kAllReduce, "auto", m, s, 16 << 10).algo->name, "hierarchical_doubling");
   // At the probe's own size the prediction is still the one the leaders' alpha solves.
   const size_t probed = kLeadersStepBytes * 4;
-  const double call = PredictSeconds(Collective::kAllReduce, "hierarchical_leader", m, s, probed);
+  const double call = PredictSeconds(OpKind::kAllReduce, "hierarchical_leader", m, s, probed);
   EXPECT_NEAR(LeadersAlphaOf(m, s, probed, call), m.leaders_alpha, 1e-12);
 }
 
 // A leaders' doubling step's alpha is at most what the scaled leaders' link charges a
 // step of nothing (ScaledLeadersLink: its floor, or its alpha where that is more): the
-// leaders' alpha is a ring step's of 8 KiB. With the figures of one unpinned 4x2
-// creation (leaders' alpha 70.7 us, against 6-18 in five others) the model chose
-// recursive doubling from 8 B to 8 KiB, which in another such creation ran 1.13-1.39x
-// hierarchical_doubling.
+// leaders' alpha is a ring step's of 8 KiB. With a probe whose leaders' alpha came out
+// far above the usual (70.7 us), the model would otherwise choose flat recursive
+// doubling from 8 B to 8 KiB, slower than hierarchical_doubling there.
 TEST(CostModel, LeadersDoublingStepsTakeAtMostTheScaledStepAsAlpha) {
   CostModel m;
   m.intra = LinkCost{0.5e-6, 1.0 / 4.9e9};
@@ -178,30 +175,29 @@ TEST(CostModel, LeadersDoublingStepsTakeAtMostTheScaledStepAsAlpha) {
   EXPECT_DOUBLE_EQ(scaled.alpha, 29.7e-6 / 2);
   EXPECT_DOUBLE_EQ(scaled.floor, 52.6e-6 / 2);
   const double n = 8 << 10, chains = 2 * (0.5e-6 + n / 4.9e9) + n / 32.34e9;
-  EXPECT_NEAR(PredictSeconds(Collective::kAllReduce, "hierarchical_doubling", m, s, 8 << 10),
+  EXPECT_NEAR(PredictSeconds(OpKind::kAllReduce, "hierarchical_doubling", m, s, 8 << 10),
               chains + 2 * (scaled.floor + n * m.inter.beta + n / 32.34e9), 1e-9);
   for (size_t bytes : {size_t{8}, size_t{512}, size_t{8} << 10}) {
-    EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, bytes).algo->name, "hierarchical_doubling")
+    EXPECT_STREQ(SelectAlgorithm(OpKind::kAllReduce, "auto", m, s, bytes).algo->name, "hierarchical_doubling")
         << bytes;
   }
-  // Where alpha across is more than the floor (a slow build's probe: 237 us against
-  // 125 on 2x2), the scaled alpha bounds it, and recursive doubling stays within
-  // kContenderSpread at 8 B.
+  // Where alpha across is more than the floor (a probe of a slow build on 2x2), the
+  // scaled alpha bounds it, and recursive doubling stays within kContenderSpread at 8 B.
   m.inter = LinkCost{236.6e-6, 1.0 / 0.75e9, 125e-6};
   m.leaders_alpha = 347.4e-6;
   Shape crowded = HostsOf(2, 2);
   crowded.ranks_per_core = 2.0;
-  const double doubling = PredictSeconds(Collective::kAllReduce, "hierarchical_doubling", m, crowded, 8);
+  const double doubling = PredictSeconds(OpKind::kAllReduce, "hierarchical_doubling", m, crowded, 8);
   EXPECT_NEAR(doubling, 2 * 0.5e-6 + 236.6e-6 / 2, 1e-7);
-  EXPECT_LT(PredictSeconds(Collective::kAllReduce, "recursive_doubling", m, crowded, 8), kContenderSpread * doubling);
+  EXPECT_LT(PredictSeconds(OpKind::kAllReduce, "recursive_doubling", m, crowded, 8), kContenderSpread * doubling);
   // Not measured: the scaled alpha stands.
   m.leaders_alpha = 0;
-  EXPECT_NEAR(PredictSeconds(Collective::kAllReduce, "hierarchical_doubling", m, crowded, 8), doubling, 1e-8);
+  EXPECT_NEAR(PredictSeconds(OpKind::kAllReduce, "hierarchical_doubling", m, crowded, 8), doubling, 1e-8);
 }
 
 // Where the leaders' calls ran at their transfers' time (the least alpha), two hosts'
 // leaders ring still takes one step more than their recursive doubling over the same
-// bytes, and the doubling is chosen (2x2 emulated hosts, 8 KiB: 38-41 us against 62-65).
+// bytes, and the doubling, the faster of the two, is chosen.
 TEST(CostModel, LeastLeadersAlphaKeepsTwoHostsOnDoubling) {
   CostModel m;
   m.intra = LinkCost{0.6e-6, 1.0 / 7e9};
@@ -212,7 +208,7 @@ TEST(CostModel, LeastLeadersAlphaKeepsTwoHostsOnDoubling) {
   for (size_t bytes : {size_t{2} << 10, size_t{8} << 10, size_t{32} << 10}) {
     m.leaders_alpha = LeadersAlphaOf(m, s, bytes, 1e-6);
     EXPECT_DOUBLE_EQ(m.leaders_alpha, kLeastLeadersAlpha);
-    EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, bytes).algo->name, "hierarchical_doubling")
+    EXPECT_STREQ(SelectAlgorithm(OpKind::kAllReduce, "auto", m, s, bytes).algo->name, "hierarchical_doubling")
         << bytes;
   }
 }
@@ -226,11 +222,11 @@ TEST(CostModel, NoPipelinedPreferenceForSmallBuffers) {
   Shape s = HostsOf(4, 2);
   s.ranks_per_core = 4.0;
   const size_t bytes = 8 << 10;
-  const double doubling = PredictSeconds(Collective::kAllReduce, "hierarchical_doubling", m, s, bytes);
-  const double leader = PredictSeconds(Collective::kAllReduce, "hierarchical_leader", m, s, bytes);
+  const double doubling = PredictSeconds(OpKind::kAllReduce, "hierarchical_doubling", m, s, bytes);
+  const double leader = PredictSeconds(OpKind::kAllReduce, "hierarchical_leader", m, s, bytes);
   ASSERT_LT(doubling, leader);
   ASSERT_LT(leader, doubling * (1 + kPipelinedPreference));
-  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, bytes).algo->name, "hierarchical_doubling");
+  EXPECT_STREQ(SelectAlgorithm(OpKind::kAllReduce, "auto", m, s, bytes).algo->name, "hierarchical_doubling");
 }
 
 // The contenders measured in the job: the fastest prediction among them, every row
@@ -240,8 +236,8 @@ TEST(CostModel, ContendersAreTheRowsNearTheFastest) {
   CostModel m;
   for (const Shape& s : {HostsOf(2, 2), HostsOf(8, 1), HostsOf(1, 4)}) {
     for (size_t bytes : {size_t{8}, size_t{1} << 16, size_t{1} << 25}) {
-      const std::vector<const AlgorithmInfo*> rows = Contenders(Collective::kAllReduce, m, s, bytes);
-      const double best = SelectAlgorithm(Collective::kAllReduce, "auto", m, s, bytes).predicted_s;
+      const std::vector<const AlgorithmInfo*> rows = Contenders(OpKind::kAllReduce, m, s, bytes);
+      const double best = SelectAlgorithm(OpKind::kAllReduce, "auto", m, s, bytes).predicted_s;
       ASSERT_FALSE(rows.empty());
       double fastest = rows[0]->predict(m, s, bytes);
       for (const AlgorithmInfo* a : rows) {
@@ -250,7 +246,7 @@ TEST(CostModel, ContendersAreTheRowsNearTheFastest) {
         EXPECT_LE(a->predict(m, s, bytes), best * kContenderSpread * 1.0001) << a->name;
       }
       EXPECT_LE(fastest, best) << bytes;
-      for (const AlgorithmInfo& a : AlgorithmsOf(Collective::kAllReduce)) {
+      for (const AlgorithmInfo& a : AlgorithmsOf(OpKind::kAllReduce)) {
         const bool in = std::find(rows.begin(), rows.end(), &a) != rows.end();
         if (a.automatic && a.applies(s) && a.predict(m, s, bytes) <= fastest * kContenderSpread) {
           EXPECT_TRUE(in) << a.name << " left out at " << bytes << " B";
@@ -258,7 +254,7 @@ TEST(CostModel, ContendersAreTheRowsNearTheFastest) {
       }
     }
   }
-  const auto few = Contenders(Collective::kAllReduce, m, HostsOf(8, 1), 8);
+  const auto few = Contenders(OpKind::kAllReduce, m, HostsOf(8, 1), 8);
   EXPECT_TRUE(
       std::none_of(few.begin(), few.end(), [](const AlgorithmInfo* a) { return std::string(a->name) == "ring"; }));
 }
@@ -272,17 +268,17 @@ TEST(CostModel, LargeMessagesAcrossHostsAvoidTheFlatRing) {
     EXPECT_TRUE(c == "hierarchical" || c == "torus" || c == "rabenseifner")
         << c << " for " << shape.hosts << "x" << shape.per_host;
     CostModel m;
-    EXPECT_LT(PredictSeconds(Collective::kAllReduce, "rabenseifner", m, shape, 64 << 20),
-              PredictSeconds(Collective::kAllReduce, "ring", m, shape, 64 << 20));
-    EXPECT_LT(PredictSeconds(Collective::kAllReduce, "hierarchical", m, shape, 64 << 20),
-              PredictSeconds(Collective::kAllReduce, "ring", m, shape, 64 << 20));
+    EXPECT_LT(PredictSeconds(OpKind::kAllReduce, "rabenseifner", m, shape, 64 << 20),
+              PredictSeconds(OpKind::kAllReduce, "ring", m, shape, 64 << 20));
+    EXPECT_LT(PredictSeconds(OpKind::kAllReduce, "hierarchical", m, shape, 64 << 20),
+              PredictSeconds(OpKind::kAllReduce, "ring", m, shape, 64 << 20));
   }
 }
 
 TEST(CostModel, TheTorusRunsItsRowsUnderItsColumns) {
-  // 4x2 as pinned emulated hosts measured it (docs/performance.md#torus-streamed): the
-  // rows' steps run beside the column's, so a large buffer costs the column ring and one
-  // row piece before it and one after, not the three phases added up.
+  // 4x2 hosts with figures such as the probe gives there: the rows' steps run beside the
+  // column's, so a large buffer costs the column ring and one row piece before it and
+  // one after, not the three phases added up.
   CostModel m;
   m.intra = LinkCost{15e-6, 1 / 1.6e9};
   m.inter = LinkCost{43e-6, 1 / 0.245e9};
@@ -291,16 +287,16 @@ TEST(CostModel, TheTorusRunsItsRowsUnderItsColumns) {
   const double column = 6 * StepSeconds(m.inter, n / 8 * 2);  // 2(Y-1) steps, 2 flows a link
   const double piece = StepSeconds(m.intra, n / 2 / 4);       // a row step in Y pieces
   const double gamma = 3.0 / 4 * n / 2 * m.gamma;  // the column's sums (the row's run beside)
-  const double torus = PredictSeconds(Collective::kAllReduce, "torus", m, s, n);
+  const double torus = PredictSeconds(OpKind::kAllReduce, "torus", m, s, n);
   EXPECT_NEAR(torus, column + 2 * piece + gamma, 1e-9);
   EXPECT_LT(torus, column + 2 * StepSeconds(m.intra, n / 2) * 0.9);  // below the phases in line
-  EXPECT_EQ(torus, PredictSeconds(Collective::kAllReduce, "hierarchical", m, s, n));  // one schedule
-  EXPECT_LT(torus, PredictSeconds(Collective::kAllReduce, "ring", m, s, n));
+  EXPECT_EQ(torus, PredictSeconds(OpKind::kAllReduce, "hierarchical", m, s, n));  // one schedule
+  EXPECT_LT(torus, PredictSeconds(OpKind::kAllReduce, "ring", m, s, n));
 }
 
-// 4x2 at 128 KiB: the torus's blocks are 16 KiB, and its near tie with Rabenseifner
-// goes to the model's best (pinned emulated hosts: the torus ran 1.11x Rabenseifner
-// there); at 256 KiB (32 KiB blocks) the same tie goes to the torus.
+// 4x2 at 128 KiB: the torus's blocks are 16 KiB, too short for its pipelining to pay,
+// and its near tie with Rabenseifner goes to the model's best; at 256 KiB (32 KiB
+// blocks) the same tie goes to the torus.
 TEST(CostModel, NoPipelinedPreferenceForShortBlocks) {
   CostModel m;  // as the pinned 4x2 torus test above
   m.intra = LinkCost{15e-6, 1 / 1.6e9};
@@ -308,12 +304,12 @@ TEST(CostModel, NoPipelinedPreferenceForShortBlocks) {
   const Shape s = HostsOf(4, 2);
   const size_t bytes = 128 << 10;
   ASSERT_LT(bytes / s.p, kPipelinedFromBlockBytes);
-  const double rab = PredictSeconds(Collective::kAllReduce, "rabenseifner", m, s, bytes);
-  const double torus = PredictSeconds(Collective::kAllReduce, "torus", m, s, bytes);
+  const double rab = PredictSeconds(OpKind::kAllReduce, "rabenseifner", m, s, bytes);
+  const double torus = PredictSeconds(OpKind::kAllReduce, "torus", m, s, bytes);
   ASSERT_LT(rab, torus);
   ASSERT_LT(torus, rab * (1 + kPipelinedPreference));
-  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, bytes).algo->name, "rabenseifner");
-  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, s, 2 * bytes).algo->name, "torus");
+  EXPECT_STREQ(SelectAlgorithm(OpKind::kAllReduce, "auto", m, s, bytes).algo->name, "rabenseifner");
+  EXPECT_STREQ(SelectAlgorithm(OpKind::kAllReduce, "auto", m, s, 2 * bytes).algo->name, "torus");
 }
 
 TEST(CostModel, PipelinedScheduleWinsANearTie) {
@@ -323,10 +319,10 @@ TEST(CostModel, PipelinedScheduleWinsANearTie) {
   CostModel m;
   const Shape s = HostsOf(4, 2);
   const size_t big = 256 << 10;
-  const double rab = PredictSeconds(Collective::kAllReduce, "rabenseifner", m, s, big);
-  const double torus = PredictSeconds(Collective::kAllReduce, "torus", m, s, big);
+  const double rab = PredictSeconds(OpKind::kAllReduce, "rabenseifner", m, s, big);
+  const double torus = PredictSeconds(OpKind::kAllReduce, "torus", m, s, big);
   std::string why;
-  const Selection pick = SelectAlgorithm(Collective::kAllReduce, "auto", m, s, big, &why);
+  const Selection pick = SelectAlgorithm(OpKind::kAllReduce, "auto", m, s, big, &why);
   EXPECT_TRUE(pick.algo->pipelined) << pick.algo->name << " rab " << rab << " torus " << torus;
   ASSERT_LT(rab, torus);  // the round-based schedule is the model's best by a hair
   ASSERT_LT(torus, rab * (1 + kPipelinedPreference));
@@ -347,7 +343,7 @@ TEST(CostModel, TheBoardTakesSmallBuffersOnOneHost) {
   EXPECT_EQ(Choice(HostsOf(1, 8), 8, "board"), "recursive_doubling");
   // Two ranks wait once either way: the board's cheaper round keeps small buffers, and
   // its copy in takes larger ones back to recursive doubling (the defaults cross at
-  // 2.4 KiB; measured between 2 and 4 KiB).
+  // 2.4 KiB).
   Shape two = HostsOf(1, 2);
   two.board_bytes = 4096;
   EXPECT_EQ(Choice(two, 8), "board");
@@ -355,8 +351,8 @@ TEST(CostModel, TheBoardTakesSmallBuffersOnOneHost) {
   EXPECT_EQ(Choice(two, 4096), "recursive_doubling");
   EXPECT_EQ(Choice(two, 8 << 10), "recursive_doubling");
   CostModel m;
-  EXPECT_DOUBLE_EQ(PredictSeconds(Collective::kAllReduce, "board", m, one_host, 3 * 4096) -
-                       PredictSeconds(Collective::kAllReduce, "board", m, one_host, 2 * 4096),
+  EXPECT_DOUBLE_EQ(PredictSeconds(OpKind::kAllReduce, "board", m, one_host, 3 * 4096) -
+                       PredictSeconds(OpKind::kAllReduce, "board", m, one_host, 2 * 4096),
                    kBoardRoundAlpha * m.intra.alpha + 4096 * m.intra.beta + 7 * 4096 * (m.intra.beta / 2 + m.gamma));
 }
 
@@ -366,18 +362,18 @@ TEST(CostModel, RingVolumeMatchesTheLowerBound) {
   m.intra = LinkCost{0, 1e-9};
   m.gamma = 0;
   const Shape s = HostsOf(1, 4);
-  EXPECT_DOUBLE_EQ(PredictSeconds(Collective::kAllReduce, "ring", m, s, 1000), 2.0 * 3 / 4 * 1000 * 1e-9);
+  EXPECT_DOUBLE_EQ(PredictSeconds(OpKind::kAllReduce, "ring", m, s, 1000), 2.0 * 3 / 4 * 1000 * 1e-9);
 }
 
 TEST(CostModel, HierarchicalDoesNotApplyOnOneHost) {
   CostModel m;
-  EXPECT_LT(PredictSeconds(Collective::kAllReduce, "hierarchical", m, HostsOf(1, 4), 1024), 0);
+  EXPECT_LT(PredictSeconds(OpKind::kAllReduce, "hierarchical", m, HostsOf(1, 4), 1024), 0);
   // Forced, it falls back to the model's choice and says why.
   std::string why;
-  Selection s = SelectAlgorithm(Collective::kAllReduce, "hierarchical", m, HostsOf(1, 4), 1024, &why);
+  Selection s = SelectAlgorithm(OpKind::kAllReduce, "hierarchical", m, HostsOf(1, 4), 1024, &why);
   EXPECT_NE(std::string(s.algo->name), "hierarchical");
   EXPECT_NE(why.find("does not apply"), std::string::npos);
-  EXPECT_EQ(std::string(SelectAlgorithm(Collective::kAllReduce, "ring", m, HostsOf(1, 4), 8).algo->name), "ring");
+  EXPECT_EQ(std::string(SelectAlgorithm(OpKind::kAllReduce, "ring", m, HostsOf(1, 4), 8).algo->name), "ring");
 }
 
 TEST(CostModel, TuningFileReadsAndNamesBadLines) {
@@ -458,29 +454,29 @@ TEST(CostModel, MeasuredChoiceWinsOnItsLayoutOnly) {
                   .ok());
   const Shape two_by_two = HostsOf(2, 2);
   std::string why;
-  const Selection small = SelectAlgorithm(Collective::kAllReduce, "auto", m, two_by_two, 8, &why);
+  const Selection small = SelectAlgorithm(OpKind::kAllReduce, "auto", m, two_by_two, 8, &why);
   EXPECT_STREQ(small.algo->name, "hierarchical_leader");
   EXPECT_NE(why.find("TESSERA_ALGO_TABLE"), std::string::npos) << why;
-  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, two_by_two, 32767).algo->name,
+  EXPECT_STREQ(SelectAlgorithm(OpKind::kAllReduce, "auto", m, two_by_two, 32767).algo->name,
                "hierarchical_leader");
-  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, two_by_two, 40000).algo->name, "torus");
+  EXPECT_STREQ(SelectAlgorithm(OpKind::kAllReduce, "auto", m, two_by_two, 40000).algo->name, "torus");
   // Below the first row, where the named algorithm does not apply (the board needs one
   // host), on another layout, for another collective, and under TESSERA_ALGO: the model.
   CostModel plain;
   for (size_t bytes : {size_t{4}, size_t{1} << 20}) {
-    EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, two_by_two, bytes).algo->name,
-                 SelectAlgorithm(Collective::kAllReduce, "auto", plain, two_by_two, bytes).algo->name);
+    EXPECT_STREQ(SelectAlgorithm(OpKind::kAllReduce, "auto", m, two_by_two, bytes).algo->name,
+                 SelectAlgorithm(OpKind::kAllReduce, "auto", plain, two_by_two, bytes).algo->name);
   }
-  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "auto", m, HostsOf(4, 2), 8).algo->name,
-               SelectAlgorithm(Collective::kAllReduce, "auto", plain, HostsOf(4, 2), 8).algo->name);
-  EXPECT_STREQ(SelectAlgorithm(Collective::kAllReduce, "ring", m, two_by_two, 8).algo->name, "ring");
-  EXPECT_STREQ(SelectAlgorithm(Collective::kAllGather, "auto", m, two_by_two, 64).algo->name,
-               SelectAlgorithm(Collective::kAllGather, "auto", plain, two_by_two, 64).algo->name);
+  EXPECT_STREQ(SelectAlgorithm(OpKind::kAllReduce, "auto", m, HostsOf(4, 2), 8).algo->name,
+               SelectAlgorithm(OpKind::kAllReduce, "auto", plain, HostsOf(4, 2), 8).algo->name);
+  EXPECT_STREQ(SelectAlgorithm(OpKind::kAllReduce, "ring", m, two_by_two, 8).algo->name, "ring");
+  EXPECT_STREQ(SelectAlgorithm(OpKind::kAllGather, "auto", m, two_by_two, 64).algo->name,
+               SelectAlgorithm(OpKind::kAllGather, "auto", plain, two_by_two, 64).algo->name);
 }
 
 // --- Allgather and reduce-scatter: the flat ring or the grid ---------------------------
 
-std::string GatherScatterChoice(Collective op, const CostModel& m, const Shape& s, size_t bytes,
+std::string GatherScatterChoice(OpKind op, const CostModel& m, const Shape& s, size_t bytes,
                                 const std::string& forced = "auto") {
   return SelectAlgorithm(op, forced, m, s, bytes).algo->Label();
 }
@@ -494,7 +490,7 @@ TEST(GatherScatterModel, HostLinkVolumes) {
   m.inter = LinkCost{0, 1e-9};
   m.gamma = 0;
   const double n = 8000;
-  for (auto op : {Collective::kAllGather, Collective::kReduceScatter}) {
+  for (auto op : {OpKind::kAllGather, OpKind::kReduceScatter}) {
     const Shape s = HostsOf(4, 2);  // X = 2, Y = 4
     EXPECT_DOUBLE_EQ(PredictSeconds(op, "ring", m, s, 8000), 7.0 / 8 * n * 1e-9);
     EXPECT_DOUBLE_EQ(PredictSeconds(op, "hierarchical", m, s, 8000), 3.0 / 4 * n * 1e-9);
@@ -510,15 +506,15 @@ TEST(GatherScatterModel, ReductionCostMatchesTheRing) {
   m.inter = LinkCost{0, 0};
   m.gamma = 1e-9;
   const Shape s = HostsOf(3, 3);
-  EXPECT_DOUBLE_EQ(PredictSeconds(Collective::kReduceScatter, "ring", m, s, 9000), 8000 * 1e-9);
-  EXPECT_DOUBLE_EQ(PredictSeconds(Collective::kReduceScatter, "hierarchical", m, s, 9000), 8000 * 1e-9);
-  EXPECT_DOUBLE_EQ(PredictSeconds(Collective::kAllGather, "ring", m, s, 9000), 0);
+  EXPECT_DOUBLE_EQ(PredictSeconds(OpKind::kReduceScatter, "ring", m, s, 9000), 8000 * 1e-9);
+  EXPECT_DOUBLE_EQ(PredictSeconds(OpKind::kReduceScatter, "hierarchical", m, s, 9000), 8000 * 1e-9);
+  EXPECT_DOUBLE_EQ(PredictSeconds(OpKind::kAllGather, "ring", m, s, 9000), 0);
 }
 
 TEST(GatherScatterModel, GridAcrossHostsForLargeBuffers) {
   CostModel two_gbit;  // the emulated cluster's links, as the probe measures them
   two_gbit.inter = LinkCost{100e-6, 1 / 0.25e9};
-  for (auto op : {Collective::kAllGather, Collective::kReduceScatter}) {
+  for (auto op : {OpKind::kAllGather, OpKind::kReduceScatter}) {
     for (auto shape : {HostsOf(2, 2), HostsOf(4, 2), HostsOf(2, 4), HostsOf(3, 3)}) {
       EXPECT_EQ(GatherScatterChoice(op, two_gbit, shape, 64 << 20), "grid") << shape.hosts << "x" << shape.per_host;
     }
@@ -529,7 +525,7 @@ TEST(GatherScatterModel, GridAcrossHostsForLargeBuffers) {
 
 TEST(GatherScatterModel, GridForSmallBuffersOnManyHosts) {
   // Latency: Y - 1 network steps instead of p - 1.
-  for (auto op : {Collective::kAllGather, Collective::kReduceScatter}) {
+  for (auto op : {OpKind::kAllGather, OpKind::kReduceScatter}) {
     EXPECT_EQ(GatherScatterChoice(op, CostModel(), HostsOf(8, 2), 8 * 16), "grid");
   }
 }
@@ -539,14 +535,14 @@ TEST(GatherScatterModel, RingWhenTheHostLinkIsAsFastAsSharedMemory) {
   // (the row phase carries Y blocks a step), while the ring moves p - 1: the ring wins.
   CostModel m;
   m.inter = m.intra;
-  for (auto op : {Collective::kAllGather, Collective::kReduceScatter}) {
+  for (auto op : {OpKind::kAllGather, OpKind::kReduceScatter}) {
     EXPECT_EQ(GatherScatterChoice(op, m, HostsOf(4, 4), 64 << 20), "ring");
   }
 }
 
 TEST(GatherScatterModel, OneHostOrOneRankPerHostIsTheRing) {
   CostModel m;
-  for (auto op : {Collective::kAllGather, Collective::kReduceScatter}) {
+  for (auto op : {OpKind::kAllGather, OpKind::kReduceScatter}) {
     for (auto shape : {HostsOf(1, 4), HostsOf(3, 1)}) {
       EXPECT_LT(PredictSeconds(op, "hierarchical", m, shape, 1 << 20), 0);
       for (const char* forced : {"auto", "hierarchical", "torus"}) {
@@ -569,7 +565,7 @@ TEST(GatherScatterModel, OneHostOrOneRankPerHostIsTheRing) {
 
 TEST(GatherScatterModel, ForcedByTesseraAlgo) {
   CostModel m;
-  const auto ag = Collective::kAllGather;
+  const auto ag = OpKind::kAllGather;
   std::string why;
   // ring forces the flat ring even where the grid is predicted faster.
   Selection s = SelectAlgorithm(ag, "ring", m, HostsOf(2, 4), 64 << 20, &why);
@@ -584,8 +580,8 @@ TEST(GatherScatterModel, ForcedByTesseraAlgo) {
   Shape torus = HostsOf(2, 4);
   torus.torus_x = 2;  // TESSERA_TORUS=2x4
   torus.torus_y = 4;
-  s = SelectAlgorithm(Collective::kReduceScatter, "torus", m, torus, 1024, &why);
-  EXPECT_EQ(s.algo, FindAlgorithm(Collective::kReduceScatter, "torus"));
+  s = SelectAlgorithm(OpKind::kReduceScatter, "torus", m, torus, 1024, &why);
+  EXPECT_EQ(s.algo, FindAlgorithm(OpKind::kReduceScatter, "torus"));
   EXPECT_NE(why.find("torus grid 2x4"), std::string::npos) << why;
   // Allreduce-only names leave the choice to the model and say so.
   s = SelectAlgorithm(ag, "rabenseifner", m, HostsOf(2, 4), 64 << 20, &why);
@@ -603,29 +599,29 @@ TEST(AlgorithmTable, EveryCollectiveChoosesARowOnEveryShape) {
   uneven.p = 5;
   uneven.hosts = 2;
   for (int c = 0; c < kNumCollectives; ++c) {
-    const Collective collective = static_cast<Collective>(c);
+    const OpKind collective = static_cast<OpKind>(c);
     const auto& rows = AlgorithmsOf(collective);
-    ASSERT_FALSE(rows.empty()) << CollectiveName(collective);
+    ASSERT_FALSE(rows.empty()) << OpName(collective);
     for (const AlgorithmInfo& a : rows) {
       EXPECT_EQ(a.collective, collective) << a.name;
-      EXPECT_EQ(FindAlgorithm(collective, a.name), &a) << a.name << " is not unique in " << CollectiveName(collective);
+      EXPECT_EQ(FindAlgorithm(collective, a.name), &a) << a.name << " is not unique in " << OpName(collective);
     }
     for (const Shape& s : {HostsOf(1, 1), HostsOf(1, 4), HostsOf(3, 1), HostsOf(4, 2), uneven}) {
       for (const char* forced : {"auto", "ring", "torus", "hierarchical_leader"}) {
         const Selection pick = SelectAlgorithm(collective, forced, m, s, 1 << 20);
-        ASSERT_NE(pick.algo, nullptr) << CollectiveName(collective) << " forced " << forced;
+        ASSERT_NE(pick.algo, nullptr) << OpName(collective) << " forced " << forced;
         EXPECT_TRUE(pick.algo->applies(s)) << pick.algo->name;
         EXPECT_GE(pick.predicted_s, 0) << pick.algo->name;
       }
     }
   }
-  EXPECT_STREQ(SelectAlgorithm(Collective::kBroadcast, "ring", m, HostsOf(2, 2), 64).algo->name, "chain");
-  EXPECT_STREQ(SelectAlgorithm(Collective::kAlltoAll, "auto", m, HostsOf(2, 2), 64).algo->name, "pairwise");
+  EXPECT_STREQ(SelectAlgorithm(OpKind::kBroadcast, "ring", m, HostsOf(2, 2), 64).algo->name, "chain");
+  EXPECT_STREQ(SelectAlgorithm(OpKind::kAlltoAll, "auto", m, HostsOf(2, 2), 64).algo->name, "pairwise");
 }
 
 TEST(AlgorithmTable, TesseraAlgoNamesAreTheAllReduceRows) {
   EXPECT_TRUE(CheckAlgorithmName("auto").ok());
-  for (const AlgorithmInfo& a : AlgorithmsOf(Collective::kAllReduce)) EXPECT_TRUE(CheckAlgorithmName(a.name).ok());
+  for (const AlgorithmInfo& a : AlgorithmsOf(OpKind::kAllReduce)) EXPECT_TRUE(CheckAlgorithmName(a.name).ok());
   const Status s = CheckAlgorithmName("grid");
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_EQ(s.message(),

@@ -27,7 +27,7 @@
 #include <limits>
 #include <vector>
 
-#include "collectives/elementwise.h"
+#include "elementwise/elementwise.h"
 
 // Helpers pass vectors by reference or return them from always-inlined functions: no
 // vector crosses a call ABI.

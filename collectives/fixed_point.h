@@ -25,8 +25,8 @@
 //
 // Every function has a baseline (SSE2), an AVX2 and an AVX-512 implementation with
 // identical results; the plain names use the widest the CPU has: deterministic mode
-// runs them on segments that stay in cache, where AVX-512 measured 1.6-1.9x AVX2's
-// rate (beyond the caches all three wait on memory; docs/kernels.md).
+// runs them on segments that stay in cache, where wider vectors do more per cycle
+// (beyond the caches all three wait on memory; docs/kernels.md).
 #ifndef TESSERA_COLLECTIVES_FIXED_POINT_H_
 #define TESSERA_COLLECTIVES_FIXED_POINT_H_
 
@@ -34,7 +34,7 @@
 #include <cstdint>
 
 #include "base/types.h"
-#include "collectives/simd_isa.h"
+#include "elementwise/simd_isa.h"
 #include "transport/transport.h"
 
 namespace tessera {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/elementwise.h"
+#include "elementwise/elementwise.h"
 
 namespace tessera {
 namespace {

@@ -82,9 +82,8 @@ double HostChainsSeconds(const CostModel& m, int R, double n) {
 
 // The host chains, and a ring of the H leaders between them. Where the probe timed the
 // leaders' calls (m.leaders_alpha), a ring step of fewer than kLeadersStepBytes costs
-// at least what the probe's steps of kLeadersStepBytes did: on unpinned 4x2 emulated
-// hosts, a 16 KiB call's 4 KiB steps took 40-55 us each, as the probe's 8 KiB steps
-// (its calls of 32 KiB: 237-294 us), where alpha + bytes x beta priced them at 21-29 us
+// at least what the probe's steps of kLeadersStepBytes did: a smaller step still waits
+// as long for its peer's core, which alpha + bytes x beta prices low
 // (docs/algorithms.md#leaders-alpha).
 double PredictHierarchicalLeaderAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
   const double n = static_cast<double>(bytes);
@@ -97,10 +96,9 @@ double PredictHierarchicalLeaderAllReduce(const CostModel& m, const Shape& s, si
 // aside): what is left of the time after the chains, the reduction and the ring's
 // transfers, over the ring's 2(H-1) steps; at least kLeastLeadersAlpha, a send and a
 // receive through the kernel. Where the calls ran at their transfers' time the
-// remainder is nothing or less, and at the 0.1 us the least once was, two hosts'
-// leaders ring (two steps of half the buffer) tied with their recursive doubling (one
-// step of all of it) and won by its smaller reduction: on 2x2 emulated hosts at 8 KiB
-// it ran 62-65 us where two-level doubling ran 38-41 (docs/performance.md#least-leaders-alpha).
+// remainder is nothing or less; with a smaller least, two hosts' leaders ring (two
+// steps of half the buffer) would tie with their recursive doubling (one step of all
+// of it) and win by its smaller reduction, though the doubling runs faster.
 double LeadersAlphaOf(const CostModel& m, const Shape& s, size_t bytes, double seconds) {
   const double n = static_cast<double>(bytes);
   const int H = s.hosts;
@@ -115,10 +113,9 @@ double LeadersAlphaOf(const CostModel& m, const Shape& s, size_t bytes, double s
 // power of two). Where the probe timed the leaders' ring calls (m.leaders_alpha), that
 // alpha is a ring step's of 8 KiB, and a doubling step's alpha is at most what the
 // scaled leaders' link charges a step of nothing (its floor, or its alpha where that is
-// more): one unpinned 4x2 creation of six on emulated hosts solved the leaders' alpha
-// at 70.7 us where the others gave 6-18, and the model chose recursive doubling from
-// 8 B to 8 KiB, 1.13-1.39x slower there in another such creation
-// (docs/algorithms.md#leaders-alpha).
+// more): a creation whose probe solved the leaders' alpha far above the others' would
+// otherwise price the doubling out and choose flat recursive doubling, which runs
+// slower there (docs/algorithms.md#leaders-alpha).
 double PredictHierarchicalDoublingAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
   const double n = static_cast<double>(bytes);
   const int rounds = Log2Floor(s.hosts);

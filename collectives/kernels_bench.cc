@@ -33,9 +33,9 @@
 #include <vector>
 
 #include "base/types.h"
-#include "collectives/elementwise.h"
 #include "collectives/fixed_point.h"
-#include "collectives/reduce_kernels.h"
+#include "elementwise/elementwise.h"
+#include "elementwise/reduce_kernels.h"
 
 #include <immintrin.h>
 #include <unistd.h>
@@ -204,8 +204,8 @@ void RegisterReductionIsas() {
   }
 }
 
-// The scalar functions one element at a time: the shape of the loops before this
-// change, for comparison with the vector implementations.
+// The scalar functions one element at a time, for comparison with the vector
+// implementations.
 void WidenScalarLoop(DataType type, const uint16_t* in, float* out, size_t count) {
   for (size_t i = 0; i < count; ++i) out[i] = type == DataType::kFloat16 ? HalfToFloat(in[i]) : Bfloat16ToFloat(in[i]);
 }

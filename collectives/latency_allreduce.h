@@ -15,11 +15,9 @@ Status RecursiveDoublingOver(const CollectiveContext& ctx, const RingGroup* grou
 double PredictRecursiveDoublingAllReduce(const CostModel& m, const Shape& s, size_t bytes);
 // The host board, for ranks that all share one host: one wait for all; board_allreduce.cc.
 // A round's alpha as a share of a message's: a round is a header line written and the
-// others' read, where a message also goes through the exchange engine (about 560 fewer
-// instructions a call on 2 ranks). On 2 ranks, where both wait once, the board ran
-// 8-256 B in 0.81-0.91 of recursive doubling's time (0.53-0.60 us against 0.62-0.67),
-// and recursive doubling was the faster from 4 KiB (1.26 us against 1.33; 8 KiB 1.85
-// against 2.22): with this share the defaults cross over at 2.4 KiB.
+// others' read, where a message also goes through the exchange engine. On 2 ranks,
+// where both wait once, the board is the faster for small buffers and recursive
+// doubling from a few KiB: with this share the defaults cross over at 2.4 KiB.
 constexpr double kBoardRoundAlpha = 0.85;
 Status BoardAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);
 double PredictBoardAllReduce(const CostModel& m, const Shape& s, size_t bytes);

@@ -19,10 +19,9 @@
 // send streams the row's first piece as it is reduced, each column receive begins once
 // the row's piece it reduces into is final, and each row allgather piece leaves as soon
 // as the column has made it final. What stays in line: the row's first piece before the
-// column, and its last piece after. On 4x2 emulated hosts (2 cores) the row steps of
-// one piece each took 5.5-10.4 ms at 8 MiB with nothing crossing the link
-// (docs/performance.md#contention-pinned). Every element is reduced in the same order
-// as with the phases one after the other.
+// column, and its last piece after: where ranks share cores, a row step of one whole
+// piece would keep the link idle for all of its time. Every element is reduced in the
+// same order as with the phases one after the other.
 #include <algorithm>
 #include <vector>
 

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "collectives/reduce_kernels.h"
+#include "elementwise/reduce_kernels.h"
 
 namespace tessera {
 
-ChoiceTuner::Pick ChoiceTuner::Next(Collective c, size_t bytes, const CostModel& m, const Shape& s) {
+ChoiceTuner::Pick ChoiceTuner::Next(OpKind c, size_t bytes, const CostModel& m, const Shape& s) {
   for (size_t i = 0; i < sizes_.size(); ++i) {
     Size& size = sizes_[i];
     if (size.collective != c || size.bytes != bytes) continue;
@@ -33,7 +33,7 @@ ProgressPolicy::State* ChoiceTuner::PolicyOf(const Pick& pick) {
   return &sizes_[static_cast<size_t>(pick.size)].policy[static_cast<size_t>(pick.contender)];
 }
 
-const AlgorithmInfo* ChoiceTuner::Winner(Collective c, size_t bytes) const {
+const AlgorithmInfo* ChoiceTuner::Winner(OpKind c, size_t bytes) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const Size& size : sizes_) {
     if (size.collective == c && size.bytes == bytes) return size.winner;
@@ -47,7 +47,7 @@ Status ChoiceTuner::Record(const Pick& pick, double seconds, const CollectiveCon
   if (size.calls % turn_calls_ >= uncounted()) size.turns[static_cast<size_t>(size.calls / turn_calls_)] += seconds;
   if (++size.calls < static_cast<int>(size.turns.size()) * turn_calls_) return Status::Ok();
   return Decide(&size, ctx, decided).Annotate("agreeing on the algorithm measured for " +
-                                              std::string(CollectiveName(size.collective)) + " of " +
+                                              std::string(OpName(size.collective)) + " of " +
                                               std::to_string(size.bytes) + " B (TESSERA_AUTOTUNE)");
 }
 
@@ -57,7 +57,7 @@ std::vector<MeasuredChoice> ChoiceTuner::Decided(const Shape& s) const {
   for (const Size& size : sizes_) {
     if (size.winner == nullptr) continue;
     MeasuredChoice row;
-    row.collective = CollectiveName(size.collective);
+    row.collective = OpName(size.collective);
     row.hosts = s.hosts;
     row.per_host = s.per_host;
     row.from_bytes = size.bytes;
@@ -79,7 +79,7 @@ Status ChoiceTuner::Decide(Size* size, const CollectiveContext& ctx, std::string
   args.elem_size = sizeof(double);
   TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat64, RedOp::kMax, &args.reducer));
   if (ctx.nranks > 1) {
-    TESSERA_RETURN_IF_ERROR(FindAlgorithm(Collective::kAllReduce, "recursive_doubling")->run(ctx, args));
+    TESSERA_RETURN_IF_ERROR(FindAlgorithm(OpKind::kAllReduce, "recursive_doubling")->run(ctx, args));
   }
   const size_t n = size->contenders.size();
   std::string text;

@@ -33,20 +33,15 @@ class ChoiceTuner {
   // A turn is `turn_calls` calls (TESSERA_AUTOTUNE_TURN_CALLS), its first half not
   // counted: ranks leave a schedule at different times (hierarchical_leader's leaders
   // last), and the next one's first calls pay for it; a link shaped by a token bucket
-  // (the emulated hosts' tc tbf: 0.5 ms of sending) lets a burst through at once, and a
-  // schedule that sends more than the link's rate gets a turn's first calls at the
-  // bucket's expense. On 2x2 emulated hosts at 8 KiB 16-call turns (4 not counted)
-  // measured recursive doubling at 38 us a call, which takes 69 when it runs alone;
-  // 64-call turns measured 69.7. A turn counts as a whole: medians of single calls,
-  // one per turn, put hierarchical_leader (64 us) ahead of recursive doubling (23) at
-  // 8 B on 2x2.
+  // lets a burst through at once, and a schedule that sends more than the link's rate
+  // gets a turn's first calls at the bucket's expense, so a short turn times the bucket
+  // rather than the schedule. A turn counts as a whole: the median of single calls
+  // favours a schedule whose calls run fast while its peers are still in the last one.
   // Each contender's calls also keep their own state of the waits' polling
   // (ProgressPolicy::State), as a communicator running it alone would: a contender
-  // that made yields run late stops yielding for 100 ms, and when the next one
-  // inherited that, on 4x2 emulated hosts Rabenseifner measured 578-700 us a call at
-  // 32 KiB against the 255 it takes alone. Starting every turn afresh instead would
-  // keep a contender from the state it settles in alone (hierarchical_leader on 2x2 at
-  // 8 KiB: 82 us a call when its ranks always yield, 42-84 under the adaptive policy).
+  // that made yields run late stops yielding for 100 ms, and the next one, inheriting
+  // that, would be timed several times slower than it runs alone. Starting every turn
+  // afresh instead would keep a contender from the state it settles in alone.
   static constexpr size_t kMaxSizes = 64;  // sizes measured; later ones keep the model's choice
 
   // What one call runs: a contender (`size` >= 0: its time is recorded), the size's
@@ -58,9 +53,9 @@ class ChoiceTuner {
   };
 
   // What this call of `c` on `bytes` (PredictedBytes) runs.
-  Pick Next(Collective c, size_t bytes, const CostModel& m, const Shape& s);
+  Pick Next(OpKind c, size_t bytes, const CostModel& m, const Shape& s);
   // The winner for `c` on `bytes`, or null while undecided or not measured.
-  const AlgorithmInfo* Winner(Collective c, size_t bytes) const;
+  const AlgorithmInfo* Winner(OpKind c, size_t bytes) const;
   // Records this rank's time for the call Next returned `pick` for; after the size's
   // last call, agrees with every rank over `ctx` and decides. `decided` (may be null)
   // gets the decision's text when it was made in this call.
@@ -74,7 +69,7 @@ class ChoiceTuner {
 
  private:
   struct Size {
-    Collective collective;
+    OpKind collective;
     size_t bytes;
     std::vector<const AlgorithmInfo*> contenders;
     int calls = 0;                // turn t = calls / turn_calls_ ran contender t % contenders.size()

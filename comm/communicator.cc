@@ -9,10 +9,7 @@
 
 #include "base/hash.h"
 #include "collectives/algorithms.h"
-#include "collectives/reduce_kernels.h"
-#include "collectives/ring_allreduce.h"
-#include "collectives/ring_pattern.h"
-#include "collectives/topology_allreduce.h"
+#include "collectives/cost_model_probe.h"
 #include "topology/host_identity.h"
 #include "topology/layout.h"
 
@@ -22,7 +19,7 @@ Status Communicator::Create(const Settings& settings, const UniqueIdData& id, in
                             std::unique_ptr<Communicator>* out) {
   std::unique_ptr<Communicator> c(new Communicator());
   TESSERA_RETURN_IF_ERROR(c->Init(settings, id, nranks, rank));
-  c->executor_ = std::make_unique<Executor>(c->Site());
+  c->executor_ = std::make_unique<Executor>(c->View());
   *out = std::move(c);
   return Status::Ok();
 }
@@ -38,10 +35,15 @@ Communicator::~Communicator() {
 
 namespace {
 
-// What every rank must agree on of its measured choices (TESSERA_ALGO_TABLE): a
-// digest of the rows, "" when there are none.
-std::string DigestOf(const std::vector<MeasuredChoice>& rows) {
-  return rows.empty() ? "" : std::to_string(Fnv1a(CostModel::ChoicesToText(rows)));
+// The settings every rank must agree on (base/settings.h: AgreedLines), as lines:
+// TESSERA_TRANSPORT as the list of backends it stands for, TESSERA_ALGO_TABLE as a
+// digest of the choices read from it ("" when there are none).
+std::string AgreedSettings(const Settings& settings, const std::vector<std::string>& listed,
+                           const std::vector<MeasuredChoice>& measured) {
+  std::string list;
+  for (const std::string& name : listed) list += (list.empty() ? "" : ",") + name;
+  const std::string digest = measured.empty() ? "" : std::to_string(Fnv1a(CostModel::ChoicesToText(measured)));
+  return AgreedLines(settings, listed, {{"TESSERA_TRANSPORT", list}, {"TESSERA_ALGO_TABLE", digest}});
 }
 
 // The card that tells the others which kernel (and so which cores) a rank runs on.
@@ -84,42 +86,12 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   rank_ = rank;
   nranks_ = nranks;
   const Deadline deadline = Deadline::AfterMs(settings.timeout_ms);
-
   RankInfo mine;
-  mine.pid = getpid();
-  std::string host = HostIdentity(settings.host_id);
-  if (!settings.topo_file.empty()) {
-    TESSERA_RETURN_IF_ERROR(HostIdFromLayoutFile(settings.topo_file, rank, nranks, &host).Annotate("TESSERA_TOPO_FILE"));
-  }
-  host = host.substr(0, kMaxHostBytes);
-  mine.host = host;
-  flight_.SetCapacity(static_cast<size_t>(settings.flight_recorder));
-  flight_identity_ = FlightIdentity{id.secret, rank, nranks, static_cast<int>(mine.pid), host};
-  if (settings.diagnosis_ms > 0 && nranks > 1) TESSERA_RETURN_IF_ERROR(StartWatch(settings, id.secret, &mine));
-  if (!settings.algo_table.empty()) {
-    TESSERA_RETURN_IF_ERROR(CostModel::ChoicesFromFile(settings.algo_table, &model_.measured));
-    TESSERA_RETURN_IF_ERROR(CheckMeasuredChoices(model_.measured, settings.algo_table));
-  }
-  // Open what peers will reach this rank by before telling them where it is.
-  TESSERA_RETURN_IF_ERROR(transports_.Open(settings, rank, nranks, id.secret));
-  TESSERA_RETURN_IF_ERROR(AddAgreed(transports_.agreed() + "TESSERA_ALGO_TABLE=" + DigestOf(model_.measured) +
-                                        "\nTESSERA_HALF_WIRE=" + settings.half_wire +
-                                        "\nTESSERA_AUTOTUNE=" + std::to_string(settings.autotune) +
-                                        "\nTESSERA_AUTOTUNE_TURN_CALLS=" +
-                                        std::to_string(settings.autotune_turn_calls) +
-                                        "\nTESSERA_HALF_SEGMENT_BYTES=" + std::to_string(settings.half_segment_bytes) +
-                                        "\nTESSERA_CHECK_CALLS=" + std::to_string(settings.check_calls) +
-                                        "\nTESSERA_DETERMINISTIC=" + std::to_string(settings.deterministic) +
-                                        "\nTESSERA_DETERMINISTIC_SEGMENT_BYTES=" +
-                                        std::to_string(settings.deterministic_segment_bytes) +
-                                        "\nTESSERA_DETERMINISTIC_PLAN=" + settings.deterministic_plan + "\n",
-                                    &mine));
-  for (const auto& [name, bytes] : transports_.cards()) TESSERA_RETURN_IF_ERROR(AddCard(name, bytes, &mine));
-  TESSERA_RETURN_IF_ERROR(AddCard(kKernelCard, KernelIdentity(), &mine));
-
-  CallStamp creation;
-  creation.flags = kStampCreation;
-  activity_.BeginCall(creation);
+  TESSERA_RETURN_IF_ERROR(OpenForPeers(id.secret, &mine));
+  CallRecord creation;  // what peers' diagnosis sees this rank in until it is created
+  creation.what = "creation";
+  creation.stamp.flags = kStampCreation;
+  activity_.CallBegan(creation, NowMicros());
   std::string ip;
   TESSERA_RETURN_IF_ERROR(ChooseLocalAddress(settings.socket_ifname, &ip).Annotate("rendezvous"));
   RankTable all;
@@ -127,8 +99,29 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   if (!joined.ok()) return FailRendezvous(joined);
   const Status s = SetUpWith(all, deadline);
   if (!s.ok()) return FailCreation(s);
-  activity_.EndCall(true);
+  activity_.CallEnded(CallOutcome::kDone, NowMicros());
   return Status::Ok();
+}
+
+Status Communicator::OpenForPeers(uint64_t secret, RankInfo* mine) {
+  mine->pid = getpid();
+  std::string host = HostIdentity(settings_.host_id);
+  if (!settings_.topo_file.empty()) {
+    TESSERA_RETURN_IF_ERROR(
+        HostIdFromLayoutFile(settings_.topo_file, rank_, nranks_, &host).Annotate("TESSERA_TOPO_FILE"));
+  }
+  mine->host = host.substr(0, kMaxHostBytes);
+  flight_.SetCapacity(static_cast<size_t>(settings_.flight_recorder));
+  flight_identity_ = FlightIdentity{secret, rank_, nranks_, static_cast<int>(mine->pid), mine->host};
+  if (settings_.diagnosis_ms > 0 && nranks_ > 1) TESSERA_RETURN_IF_ERROR(StartWatch(settings_, secret, mine));
+  if (!settings_.algo_table.empty()) {
+    TESSERA_RETURN_IF_ERROR(CostModel::ChoicesFromFile(settings_.algo_table, &model_.measured));
+    TESSERA_RETURN_IF_ERROR(CheckMeasuredChoices(model_.measured, settings_.algo_table));
+  }
+  TESSERA_RETURN_IF_ERROR(transports_.Open(settings_, rank_, nranks_, secret));
+  TESSERA_RETURN_IF_ERROR(AddAgreed(AgreedSettings(settings_, transports_.listed(), model_.measured), mine));
+  for (const auto& [name, bytes] : transports_.cards()) TESSERA_RETURN_IF_ERROR(AddCard(name, bytes, mine));
+  return AddCard(kKernelCard, KernelIdentity(), mine);
 }
 
 // After the rendezvous: the links, the shape and the cost model, with every rank's info.
@@ -146,8 +139,8 @@ Status Communicator::SetUpWith(const RankTable& all, const Deadline& deadline) {
   board_ = links_->Board();
   const int local_ranks = static_cast<int>(local.size());
   // Before the shape: the cost-model probe's waits must poll as every later call's do
-  // (without a policy they sleep at once, and the probe measured 17-20 us per step
-  // on 4 ranks of 2 cores, whose calls take 2.5).
+  // (without a policy they sleep at once, and the probe would time the kernel's
+  // wake-ups rather than the steps).
   int kernel_ranks = 0;
   TESSERA_RETURN_IF_ERROR(CountRanksOnMyKernel(all, rank_, &kernel_ranks));
   const int sharing = std::max(local_ranks, kernel_ranks);
@@ -200,7 +193,7 @@ void Communicator::InitMembership(const RankTable& all, const std::vector<std::s
 // A failure after the rendezvous: diagnosed like a collective's (the culprit among ranks
 // that are gone or silent), and told to the peers, which are in the same set-up.
 Status Communicator::FailCreation(const Status& cause) {
-  const Status s = Diagnosed(cause, /*in_creation=*/true);
+  const Status s = WithDiagnosis(cause, /*in_creation=*/true);
   activity_.Break();
   if (links_) links_->PublishFailure(s);
   // A failed creation takes this rank's watch service with it, and a peer that asks
@@ -238,9 +231,7 @@ Status Communicator::InitShape(const std::vector<std::string>& hosts, double ran
   shape_ = grids.shape;
   if (board_ != nullptr) shape_.board_bytes = board_->capacity();
   if (!settings_.tuning_file.empty()) TESSERA_RETURN_IF_ERROR(CostModel::FromTuningFile(settings_.tuning_file, &model_));
-  if (nranks_ > 1) {
-    TESSERA_RETURN_IF_ERROR(ProbeAndAgree(ranks_per_core).Annotate("cost-model probe"));
-  }
+  if (nranks_ > 1) TESSERA_RETURN_IF_ERROR(Probe(ranks_per_core).Annotate("cost-model probe"));
   char sharing[48] = "";
   if (shape_.ranks_per_core > 1) std::snprintf(sharing, sizeof(sharing), ", %.1f ranks per core", shape_.ranks_per_core);
   Log(log_level_, LogLevel::kInfo,
@@ -251,341 +242,35 @@ Status Communicator::InitShape(const std::vector<std::string>& hosts, double ran
   return Status::Ok();
 }
 
-namespace {
-
-// Small probe rings timed back to back, per timing: a rank times its ring from its own
-// start, so one timed alone includes how long it waited for a partner still finishing
-// the previous one (or nothing, for the last to arrive). One at a time measured 1 us to
-// 2 ms per ring on 2x2 emulated hosts, and alpha_inter came out 21-590 us between
-// creations against the 80 us a call's step takes.
-constexpr int kSmallRingsPerTiming = 16;
-
-// The ranks of `group` the small probe times together: neighbours in pairs (positions
-// 2j, 2j+1), the last three together when the group is odd. A latency-bound schedule's
-// step is one exchange between two ranks, all pairs at once, and a ring of two is two
-// such exchanges; round the whole group a small ring chains its steps through every
-// rank instead. (On 4x2 emulated hosts either gave some ranks 2-4x the typical step;
-// the median over ranks, AgreeOnMedians, is what keeps those out of the model.)
-RingGroup ProbePairOf(const RingGroup& group) {
-  const int q = static_cast<int>(group.ranks.size());
-  const int first = q % 2 == 1 && group.pos >= q - 3 ? q - 3 : group.pos - group.pos % 2;
-  const int end = std::min(q, first == q - 3 ? q : first + 2);
-  return RingGroup{std::vector<int>(group.ranks.begin() + first, group.ranks.begin() + end), group.pos - first};
-}
-
-// `rings` ring allreduces of `count` float32 over `group`, back to back.
-Status RunRings(const CollectiveContext& ctx, const RingGroup& group, size_t count, int rings, char* buf) {
-  Reducer sum;
-  TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat32, RedOp::kSum, &sum));
-  for (int i = 0; i < rings; ++i) {
-    TESSERA_RETURN_IF_ERROR(RunRing(ctx, group, buf, buf, count, 4, &sum, kRingReduceScatter | kRingAllGather));
-  }
-  return Status::Ok();
-}
-
-// Five timings of `run` (a Status()), each over `per`: the best, or with `median` the
-// middle one.
-template <typename Run>
-Status FiveTimings(Run run, int per, bool median, double* seconds) {
-  double timings[5];
-  for (double& t : timings) {
-    const int64_t start = NowMicros();
-    TESSERA_RETURN_IF_ERROR(run());
-    t = (NowMicros() - start) * 1e-6 / per;
-  }
-  std::sort(timings, timings + 5);
-  *seconds = median ? timings[2] : timings[0];
-  return Status::Ok();
-}
-
-// Five timings of RunRings, in seconds per ring (the best). With `together`, each
-// timing starts and ends with a ring of one element per rank round it (every rank
-// waits for all), so that it covers the rings of all of them: those that share a link.
-Status TimeRings(const CollectiveContext& ctx, const RingGroup& group, size_t count, int rings, char* buf,
-                 double* seconds, const RingGroup* together = nullptr) {
-  const size_t together_count = together != nullptr ? together->ranks.size() : 0;
-  auto run = [&]() -> Status {
-    if (together_count > 1) TESSERA_RETURN_IF_ERROR(RunRings(ctx, *together, together_count, 1, buf));
-    TESSERA_RETURN_IF_ERROR(RunRings(ctx, group, count, rings, buf));
-    if (together_count > 1) TESSERA_RETURN_IF_ERROR(RunRings(ctx, *together, together_count, 1, buf));
-    return Status::Ok();
-  };
-  return FiveTimings(run, rings, false, seconds);
-}
-
-// alpha and beta of the links of `group`: alpha from ring allreduces of one element
-// per rank over this rank's probe pair (ProbePairOf; kSmallRingsPerTiming to a timing),
-// beta from a ring allreduce of 1 MiB round the whole group (the best of five timings
-// each, after a round that connects the links). `sharing`, when not null, are the
-// ranks whose groups run beside this one over the same links (a host's columns): the
-// large ring is timed from when all of them start until all end (TimeRings).
-// The best timing, also where ranks outnumber cores: alpha is what a step adds to its
-// transfer, and the wait for a peer to get a core is the step floor's (MeasureStepFloor),
-// which a step's transfer overlaps. With the median of the timings there (a step's
-// wait included), alpha across came out 7.7-88 us between creations on 4x2 emulated
-// hosts, and the model priced Rabenseifner at 32-64 KiB 1.3-1.5x what it ran
-// (docs/algorithms.md#where-the-parameters-come-from).
-Status MeasureRing(const CollectiveContext& ctx, const RingGroup& group, LinkCost* cost,
-                   const RingGroup* sharing = nullptr) {
-  const int q = static_cast<int>(group.ranks.size());
-  if (q < 2) return Status::Ok();
-  const size_t big = 1 << 20;
-  std::vector<char> buf(big, 0);
-  TESSERA_RETURN_IF_ERROR(RunRings(ctx, group, 2, 1, buf.data()));  // connects the links
-  // The small ring sends one element per step: fewer elements than ranks would leave
-  // blocks empty, and empty blocks are not sent, which once made alpha look 3-4x smaller.
-  const RingGroup pair = ProbePairOf(group);
-  const int g = static_cast<int>(pair.ranks.size());
-  double small = 0, large = 0;
-  TESSERA_RETURN_IF_ERROR(
-      TimeRings(ctx, pair, static_cast<size_t>(g), kSmallRingsPerTiming, buf.data(), &small));
-  TESSERA_RETURN_IF_ERROR(TimeRings(ctx, group, big / 4, 1, buf.data(), &large, sharing));
-  const double steps = 2.0 * (q - 1);
-  cost->alpha = std::max(1e-7, small / (2.0 * (g - 1)));
-  // beta comes from a difference of two timings, so a slow small ring (8 ranks on 2
-  // cores stall now and then) once made it near zero and the model chose recursive
-  // doubling for 512 KiB-8 MiB. At least half of the large ring's time is taken as
-  // transfer: true by far on any link where 1 MiB takes longer than a few steps.
-  const double transfer = std::max(large - cost->alpha * steps, large / 2);
-  cost->beta = std::max(1e-12, transfer / (steps / q * static_cast<double>(big)));
-  return Status::Ok();
-}
-
-// The probe's polls start afresh while it times small calls, as in a job of small
-// calls, and take up their state again after: the large rings before may have made
-// yields run late, and the policy then stops yielding for 100 ms, which on 4x2 emulated
-// hosts made every call of the timings 3x slower in some creations.
-class FreshPolls {
- public:
-  explicit FreshPolls(ProgressPolicy* polls)
-      : polls_(polls), before_(polls != nullptr ? polls->Save(NowMicros()) : ProgressPolicy::State{}) {
-    if (polls_ != nullptr) polls_->Resume(ProgressPolicy::State{}, NowMicros());
-  }
-  ~FreshPolls() {
-    if (polls_ != nullptr) polls_->Resume(before_, NowMicros());
-  }
-  FreshPolls(const FreshPolls&) = delete;
-  FreshPolls& operator=(const FreshPolls&) = delete;
-
- private:
-  ProgressPolicy* polls_;
-  ProgressPolicy::State before_;
-};
-
-// Five timings of `calls` runs of `algo` over `args` (median, seconds per call), after
-// one that connects the links.
-Status TimeCalls(const CollectiveContext& ctx, const char* algo, const CollectiveArgs& args, int calls,
-                 double* seconds) {
-  const AlgorithmInfo* info = FindAlgorithm(Collective::kAllReduce, algo);
-  if (info == nullptr) return InternalError(std::string("the probe's algorithm ") + algo + " is not in the table");
-  FreshPolls fresh(ctx.exchange.progress);
-  TESSERA_RETURN_IF_ERROR(info->run(ctx, args));
-  auto run = [&]() -> Status {
-    for (int i = 0; i < calls; ++i) TESSERA_RETURN_IF_ERROR(info->run(ctx, args));
-    return Status::Ok();
-  };
-  return FiveTimings(run, calls, true, seconds);
-}
-
-// A float32 sum of `count` elements in place over `buf`.
-Status SumArgs(float* buf, size_t count, CollectiveArgs* args) {
-  args->send = buf;
-  args->recv = buf;
-  args->count = count;
-  args->elem_size = sizeof(float);
-  return GetReducer(DataType::kFloat32, RedOp::kSum, &args->reducer);
-}
-
-// The floor of a step where ranks outnumber cores: recursive doubling allreduces of 8
-// bytes over every rank (kSmallRingsPerTiming to a timing, the median of five), each
-// call's time over `rounds` of its rounds: those that cross hosts, or all of them on
-// one host. On 4x2 emulated hosts pinned to 2 cores the probe's pairs measured alpha
-// across at 8 us while each round across of a whole call took 37-39: the pairs run in
-// step, a call's ranks do not (docs/performance.md#step-floor); 4 ranks on 2 cores,
-// alpha inside 1.5 us and a round 4-5 us. Every rank times; `crowded` ones report it.
-Status MeasureStepFloor(const CollectiveContext& ctx, int rounds, bool crowded, double* floor) {
-  float buf[2] = {1.0f, 1.0f};
-  CollectiveArgs args;
-  TESSERA_RETURN_IF_ERROR(SumArgs(buf, 2, &args));
-  double call = 0;
-  TESSERA_RETURN_IF_ERROR(TimeCalls(ctx, "recursive_doubling", args, kSmallRingsPerTiming, &call));
-  *floor = crowded ? call / std::max(1, rounds) : 0;
-  return Status::Ok();
-}
-
-// gamma: the float32 sum over two buffers of 64 KiB, in cache (best of 5 timings of 16
-// passes). The rate a small or medium call reduces at, where the choice between
-// schedules of fewer steps and of less volume is made; larger calls are decided by
-// their transfers.
-Status MeasureGamma(double* gamma) {
-  Reducer sum;
-  TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat32, RedOp::kSum, &sum));
-  constexpr size_t kCount = 16384, kPasses = 16;
-  std::vector<float> a(kCount, 1.0f), b(kCount, 0.5f);
-  double best = 1e30;
-  for (int rep = 0; rep < 5; ++rep) {
-    const auto start = Clock::now();
-    for (size_t i = 0; i < kPasses; ++i) sum.fn(a.data(), a.data(), b.data(), kCount);
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  *gamma = std::max(1e-13, best / (kPasses * kCount * sizeof(float)));
-  return Status::Ok();
-}
-
-// Every rank's parameters, and each one's median over the ranks (the lower middle for
-// an even count: the same on every rank). Gathered as a max-allreduce of a table where
-// each rank fills its own row and leaves the others 0 (none is negative).
-// The median, not the maximum: each rank's figures are the best of five timings of
-// its own pair or ring, and on 4x2 emulated hosts (2 cores) one slow pair made the
-// maximum alpha_inter 48-187 us between creations, with typical pairs at 11-45 us;
-// the choice at 32 KiB flipped with it (recursive doubling 2.4x slower than
-// Rabenseifner there).
-// The model's five, the step floor across, the ranks per core, a leaders' call's time,
-// the step floor inside a host.
-constexpr int kModelParams = 9;
-Status AgreeOnMedians(const CollectiveContext& ctx, const double (&mine)[kModelParams], double (&agreed)[kModelParams]) {
-  Reducer max;
-  TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat64, RedOp::kMax, &max));
-  const size_t p = static_cast<size_t>(ctx.nranks);
-  std::vector<double> table(p * kModelParams, 0.0);
-  std::copy(mine, mine + kModelParams, table.begin() + static_cast<size_t>(ctx.rank) * kModelParams);
-  char* bytes = reinterpret_cast<char*>(table.data());
-  TESSERA_RETURN_IF_ERROR(
-      RunRing(ctx, WholeRing(ctx), bytes, bytes, table.size(), 8, &max, kRingReduceScatter | kRingAllGather));
-  std::vector<double> column(p);
-  for (int k = 0; k < kModelParams; ++k) {
-    for (size_t r = 0; r < p; ++r) column[r] = table[r * kModelParams + k];
-    std::nth_element(column.begin(), column.begin() + (p - 1) / 2, column.end());
-    agreed[k] = column[(p - 1) / 2];
-  }
-  return Status::Ok();
-}
-
-// The hosts a column's probe ring goes round: parts of at most kProbeHosts consecutive
-// hosts of the column (RingPartOf). alpha and beta are per step, so a ring round 16
-// hosts measures what one round 12,500 would, in a bounded number of steps; every part
-// runs at once, so each host's link carries what it would.
-constexpr int kProbeHosts = 16;
-RingGroup ProbeBlock(const std::vector<int>& column, int pos) {
-  const RingPart part = RingPartOf(static_cast<int>(column.size()), pos, kProbeHosts);
-  return RingGroup{std::vector<int>(column.begin() + part.first, column.begin() + part.end), pos - part.first};
-}
-
-// The hierarchical_leader calls to a timing of the probe's (LeadersCallBytes).
-constexpr int kLeadersCallsPerTiming = 4;
-
-// The bytes of the hierarchical_leader calls the probe times: kLeadersStepBytes a ring
-// step; 0 where none are timed (hosts of one rank, uneven hosts, more than kProbeHosts
-// hosts, whose ring would take the probe too long).
-size_t LeadersCallBytes(const Shape& shape) {
-  const bool leaders = shape.hosts > 1 && shape.hosts <= kProbeHosts && shape.per_host > 1;
-  return leaders ? kLeadersStepBytes * static_cast<size_t>(shape.hosts) : 0;
-}
-
-// Where ranks outnumber cores, whole hierarchical_leader calls of LeadersCallBytes
-// (kLeadersCallsPerTiming to a timing, the median of five), in seconds per call, from
-// which the model takes the leaders' alpha (LeadersAlphaOf). On unpinned 4x2 emulated
-// hosts the same calls took 208 us in some jobs and 300-445 in others, every
-// communicator of a job alike: the whole alpha across or none of it, as the job's
-// ranks happened to be placed (docs/algorithms.md#leaders-alpha). Every rank times;
-// `crowded` ones report it.
-Status TimeLeadersCalls(const CollectiveContext& ctx, const Shape& shape, bool crowded, double* seconds) {
-  const size_t bytes = LeadersCallBytes(shape);
-  *seconds = 0;
-  if (bytes == 0) return Status::Ok();
-  std::vector<float> buf(bytes / sizeof(float), 1.0f);
-  CollectiveArgs args;
-  TESSERA_RETURN_IF_ERROR(SumArgs(buf.data(), buf.size(), &args));
-  double call = 0;
-  TESSERA_RETURN_IF_ERROR(TimeCalls(ctx, "hierarchical_leader", args, kLeadersCallsPerTiming, &call));
-  *seconds = crowded ? call : 0;
-  return Status::Ok();
-}
-
-}  // namespace
-
-// Measures alpha and beta of the intra-host rows and the inter-host columns of the host
-// grid (MeasureRing; columns in blocks of at most kProbeHosts hosts), and across hosts
-// the step floor and the leaders' alpha (MeasureStepFloor, TimeLeadersCalls; not where
-// ranks fit their cores), then takes the median of every parameter over all ranks
-// (AgreeOnMedians), so that every rank's model, and so every choice of algorithm, is
-// the same. All rows (or all columns) are measured at once, so the figures include what
-// the real schedules meet: links shared by a host's ranks, and processes waiting for a
-// core when ranks outnumber cores. The agreement runs round the whole ring (2(p-1)
-// steps; recursive doubling would take lg p, docs/scale.md#creation-at-scale says why
-// not yet), and not at all when nothing was measured or read: every rank then holds
-// the built-in defaults.
-Status Communicator::ProbeAndAgree(double ranks_per_core) {
-  const CollectiveContext ctx = Context();
-  // On one host whose ranks fit its cores the defaults hold well, so a probe is opt-in
-  // there (2). Across hosts the links vary and matter (1), and the rows are measured
-  // too: with every rank busy, a step inside a host costs what scheduling the host's
-  // processes costs, not the 2 us of an idle shared-memory hop. gamma is measured with
-  // either.
-  const bool multi_host = host_grid_ && host_grid_->Y > 1;
-  // One host whose ranks outnumber its cores (the same on every rank: they share the
-  // host) is measured too: a step there costs scheduling, not an idle hop.
-  const bool crowded = !multi_host && nranks_ > HostCores();
-  const bool measure_rows =
-      settings_.probe >= (multi_host || crowded ? 1 : 2) && settings_.tuning_file.empty() && host_grid_;
-  const bool measure_columns = settings_.probe >= 1 && settings_.tuning_file.empty() && multi_host;
-  // This rank's host row (both measurements need a host grid).
-  const Grid* hosts = host_grid_.get();
-  const RingGroup row = hosts ? RingGroup{hosts->rows[hosts->y[rank_]], hosts->x[rank_]} : RingGroup{};
-  const bool kernel_crowded = ranks_per_core > 1;
-  double leaders_call = 0;  // seconds (TimeLeadersCalls)
-  if (measure_rows) TESSERA_RETURN_IF_ERROR(MeasureRing(ctx, row, &model_.intra));
-  if (measure_rows && crowded) {
-    TESSERA_RETURN_IF_ERROR(MeasureStepFloor(ctx, Log2Floor(nranks_), kernel_crowded, &model_.intra.floor));
-  }
-  if (measure_columns) {
-    const Grid& g = *hosts;
-    // The X columns' large rings are timed together (the host's row waits for all of
-    // them before and after), so X flows share each host's link in every timing: the
-    // link itself moves X times what one flow measured. The model charges sharing per
-    // schedule. Timed alone, each column's best of five was one that ran while the
-    // others did not: on 2x2 emulated hosts beta_inter came out 0.49-0.54 GB/s for a
-    // 0.25 GB/s link (2x1: 0.27).
-    TESSERA_RETURN_IF_ERROR(
-        MeasureRing(ctx, ProbeBlock(g.cols[g.x[rank_]], g.y[rank_]), &model_.inter, &row));
-    model_.inter.beta /= g.X;
-    const int across = CrossHostRounds(shape_, Log2Floor(shape_.p));
-    TESSERA_RETURN_IF_ERROR(MeasureStepFloor(ctx, across, kernel_crowded, &model_.inter.floor));
-    TESSERA_RETURN_IF_ERROR(TimeLeadersCalls(ctx, shape_, kernel_crowded, &leaders_call));
-  }
-  if (!measure_rows && !measure_columns && settings_.tuning_file.empty()) return Status::Ok();
-  if (measure_rows || measure_columns) TESSERA_RETURN_IF_ERROR(MeasureGamma(&model_.gamma));
-  const double mine[kModelParams] = {model_.intra.alpha, model_.intra.beta, model_.inter.alpha,
-                                     model_.inter.beta, model_.gamma, model_.inter.floor,
-                                     ranks_per_core, leaders_call, model_.intra.floor};
-  double agreed[kModelParams];
-  TESSERA_RETURN_IF_ERROR(AgreeOnMedians(ctx, mine, agreed));
-  model_.intra = LinkCost{agreed[0], agreed[1], agreed[8]};
-  model_.inter = LinkCost{agreed[2], agreed[3], agreed[5]};
-  model_.gamma = agreed[4];
-  // What alpha across was measured with: every rank running (LeadersLink).
-  if (measure_columns) shape_.ranks_per_core = agreed[6];
-  if (agreed[7] > 0) model_.leaders_alpha = LeadersAlphaOf(model_, shape_, LeadersCallBytes(shape_), agreed[7]);
-  Log(log_level_, LogLevel::kInfo, "rank " + std::to_string(rank_) + ": cost model " + model_.ToString());
+// The cost model measured in the job and agreed by every rank (cost_model_probe.h).
+Status Communicator::Probe(double ranks_per_core) {
+  ProbeOptions options;
+  options.level = static_cast<int>(settings_.probe);
+  options.tuning_file = !settings_.tuning_file.empty();
+  options.ranks_per_core = ranks_per_core;
+  options.host_cores = HostCores();
+  bool agreed = false;
+  TESSERA_RETURN_IF_ERROR(ProbeCostModel(Context(), options, &model_, &shape_, &agreed));
+  if (agreed) Log(log_level_, LogLevel::kInfo, "rank " + std::to_string(rank_) + ": cost model " + model_.ToString());
   return Status::Ok();
 }
 
 // What the executor runs on: this rank's membership (it outlives the executor).
-ExecutionSite Communicator::Site() {
-  ExecutionSite site;
-  site.rank = rank_;
-  site.nranks = nranks_;
-  site.settings = &settings_;
-  site.log_level = log_level_;
-  site.model = &model_;
-  site.shape = &shape_;
-  site.tracer = tracer_.get();
-  site.premulsum = &premulsum_;
-  site.recorder = &flight_;
-  site.activity = &activity_;
-  site.context = [this](int64_t now_us) { return Context(now_us); };
-  site.fail = [this](const Status& s) { return Break(s); };
-  return site;
+CommunicatorView Communicator::View() {
+  CommunicatorView view;
+  view.rank = rank_;
+  view.nranks = nranks_;
+  view.settings = &settings_;
+  view.log_level = log_level_;
+  view.model = &model_;
+  view.shape = &shape_;
+  view.premulsum = &premulsum_;
+  if (flight_.capacity() > 0) view.observers.push_back(&flight_);
+  view.observers.push_back(&activity_);
+  if (tracer_) view.observers.push_back(tracer_.get());
+  view.context = Context();
+  view.fail = [this](const Status& s) { return RecordFailure(s); };
+  return view;
 }
 
 CollectiveContext Communicator::Context(int64_t now_us) const {
@@ -613,12 +298,12 @@ Status Communicator::sticky_error() const {
   return error_;
 }
 
-Status Communicator::Break(const Status& cause) {
+Status Communicator::RecordFailure(const Status& cause) {
   {
     std::lock_guard<std::mutex> lock(error_mu_);
     if (!error_.ok()) return revoked_.load() ? error_ : cause;  // a call cut short by a revoke says so
   }
-  const Status s = DumpFlightRecord(Diagnosed(cause));
+  const Status s = DumpFlightRecord(WithDiagnosis(cause));
   activity_.Break();
   {
     std::lock_guard<std::mutex> lock(error_mu_);
@@ -632,7 +317,7 @@ Status Communicator::Break(const Status& cause) {
   return s;
 }
 
-Status Communicator::Diagnosed(const Status& cause, bool in_creation) {
+Status Communicator::WithDiagnosis(const Status& cause, bool in_creation) {
   if (revoked_.load()) {
     // The peers adopt this instead of diagnosing a revoke as a failure.
     const std::string why = "rank " + std::to_string(rank_) + " revoked the communicator (tesseraCommRevoke)";
@@ -698,13 +383,7 @@ Status Communicator::Split(int color, int key, const Settings& settings, std::un
   std::vector<char> my_id(kUniqueIdBytes, 0), ids(kUniqueIdBytes * p);
   UniqueIdData id;
   if (new_rank == 0) {
-    std::string ip;
-    TESSERA_RETURN_IF_ERROR(ChooseLocalAddress(settings.socket_ifname, &ip));
-    id.secret = RandomSecret();
-    TESSERA_RETURN_IF_ERROR(StartRendezvous(ip, 0, id.secret, settings.timeout_ms, settings.bootstrap_fanout, &id.root).Annotate("split"));
-    id.root_pid = getpid();
-    id.root_rank = 0;
-    id.root_host = flight_identity_.host;
+    TESSERA_RETURN_IF_ERROR(NewUniqueId(settings, 0, flight_identity_.host, &id).Annotate("split"));
     EncodeUniqueId(id, my_id.data());
   }
   gather.send = my_id.data();
@@ -723,15 +402,13 @@ Status Communicator::RunGroup(const std::vector<Operation>& ops) { return RunOps
 Status Communicator::RunOps(const Operation* ops, size_t count) {
   std::lock_guard<std::mutex> running(run_mu_);
   TESSERA_RETURN_IF_ERROR(sticky_error());
-  if (abort_.load()) return Break(RemoteError("the communicator was aborted"));
-  return Revoked(executor_->RunGroup(ops, count));
+  if (abort_.load()) return RecordFailure(RemoteError("the communicator was aborted"));
+  return FailIfRevoked(executor_->RunGroup(ops, count));
 }
 
-// A call that ended while a revoke arrived from another thread: it is revoked too, and
-// (the revoking thread left it to this one) the peers are told now.
-Status Communicator::Revoked(Status s) {
+Status Communicator::FailIfRevoked(Status s) {
   if (!s.ok() || !revoked_.load()) return s;
-  return Break(RemoteError("revoked"));
+  return RecordFailure(RemoteError("revoked"));
 }
 
 // --- Device-resident calls ------------------------------------------------------------
@@ -752,7 +429,7 @@ Status Communicator::EnableDeviceLinks(std::unique_ptr<DeviceEngine> engine) {
   std::string described;
   Status s = transports_.FinishDevice(engine.get(), deadline, &device_links_, &described);
   if (!s.ok()) {
-    s = Break(s.Annotate(where));  // also over the device links made so far
+    s = RecordFailure(s.Annotate(where));  // also over the device links made so far
     device_links_.reset();         // before the engine they use
     return s;
   }
@@ -768,12 +445,12 @@ Status Communicator::RunGroupOnDevice(const std::vector<Operation>& ops) {
   std::lock_guard<std::mutex> running(run_mu_);
   TESSERA_RETURN_IF_ERROR(sticky_error());
   if (!device_links_) return InvalidUsage("a device-resident call before EnableDeviceLinks");
-  if (abort_.load()) return Break(RemoteError("the communicator was aborted"));
+  if (abort_.load()) return RecordFailure(RemoteError("the communicator was aborted"));
   CollectiveContext ctx = Context();
   ctx.links = device_links_.get();
   ctx.exchange.notices = device_links_.get();
   ctx.board = nullptr;  // device buffers never go on the host board
-  return Revoked(executor_->RunGroupOnDevice(ops, ctx, device_engine_.get(), device_stream_.get()));
+  return FailIfRevoked(executor_->RunGroupOnDevice(ops, ctx, device_engine_.get(), device_stream_.get()));
 }
 
 }  // namespace tessera

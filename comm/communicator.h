@@ -1,6 +1,6 @@
 // Communicator: one rank's membership of a group, owning its settings, its links to
 // peers, its sticky error and its PreMulSum operators. Its Executor (executor.h) runs
-// the operations. The C API (c_api.cc) is a thin shim over both.
+// the operations. The C API (c_api.cc) holds one in each handle (handle.h).
 #ifndef TESSERA_COMM_COMMUNICATOR_H_
 #define TESSERA_COMM_COMMUNICATOR_H_
 
@@ -45,13 +45,14 @@ class Communicator {
   const Settings& settings() const { return settings_; }
   LogLevel log_level() const { return log_level_; }
 
-  // What runs the operations: algorithm choice (Choose), the wire size of reductions,
-  // and the check of an operation before it runs (CheckOperation).
+  // What runs the operations: algorithm choice (Choose) and the wire size of reductions.
   const Executor& executor() const { return *executor_; }
+  // The reduction operators created for this communicator, which validation asks.
+  const PreMulSumOps& premulsum() const { return premulsum_; }
 
   // Runs one operation, or a group of them (Executor::RunGroup): the collectives in
   // issue order, then all sends and receives together. Arguments are validated by the
-  // caller (executor().CheckOperation for the operator and datatype). A failure while
+  // caller (comm/call_validation.h). A failure while
   // communicating breaks the communicator: later calls return the same error without
   // communicating.
   Status Run(const Operation& op);
@@ -121,24 +122,32 @@ class Communicator {
  private:
   Communicator() = default;
   Status Init(const Settings& settings, const UniqueIdData& id, int nranks, int rank);
+  // Before the rendezvous: opens what peers will reach this rank by (the watch service,
+  // the transports) and fills what this rank tells them: its pid and host, the settings
+  // every rank must agree on, its cards.
+  Status OpenForPeers(uint64_t secret, RankInfo* mine);
   // `now_us`: NowMicros(), which the exchange deadline (TESSERA_TIMEOUT_MS) counts from.
   CollectiveContext Context(int64_t now_us = NowMicros()) const;
-  ExecutionSite Site();
+  CommunicatorView View();
   Status SetUpWith(const RankTable& all, const Deadline& deadline);
   Status FailCreation(const Status& cause);
   Status FailRendezvous(const Status& cause);
   Status InitShape(const std::vector<std::string>& hosts, double ranks_per_core);
-  Status ProbeAndAgree(double ranks_per_core);
-  // Records `cause` as the sticky error (the first one wins) and returns it. The first
-  // is diagnosed (Diagnosed) and writes the flight record (TESSERA_FLIGHT_RECORDER_DIR),
-  // naming its file.
-  Status Break(const Status& cause);
+  Status Probe(double ranks_per_core);
+  // The communicator breaks: records `cause` as the sticky error (the first one wins:
+  // later calls return it without communicating) and returns what the failing call
+  // reports. The first is diagnosed (WithDiagnosis), written to the flight record
+  // (TESSERA_FLIGHT_RECORDER_DIR, naming its file) and told to the peers, so that they
+  // fail now with this root cause instead of timing out.
+  Status RecordFailure(const Status& cause);
   // When `cause` can be a peer's doing (a timeout, a peer gone or failed; during
   // creation also a system error, such as a crashed peer's missing segment; not an
   // abort): the verdict of asking every rank (diagnosis/diagnose.h) first, then what
   // this rank saw. The verdict is also published for peers to adopt. Else `cause`.
-  Status Diagnosed(const Status& cause, bool in_creation = false);
-  Status Revoked(Status s);
+  Status WithDiagnosis(const Status& cause, bool in_creation = false);
+  // `s` of a call that ended while a revoke arrived from another thread: the call is
+  // revoked too, and (the revoking thread left it to this one) the peers are told now.
+  Status FailIfRevoked(Status s);
   // Run and RunGroup: `count` operations from `ops`, as one group.
   Status RunOps(const Operation* ops, size_t count);
   // The watch service, started before the rendezvous (its address is this rank's

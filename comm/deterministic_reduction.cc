@@ -5,7 +5,7 @@
 #include <string>
 
 #include "collectives/fixed_point.h"
-#include "collectives/reduce_kernels.h"
+#include "elementwise/reduce_kernels.h"
 
 namespace tessera {
 namespace {
@@ -14,7 +14,7 @@ namespace {
 struct GridCall {
   const Operation& op;
   const std::vector<const void*>& inputs;
-  const GridReductionSite& site;
+  const GridRunner& runner;
   const CollectiveContext& ctx;
   GridFormat format;
   std::vector<int32_t> keys;  // one per block of the call's input, then the parts count
@@ -33,7 +33,7 @@ struct GridCall {
   }
   // Results [at, at + n) of the call's type are final: avg divides them (while in cache).
   Status Finish(char* at, size_t n) const {
-    return average == nullptr ? Status::Ok() : average->Divide(op.type, at, n, site.nranks);
+    return average == nullptr ? Status::Ok() : average->Divide(op.type, at, n, runner.nranks);
   }
 };
 
@@ -57,7 +57,7 @@ Status AgreeOnKeys(size_t in_count, GridCall* g) {
   g->keys.assign(GridBlocks(in_count) + 1, 0);
   for (const void* in : g->inputs) MaxGridKeys(g->op.type, in, in_count, g->keys.data());
   g->keys.back() = static_cast<int32_t>(g->inputs.size());
-  if (g->site.nranks > 1) {
+  if (g->runner.nranks > 1) {
     CollectiveArgs args;
     args.send = args.recv = g->keys.data();
     args.count = g->keys.size();
@@ -66,20 +66,20 @@ Status AgreeOnKeys(size_t in_count, GridCall* g) {
     args.reducer.typed = true;
     args.reducer.type = DataType::kInt32;
     args.reducer.op = RedOp::kMax;
-    TESSERA_RETURN_IF_ERROR(g->site.dispatch(Collective::kAllReduce, args).Annotate("agreeing on the grid"));
+    TESSERA_RETURN_IF_ERROR(g->runner.dispatch(OpKind::kAllReduce, args).Annotate("agreeing on the grid"));
   }
-  const int64_t contributions = static_cast<int64_t>(g->keys.back()) * g->site.nranks;
+  const int64_t contributions = static_cast<int64_t>(g->keys.back()) * g->runner.nranks;
   if (contributions > kMaxGridContributions) {
     return InvalidArgument("deterministic mode adds at most " + std::to_string(kMaxGridContributions) +
-                           " contributions exactly; " + std::to_string(g->site.nranks) + " ranks of up to " +
+                           " contributions exactly; " + std::to_string(g->runner.nranks) + " ranks of up to " +
                            std::to_string(g->keys.back()) + " parts may hold " + std::to_string(contributions));
   }
   return Status::Ok();
 }
 
 // The model's seconds for `bytes` of `c` under auto.
-double Predict(const GridCall& g, Collective c, size_t bytes) {
-  return SelectAlgorithm(c, "auto", *g.site.model, *g.site.shape, bytes).predicted_s;
+double Predict(const GridCall& g, OpKind c, size_t bytes) {
+  return SelectAlgorithm(c, "auto", *g.runner.model, *g.runner.shape, bytes).predicted_s;
 }
 
 // The model's seconds for n elements run keyed: as one allreduce of grid values
@@ -88,16 +88,16 @@ struct KeyedSeconds {
   double whole, split;
 };
 KeyedSeconds PredictKeyed(const GridCall& g, size_t n) {
-  const size_t p = static_cast<size_t>(g.site.nranks), block = (n + p - 1) / p;
-  return {Predict(g, Collective::kAllReduce, n * g.wb()),
-          Predict(g, Collective::kReduceScatter, block * p * g.wb()) +
-              Predict(g, Collective::kAllGather, block * p * g.es())};
+  const size_t p = static_cast<size_t>(g.runner.nranks), block = (n + p - 1) / p;
+  return {Predict(g, OpKind::kAllReduce, n * g.wb()),
+          Predict(g, OpKind::kReduceScatter, block * p * g.wb()) +
+              Predict(g, OpKind::kAllGather, block * p * g.es())};
 }
 
 // Whether an allreduce segment of n elements runs as reduce-scatter + allgather.
 bool SplitsAllReduce(const GridCall& g, size_t n) {
-  if (g.site.nranks == 1) return false;
-  const std::string& algo = g.site.settings->algo;
+  if (g.runner.nranks == 1) return false;
+  const std::string& algo = g.runner.settings->algo;
   if (algo == "ring" || algo == "torus" || algo == "hierarchical") return true;
   if (algo != "auto") return false;
   const KeyedSeconds keyed = PredictKeyed(g, n);
@@ -109,7 +109,7 @@ Status AllReduceSegment(GridCall& g, size_t first, size_t n) {
   g.ToGridAll(first, n, g.wire.data());
   CollectiveArgs args;
   TESSERA_RETURN_IF_ERROR(WireArgs(g, g.wire.data(), g.wire.data(), n, &args));
-  TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAllReduce, args));
+  TESSERA_RETURN_IF_ERROR(g.runner.dispatch(OpKind::kAllReduce, args));
   char* result = static_cast<char*>(g.op.recv) + first * g.es();
   FromGrid(g.op.type, g.wire.data(), n, first, g.keys.data(), result);
   return g.Finish(result, n);
@@ -119,13 +119,13 @@ Status AllReduceSegment(GridCall& g, size_t first, size_t n) {
 // ones padded with zeros), each rank's block back to the call's type, and an allgather of
 // that type: into the result itself when the blocks fill the segment, else into `out`.
 Status SplitSegment(GridCall& g, size_t first, size_t n) {
-  const int p = g.site.nranks, r = g.site.rank;
+  const int p = g.runner.nranks, r = g.runner.rank;
   const size_t b = (n + p - 1) / p, padded = b * p;
   g.ToGridAll(first, n, g.wire.data());
   std::memset(g.wire_at(n), 0, (padded - n) * g.wb());
   CollectiveArgs rs;
   TESSERA_RETURN_IF_ERROR(WireArgs(g, g.wire.data(), g.wire_at(r * b), b, &rs));
-  TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kReduceScatter, rs));
+  TESSERA_RETURN_IF_ERROR(g.runner.dispatch(OpKind::kReduceScatter, rs));
   char* result = static_cast<char*>(g.op.recv) + first * g.es();
   char* gathered = padded == n ? result : g.out.data();
   const size_t mine = std::min(b, n - std::min(n, r * b));  // this rank's elements before the padding
@@ -137,7 +137,7 @@ Status SplitSegment(GridCall& g, size_t first, size_t n) {
   ag.recv = gathered;
   ag.count = b;
   ag.elem_size = g.es();
-  TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAllGather, ag));
+  TESSERA_RETURN_IF_ERROR(g.runner.dispatch(OpKind::kAllGather, ag));
   if (gathered != result) std::memcpy(result, gathered, n * g.es());
   return Status::Ok();
 }
@@ -157,20 +157,20 @@ Status SplitSegment(GridCall& g, size_t first, size_t n) {
 enum class AllReducePlan { kKeyed, kGather, kExchange };
 
 AllReducePlan ChooseAllReducePlan(const GridCall& g) {
-  const int p = g.site.nranks;
-  const std::string& forced = g.site.settings->deterministic_plan;
+  const int p = g.runner.nranks;
+  const std::string& forced = g.runner.settings->deterministic_plan;
   if (p == 1 || !g.op.parts.empty() || forced == "keyed") return AllReducePlan::kKeyed;
   if (forced == "gather") return AllReducePlan::kGather;
   if (forced == "exchange") return AllReducePlan::kExchange;
-  if (g.site.settings->algo != "auto") return AllReducePlan::kKeyed;
+  if (g.runner.settings->algo != "auto") return AllReducePlan::kKeyed;
   const size_t count = g.op.count, es = g.es();
-  auto summed = [&](size_t bytes) { return static_cast<double>(bytes) * g.site.model->gamma; };  // read once
-  const double gather = Predict(g, Collective::kAllGather, count * p * es) + summed(count * p * es);
+  auto summed = [&](size_t bytes) { return static_cast<double>(bytes) * g.runner.model->gamma; };  // read once
+  const double gather = Predict(g, OpKind::kAllGather, count * p * es) + summed(count * p * es);
   const KeyedSeconds run = PredictKeyed(g, count);
-  const double keyed = Predict(g, Collective::kAllReduce, 4 * (GridBlocks(count) + 1)) + std::min(run.whole, run.split);
+  const double keyed = Predict(g, OpKind::kAllReduce, 4 * (GridBlocks(count) + 1)) + std::min(run.whole, run.split);
   if (count >= p * kGridBlock) {  // at least one whole exchange
-    const double exchange = Predict(g, Collective::kAlltoAll, count * es) +
-                            Predict(g, Collective::kAllGather, count * es) + summed(count * es);
+    const double exchange = Predict(g, OpKind::kAlltoAll, count * es) +
+                            Predict(g, OpKind::kAllGather, count * es) + summed(count * es);
     if (exchange < std::min(gather, keyed)) return AllReducePlan::kExchange;
   }
   return gather < keyed ? AllReducePlan::kGather : AllReducePlan::kKeyed;
@@ -180,7 +180,7 @@ AllReducePlan ChooseAllReducePlan(const GridCall& g) {
 // segment of whole blocks (so that a segment's keys, computed here from every rank's
 // input, are the whole vector's).
 Status GatherAllReduce(GridCall& g, size_t begin, size_t end) {
-  const size_t p = static_cast<size_t>(g.site.nranks), es = g.es();
+  const size_t p = static_cast<size_t>(g.runner.nranks), es = g.es();
   const size_t segment = std::min(end - begin, std::max(kGridBlock, g.segment / kGridBlock * kGridBlock));
   Scratch gathered;
   TESSERA_RETURN_IF_ERROR(gathered.Allocate(g.ctx, p * segment * es));
@@ -192,7 +192,7 @@ Status GatherAllReduce(GridCall& g, size_t begin, size_t end) {
     ag.recv = gathered.data();
     ag.count = n;
     ag.elem_size = es;
-    TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAllGather, ag));
+    TESSERA_RETURN_IF_ERROR(g.runner.dispatch(OpKind::kAllGather, ag));
     for (size_t j = 0; j < p; ++j) inputs[j] = gathered.data() + j * n * es;
     char* result = static_cast<char*>(g.op.recv) + first * es;
     GridSum(g.op.type, inputs.data(), p, n, result);
@@ -206,9 +206,9 @@ Status GatherAllReduce(GridCall& g, size_t begin, size_t end) {
 // buffers: every piece a transport reduces must then hold whole grid blocks, so its slot
 // or chunk size must be a multiple of a block's bytes (the defaults are).
 bool PairsOnArrival(const GridCall& g) {
-  if (g.site.nranks != 2) return false;
+  if (g.runner.nranks != 2) return false;
   const int64_t block = static_cast<int64_t>(kGridBlock * g.es());
-  const Settings& s = *g.site.settings;
+  const Settings& s = *g.runner.settings;
   for (int64_t piece : {s.shm_slot_bytes, s.tcp_chunk_bytes, s.ucx_chunk_bytes, s.ib_slot_bytes}) {
     if (piece % block != 0) return false;
   }
@@ -218,7 +218,7 @@ bool PairsOnArrival(const GridCall& g) {
 // Block r (b elements from `first`) of every rank's input, summed on the grid into `mine`.
 // `pairs`: PairsOnArrival; else the alltoall lands in `blocks`.
 Status SumBlockOfEveryRank(GridCall& g, size_t first, size_t b, bool pairs, Scratch& blocks, char* mine) {
-  const size_t p = static_cast<size_t>(g.site.nranks), r = static_cast<size_t>(g.site.rank), es = g.es();
+  const size_t p = static_cast<size_t>(g.runner.nranks), r = static_cast<size_t>(g.runner.rank), es = g.es();
   CollectiveArgs args;
   args.send = g.input(0, first);
   if (pairs) {
@@ -226,13 +226,13 @@ Status SumBlockOfEveryRank(GridCall& g, size_t first, size_t b, bool pairs, Scra
     args.count = b / kGridBlock;
     GridPairReducer(g.op.type, &args.reducer);
     args.elem_size = args.reducer.elem_size;
-    return g.site.dispatch(Collective::kReduceScatter, args);
+    return g.runner.dispatch(OpKind::kReduceScatter, args);
   }
   args.recv = blocks.data();
   args.count = b;
   args.elem_size = es;
   args.skip_own_block = true;
-  TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAlltoAll, args));
+  TESSERA_RETURN_IF_ERROR(g.runner.dispatch(OpKind::kAlltoAll, args));
   std::vector<const void*> inputs(p);
   for (size_t j = 0; j < p; ++j) inputs[j] = j == r ? g.input(0, first + r * b) : blocks.data() + j * b * es;
   GridSum(g.op.type, inputs.data(), p, b, mine);
@@ -241,7 +241,7 @@ Status SumBlockOfEveryRank(GridCall& g, size_t first, size_t b, bool pairs, Scra
 
 // The exchange plan, segment by segment of p equal runs of whole blocks.
 Status ExchangeAllReduce(GridCall& g) {
-  const size_t count = g.op.count, p = static_cast<size_t>(g.site.nranks), r = static_cast<size_t>(g.site.rank);
+  const size_t count = g.op.count, p = static_cast<size_t>(g.runner.nranks), r = static_cast<size_t>(g.runner.rank);
   const size_t es = g.es(), unit = p * kGridBlock, whole = count / unit * unit;
   const size_t segment = std::max(unit, g.segment / unit * unit);
   char* recv = static_cast<char*>(g.op.recv);
@@ -258,13 +258,13 @@ Status ExchangeAllReduce(GridCall& g) {
     ag.recv = recv + first * es;
     ag.count = b;
     ag.elem_size = es;
-    TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kAllGather, ag));
+    TESSERA_RETURN_IF_ERROR(g.runner.dispatch(OpKind::kAllGather, ag));
   }
   return whole < count ? GatherAllReduce(g, whole, count) : Status::Ok();
 }
 
 Status GridAllReduce(GridCall& g) {
-  const size_t count = g.op.count, p = static_cast<size_t>(g.site.nranks);
+  const size_t count = g.op.count, p = static_cast<size_t>(g.runner.nranks);
   g.segment = std::max(p, g.segment / p * p);  // whole segments split into p equal blocks
   TESSERA_RETURN_IF_ERROR(g.wire.Allocate(g.ctx, (g.segment + p) * g.wb()));
   TESSERA_RETURN_IF_ERROR(g.out.Allocate(g.ctx, (g.segment + p) * g.es()));
@@ -278,14 +278,14 @@ Status GridAllReduce(GridCall& g) {
 // Reduce: each segment's grid values reduced to the root, which brings them back.
 Status GridReduce(GridCall& g) {
   const size_t count = g.op.count;
-  const bool root = g.site.rank == g.op.root;
+  const bool root = g.runner.rank == g.op.root;
   TESSERA_RETURN_IF_ERROR(g.wire.Allocate(g.ctx, g.segment * g.wb()));
   for (size_t first = 0; first < count; first += g.segment) {
     const size_t n = std::min(g.segment, count - first);
     g.ToGridAll(first, n, g.wire.data());
     CollectiveArgs args;
     TESSERA_RETURN_IF_ERROR(WireArgs(g, g.wire.data(), g.wire.data(), n, &args));
-    TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kReduce, args));
+    TESSERA_RETURN_IF_ERROR(g.runner.dispatch(OpKind::kReduce, args));
     if (!root) continue;
     char* result = static_cast<char*>(g.op.recv) + first * g.es();
     FromGrid(g.op.type, g.wire.data(), n, first, g.keys.data(), result);
@@ -298,7 +298,7 @@ Status GridReduce(GridCall& g) {
 // the grid side by side (block j's elements are elements j * count + off... of the
 // vector), is reduce-scattered, and this rank's comes back.
 Status GridReduceScatter(GridCall& g) {
-  const size_t count = g.op.count, p = static_cast<size_t>(g.site.nranks), r = static_cast<size_t>(g.site.rank);
+  const size_t count = g.op.count, p = static_cast<size_t>(g.runner.nranks), r = static_cast<size_t>(g.runner.rank);
   const size_t per_block = std::max<size_t>(1, g.segment / p);
   TESSERA_RETURN_IF_ERROR(g.wire.Allocate(g.ctx, per_block * p * g.wb()));
   for (size_t off = 0; off < count; off += per_block) {
@@ -306,7 +306,7 @@ Status GridReduceScatter(GridCall& g) {
     for (size_t j = 0; j < p; ++j) g.ToGridAll(j * count + off, n, g.wire_at(j * n));
     CollectiveArgs args;
     TESSERA_RETURN_IF_ERROR(WireArgs(g, g.wire.data(), g.wire_at(r * n), n, &args));
-    TESSERA_RETURN_IF_ERROR(g.site.dispatch(Collective::kReduceScatter, args));
+    TESSERA_RETURN_IF_ERROR(g.runner.dispatch(OpKind::kReduceScatter, args));
     char* result = static_cast<char*>(g.op.recv) + off * g.es();
     FromGrid(g.op.type, g.wire_at(r * n), n, r * count + off, g.keys.data(), result);
     TESSERA_RETURN_IF_ERROR(g.Finish(result, n));
@@ -322,15 +322,15 @@ bool ReducesOnGrid(const Operation& op, RedOp base, bool custom) {
 }
 
 Status RunGridReduction(const Operation& op, RedOp base, const std::vector<const void*>& inputs,
-                        const GridReductionSite& site, const CollectiveContext& ctx, ElementwiseOps& elementwise) {
-  GridCall g{op, inputs, site, ctx, {}, {}, 1, {}, {}, base == RedOp::kAvg ? &elementwise : nullptr};
+                        const GridRunner& runner, const CollectiveContext& ctx, ElementwiseOps& elementwise) {
+  GridCall g{op, inputs, runner, ctx, {}, {}, 1, {}, {}, base == RedOp::kAvg ? &elementwise : nullptr};
   GridFormatOf(op.type, &g.format);
   const bool scatter = op.kind == OpKind::kReduceScatter;
-  const size_t in_count = op.count * (scatter ? site.nranks : 1);
-  g.segment = std::max<size_t>(1, static_cast<size_t>(site.settings->deterministic_segment_bytes) / g.wb());
-  if (site.nranks > kMaxGridContributions) {
+  const size_t in_count = op.count * (scatter ? runner.nranks : 1);
+  g.segment = std::max<size_t>(1, static_cast<size_t>(runner.settings->deterministic_segment_bytes) / g.wb());
+  if (runner.nranks > kMaxGridContributions) {
     return InvalidArgument("deterministic mode adds at most " + std::to_string(kMaxGridContributions) +
-                           " contributions exactly, and this communicator has " + std::to_string(site.nranks) +
+                           " contributions exactly, and this communicator has " + std::to_string(runner.nranks) +
                            " ranks");
   }
   Status s;

@@ -44,15 +44,16 @@
 
 namespace tessera {
 
-// What a deterministic reduction needs from the executor that runs it.
-struct GridReductionSite {
+// What a deterministic reduction runs with: who this rank is, the settings and model its
+// choices read, and how a collective runs (the executor's dispatch).
+struct GridRunner {
   int rank = 0;
   int nranks = 1;
   const Settings* settings = nullptr;  // TESSERA_ALGO, TESSERA_DETERMINISTIC_SEGMENT_BYTES and _PLAN
   const CostModel* model = nullptr;
   const Shape* shape = nullptr;
   // Runs collective `c` through the algorithm table, as the executor runs any call.
-  std::function<Status(Collective c, const CollectiveArgs& args)> dispatch;
+  std::function<Status(OpKind c, const CollectiveArgs& args)> dispatch;
 };
 
 // Whether deterministic mode changes how `op` runs: an allreduce, reduce or
@@ -65,7 +66,7 @@ bool ReducesOnGrid(const Operation& op, RedOp base, bool custom);
 // parts, PreMulSum's already scaled), each of the call's input elements (nranks blocks
 // for a reduce-scatter); `base` is sum or avg. Host memory only.
 Status RunGridReduction(const Operation& op, RedOp base, const std::vector<const void*>& inputs,
-                        const GridReductionSite& site, const CollectiveContext& ctx, ElementwiseOps& elementwise);
+                        const GridRunner& runner, const CollectiveContext& ctx, ElementwiseOps& elementwise);
 
 }  // namespace tessera
 

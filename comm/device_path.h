@@ -1,16 +1,22 @@
-// DevicePath: the communicator's hooks for CUDA device buffers and streams (docs/cuda.md).
+// DevicePath: a communicator's calls with CUDA device buffers and streams (docs/cuda.md).
 //
-// The C API (c_api.cc) hands every call here first: a single call, or one communicator's
-// part of a group. Built with TESSERA_WITH_CUDA (//comm:c_api_cuda, or --config=cuda),
-// a call whose buffers are device or managed memory, or that names a stream, is staged:
+// Where this build and process can use CUDA (the CUDA build: //comm:device_path_cuda,
+// or --config=cuda), every communicator handle has one, and the C API hands it every
+// call first: a single call, or one communicator's part of a group. Elsewhere (the
+// default library, or no usable CUDA) a handle has none, every call runs on the host,
+// and a non-NULL stream is InvalidArgument. The build chooses the implementation:
+// device_path_cuda.cc or device_path_cpu.cc.
+//
+// A call whose buffers are device or managed memory, or that names a stream, is staged:
 // on the caller's thread the stream receives the copies to pinned host memory and a
 // GPU-side wait (cuda/device_buffers.h), and the call returns at once; a proxy thread
 // (the communicator's own, or a non-blocking communicator's worker) then waits for the
 // inputs, runs the ordinary host collective and lets the stream continue. The caller's
-// thread never waits for the GPU. Everything else runs exactly as on the CPU build.
+// thread never waits for the GPU. Host buffers on the NULL stream run as on the CPU
+// build.
 //
-// Device-resident calls (CUDA build): a call of a blocking communicator whose buffers are
-// all cudaMalloc'd memory of the communicator's device, on a communicator whose ranks are
+// Device-resident calls: a call of a blocking communicator whose buffers are all
+// cudaMalloc'd memory of the communicator's device, on a communicator whose ranks are
 // either all on one host (with cuda_ipc allowed by TESSERA_TRANSPORT) or all able to do
 // GPUDirect RDMA, is not staged: the caller's thread waits (bounded) until its streams
 // reach the call, then runs the collective on the device buffers themselves, over
@@ -18,13 +24,10 @@
 // (Communicator::RunGroupOnDevice; Attach set the engine and the links up when the
 // communicator was created), and returns when the results are in place. It never runs
 // on the proxy: the proxy's CUDA calls (copies, kernel launches) may block for good on
-// the driver's locks while a stream waits on the GPU for the proxy (cuda/device_buffers.h;
-// seen on an H100). Every rank must then pass device buffers, as NCCL requires; a rank
-// that stages while its peers do not times out naming the peer. A non-blocking
-// communicator, or a group of several communicators, stages instead.
-//
-// Built without TESSERA_WITH_CUDA (the default library), nothing is ever staged and a
-// non-NULL stream is InvalidArgument, as before.
+// the driver's locks while a stream waits on the GPU for the proxy (cuda/device_buffers.h).
+// Every rank must then pass device buffers, as NCCL requires; a rank that stages while
+// its peers do not times out naming the peer. A non-blocking communicator, or a group
+// of several communicators, stages instead.
 //
 // Thread-safety: as the C API's: calls on one communicator are serialised by the caller,
 // except Abort and async_error, which any thread may call at any time.
@@ -32,7 +35,6 @@
 #define TESSERA_COMM_DEVICE_PATH_H_
 
 #include <atomic>
-#include <cstddef>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -48,15 +50,6 @@ namespace tessera {
 class AsyncWorker;
 class Communicator;
 
-// How many bytes an operation reads from `send` and writes to `recv` on `rank` of
-// `nranks` (0 for a buffer it does not use there, e.g. a broadcast's sendbuff off the
-// root). These are the bytes staged for it.
-struct OperationBytes {
-  size_t send = 0;
-  size_t recv = 0;
-};
-OperationBytes BytesOf(const Operation& op, int rank, int nranks);
-
 // Whether `ops` can run device-resident (Communicator::RunGroupOnDevice) on `rank`: every
 // buffer each one uses there (BytesOf) is device memory that `engine` can reach.
 bool RunsOnDevice(const std::vector<Operation>& ops, int rank, int nranks, const DeviceEngine& engine);
@@ -71,7 +64,7 @@ struct DeviceBatch {
   // A non-blocking communicator's worker: it is then the proxy, so that every call of
   // the communicator keeps its issue order. Null for a blocking communicator.
   AsyncWorker* worker = nullptr;
-  // Called on the proxy thread with the result of a taken batch's run (its collective,
+  // Called on the proxy thread with the result of a handled batch's run (its collective,
   // or why its inputs never reached the host), before its streams continue. The C API
   // records it as the communicator's last error. May be empty.
   std::function<void(const Status&)> report;
@@ -84,24 +77,20 @@ struct DeviceBatch {
 class DevicePath {
  public:
   // The path of the communicator that `comm` points to (null until created; read with
-  // acquire), whose settings are `settings` (the
-  // staging timeout is settings.timeout_ms). `comm` is read when a batch is planned and
-  // again when it runs on the proxy: a non-blocking communicator is created on its
-  // worker, possibly after its first call was submitted (still null when it runs:
-  // creation failed, and the batch reports InvalidUsage). `comm` must outlive the path.
-  DevicePath(const std::atomic<Communicator*>* comm, const Settings& settings);
-  // Runs what is still queued (each part bounded by the timeout), then releases every
-  // stream and frees the staging memory (cuda/device_buffers.h).
-  ~DevicePath();
-  DevicePath(const DevicePath&) = delete;
-  DevicePath& operator=(const DevicePath&) = delete;
+  // acquire), whose settings are `settings` (the staging timeout is settings.timeout_ms),
+  // or null where this build or process has no usable CUDA. `comm` is read when a batch
+  // is planned and again when it runs on the proxy: a non-blocking communicator is
+  // created on its worker, possibly after its first call was submitted (still null
+  // when it runs: creation failed, and the batch reports InvalidUsage). `comm` must
+  // outlive the path.
+  static std::unique_ptr<DevicePath> Create(const std::atomic<Communicator*>* comm, const Settings& settings);
 
-  // OK for a NULL stream. A non-NULL stream is InvalidArgument in the CPU build, and in
-  // the CUDA build when this process has no usable CUDA (the message says why).
+  // A non-NULL stream: OK where calls may name one, else InvalidArgument saying why (a
+  // CPU build, or no usable CUDA in this process). OK for NULL.
   static Status CheckStream(const void* stream);
 
-  // At the creation of `comm`, before it is handed out (CUDA build; the CPU build does
-  // nothing): when device-resident calls are possible (Communicator::
+  // At the creation of `comm`, before it is handed out (the CUDA build; the CPU build
+  // does nothing): when device-resident calls are possible (Communicator::
   // device_resident_possible), gives the communicator a CUDA engine on the current
   // device and its device links, as NCCL binds a communicator to the current device.
   // Collective among comm's ranks: they first agree (one integer allreduce) on whether
@@ -110,43 +99,41 @@ class DevicePath {
   // are staged. Every rank of a communicator must use the same library.
   static Status Attach(Communicator* comm);
 
-  // *taken = false: run the batch on the host as on the CPU build (a blocking
-  // communicator first waits here until its staged calls have run, so that calls keep
-  // their issue order). *taken = true: this path took the batch, and the result is OK
-  // (queued, or run device-resident), InProgress (queued on a non-blocking
-  // communicator's worker), or the error. Waits for the GPU only for a device-resident
-  // batch (bounded by the timeout).
-  Status Submit(const DeviceBatch& batch, bool* taken);
-  // False where Submit takes nothing (the CPU build, or no usable CUDA): callers then
-  // skip building a batch.
-  bool may_take() const;
+  // Runs what is still queued (each part bounded by the timeout), then releases every
+  // stream and frees the staging memory (cuda/device_buffers.h).
+  virtual ~DevicePath() = default;
 
-  // After a taken Submit, before the call returns: a staged batch that also had a host
+  // *handled = false: the batch has host buffers on the NULL stream only; the caller
+  // runs it on the host as on the CPU build (a blocking communicator first waits here
+  // until its staged calls have run, so that calls keep their issue order). *handled =
+  // true: this path ran or queued the batch, and the result is OK (queued, or run
+  // device-resident), InProgress (queued on a non-blocking communicator's worker), or
+  // the error. Waits for the GPU only for a device-resident batch (bounded by the
+  // timeout).
+  virtual Status Submit(const DeviceBatch& batch, bool* handled) = 0;
+
+  // After a handled Submit, before the call returns: a staged batch that also had a host
   // operation on the NULL stream must complete first, as host calls always do (only
   // then, and only on a blocking communicator, does this wait: for the whole batch,
   // including its streams' inputs). Otherwise returns OK at once. Called after every
   // communicator of a group has been handed its part, so that one thread can drive
   // several ranks.
-  Status WaitForHostBuffers();
+  virtual Status WaitForHostBuffers() = 0;
 
   // tesseraRedOpCreatePreMulSum / tesseraRedOpDestroy on `comm`. A scalar in device or
   // managed memory with residence "device" (read_now false) is staged with every call
   // that uses the operator; with read_now (host-immediate) it is InvalidArgument.
   // Destroying an operator that queued calls still use takes effect after them.
-  Status CreatePreMulSum(Communicator* comm, const void* scalar, DataType type, bool read_now, int* op);
-  Status DestroyRedOp(Communicator* comm, int op);
+  virtual Status CreatePreMulSum(Communicator* comm, const void* scalar, DataType type, bool read_now, int* op) = 0;
+  virtual Status DestroyRedOp(Communicator* comm, int op) = 0;
 
   // Blocks until the queued staged calls have run (before a call that uses the
   // communicator on the caller's thread: split, finalize).
-  void WaitIdle();
+  virtual void WaitIdle() = 0;
   // tesseraCommAbort: drops queued calls, releases every waiting stream at once.
-  void Abort();
+  virtual void Abort() = 0;
   // The first failure of staged work (a CUDA error, inputs that never arrived), or OK.
-  Status async_error() const;
-
- private:
-  struct State;
-  std::unique_ptr<State> state_;
+  virtual Status async_error() const = 0;
 };
 
 }  // namespace tessera

@@ -1,19 +1,10 @@
 #include "comm/elementwise_ops.h"
 
-#include <cstdint>
-#include <cstring>
 #include <string>
-#include <vector>
 
-#include "collectives/elementwise.h"
+#include "elementwise/elementwise.h"
 
 namespace tessera {
-
-float HalfValueToFloat(DataType type, const void* value) {
-  uint16_t bits;
-  std::memcpy(&bits, value, 2);
-  return type == DataType::kFloat16 ? HalfToFloat(bits) : Bfloat16ToFloat(bits);
-}
 
 Status HostElementwiseOps::Widen(DataType type, const void* in, float* out, size_t count) {
   WidenHalf(type, in, out, count);
@@ -26,27 +17,12 @@ Status HostElementwiseOps::Narrow(DataType type, const float* in, void* out, siz
 }
 
 Status HostElementwiseOps::Scale(DataType type, const void* scalar, const void* src, void* dst, size_t count) {
-  if (!IsHalf(type)) {
-    ScaleArray(type, scalar, src, dst, count);
-    return Status::Ok();
-  }
-  const float wide_scalar = HalfValueToFloat(type, scalar);
-  std::vector<float> wide(count);
-  WidenHalf(type, src, wide.data(), count);
-  ScaleArray(DataType::kFloat32, &wide_scalar, wide.data(), wide.data(), count);
-  NarrowHalf(type, wide.data(), dst, count);
+  ScaleArray(type, scalar, src, dst, count);
   return Status::Ok();
 }
 
 Status HostElementwiseOps::Divide(DataType type, void* data, size_t count, int divisor) {
-  if (!IsHalf(type)) {
-    DivideArray(type, data, count, divisor);
-    return Status::Ok();
-  }
-  std::vector<float> wide(count);
-  WidenHalf(type, data, wide.data(), count);
-  DivideArray(DataType::kFloat32, wide.data(), count, divisor);
-  NarrowHalf(type, wide.data(), data, count);
+  DivideArray(type, data, count, divisor);
   return Status::Ok();
 }
 

@@ -13,9 +13,6 @@
 
 namespace tessera {
 
-// The value of half type `type` (float16 or bfloat16) at host address `value`, in float32.
-float HalfValueToFloat(DataType type, const void* value);
-
 class ElementwiseOps {
  public:
   virtual ~ElementwiseOps() = default;
@@ -34,7 +31,7 @@ class ElementwiseOps {
   virtual Status Divide(DataType type, void* data, size_t count, int divisor) = 0;
 };
 
-// Host memory, with the CPU kernels of collectives/elementwise.h. Half types are widened
+// Host memory, with the CPU kernels of elementwise/elementwise.h. Half types are widened
 // unless TESSERA_HALF_WIRE=half (`widen_half` false).
 class HostElementwiseOps : public ElementwiseOps {
  public:

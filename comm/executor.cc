@@ -5,47 +5,16 @@
 #include <memory>
 #include <string>
 
-#include "collectives/elementwise.h"
 #include "collectives/fixed_point.h"
-#include "collectives/reduce_kernels.h"
 #include "comm/deterministic_reduction.h"
+#include "elementwise/elementwise.h"
+#include "elementwise/reduce_kernels.h"
 
 namespace tessera {
-namespace {
-
-// The collective of an operation that is not a send or a receive.
-Collective CollectiveOf(OpKind kind) {
-  switch (kind) {
-    case OpKind::kAllReduce: return Collective::kAllReduce;
-    case OpKind::kBroadcast: return Collective::kBroadcast;
-    case OpKind::kReduce: return Collective::kReduce;
-    case OpKind::kAllGather: return Collective::kAllGather;
-    case OpKind::kReduceScatter: return Collective::kReduceScatter;
-    case OpKind::kAlltoAll: return Collective::kAlltoAll;
-    case OpKind::kGather: return Collective::kGather;
-    case OpKind::kScatter: return Collective::kScatter;
-    case OpKind::kSend:
-    case OpKind::kRecv: break;
-  }
-  return Collective::kAllReduce;  // not reached: sends and receives never get here
-}
-
-[[gnu::cold, gnu::noinline]] Status UnsupportedReductionType(DataType type) {
-  return InvalidArgument(std::string("datatype ") + DataTypeName(type) + " is not supported by reductions");
-}
-
-// Inlined: every reduction checks it twice (validating, then running), and its check is
-// a compare.
-[[gnu::always_inline]] inline Status CheckReductionType(DataType type) {
-  if (type == DataType::kFloat8e4m3 || type == DataType::kFloat8e5m2) return UnsupportedReductionType(type);
-  return Status::Ok();
-}
-
-}  // namespace
 
 // What the operator, the type and the path decide, on the host path and the device
 // path alike.
-struct ReductionTerms {
+struct ReductionPlan {
   size_t in_count = 0;          // input elements (nranks blocks for reduce-scatter)
   bool writes_out = false;      // false on a reduce's non-root ranks
   bool custom = false;          // a PreMulSum operator
@@ -62,40 +31,46 @@ bool IsFloat(DataType type) {
   return IsHalf(type) || type == DataType::kFloat32 || type == DataType::kFloat64;
 }
 
-Status TermsOf(const Operation& op, int rank, int nranks, bool widens_half, bool deterministic, ReductionTerms* t) {
-  TESSERA_RETURN_IF_ERROR(CheckReductionType(op.type));
-  t->in_count = op.count * (op.kind == OpKind::kReduceScatter ? nranks : 1);
-  t->writes_out = op.kind != OpKind::kReduce || rank == op.root;
-  t->custom = op.op >= kNumRedOps;
-  t->base = t->custom ? RedOp::kSum : static_cast<RedOp>(op.op);
-  t->combine = t->base == RedOp::kAvg ? RedOp::kSum : t->base;
-  t->widen = IsHalf(op.type) && widens_half;
-  t->wire = t->widen ? DataType::kFloat32 : op.type;
-  t->canonical = deterministic && !t->custom && IsFloat(op.type) && (t->base == RedOp::kMax || t->base == RedOp::kMin);
+ReductionPlan ReductionPlanOf(const Operation& op, int rank, int nranks, bool widens_half, bool deterministic) {
+  ReductionPlan t;
+  t.in_count = op.count * (op.kind == OpKind::kReduceScatter ? nranks : 1);
+  t.writes_out = op.kind != OpKind::kReduce || rank == op.root;
+  t.custom = op.op >= kNumRedOps;
+  t.base = t.custom ? RedOp::kSum : static_cast<RedOp>(op.op);
+  t.combine = t.base == RedOp::kAvg ? RedOp::kSum : t.base;
+  t.widen = IsHalf(op.type) && widens_half;
+  t.wire = t.widen ? DataType::kFloat32 : op.type;
+  t.canonical = deterministic && !t.custom && IsFloat(op.type) && (t.base == RedOp::kMax || t.base == RedOp::kMin);
+  return t;
+}
+
+// The links' kernel for the wire type: a half type that travels as it is combines in
+// float32 at each step. The reducer names its type and operator (device links launch
+// kernels by them).
+Status ReducerOf(const ReductionPlan& t, Reducer* out) {
+  TESSERA_RETURN_IF_ERROR(IsHalf(t.wire) ? GetHalfReducer(t.wire, t.combine, out) : GetReducer(t.wire, t.combine, out));
+  out->typed = true;
+  out->type = t.wire;
+  out->op = t.combine;
   return Status::Ok();
 }
 
-// The algorithm's arguments on the operation's buffers, with the links' kernel for the
-// wire type: a half type that travels as it is combines in float32 at each step. The
-// reducer names its type and operator (device links launch kernels by them).
-Status ReductionArgs(const Operation& op, const ReductionTerms& t, CollectiveArgs* args) {
-  args->send = op.send;
-  args->recv = op.recv;
-  args->count = op.count;
-  args->elem_size = SizeOf(t.wire);
-  args->root = op.root;
-  TESSERA_RETURN_IF_ERROR(IsHalf(t.wire) ? GetHalfReducer(t.wire, t.combine, &args->reducer)
-                                         : GetReducer(t.wire, t.combine, &args->reducer));
-  args->reducer.typed = true;
-  args->reducer.type = t.wire;
-  args->reducer.op = t.combine;
-  return Status::Ok();
+// The algorithm's arguments on the operation's buffers, whose elements travel as
+// `elem_size` bytes.
+CollectiveArgs ArgsOf(const Operation& op, size_t elem_size) {
+  CollectiveArgs args;
+  args.send = op.send;
+  args.recv = op.recv;
+  args.count = op.count;
+  args.elem_size = elem_size;
+  args.root = op.root;
+  return args;
 }
 
 // In `buf`: `input` (an input of `op`) widened to float32 (t.widen), then with canonical
 // zeros and NaNs (t.canonical) or scaled by its PreMulSum scalar (t.custom), in float32
 // for a widened half type.
-Status PrepareInput(const Operation& op, const void* input, const ReductionTerms& t, const PreMulSumOps& premulsum,
+Status PrepareInput(const Operation& op, const void* input, const ReductionPlan& t, const PreMulSumOps& premulsum,
                     const CollectiveContext& ctx, ElementwiseOps& elementwise, Scratch* buf) {
   TESSERA_RETURN_IF_ERROR(buf->Allocate(ctx, t.in_count * SizeOf(t.wire)));
   const void* from = input;
@@ -115,7 +90,7 @@ Status PrepareInput(const Operation& op, const void* input, const ReductionTerms
 // The algorithm's input, in *out: the operation's input, prepared by PrepareInput where
 // it must be, and for several parts (tesseraAllReduceParts) their combination with the
 // call's reducer in the wire type, in `acc` (`tmp` holds a prepared part). Host memory.
-Status PrepareInputs(const Operation& op, const ReductionTerms& t, const PreMulSumOps& premulsum,
+Status PrepareInputs(const Operation& op, const ReductionPlan& t, const PreMulSumOps& premulsum,
                      const CollectiveContext& ctx, ElementwiseOps& elementwise, const Reducer& reducer, Scratch* acc,
                      Scratch* tmp, const void** out) {
   const bool prepare = t.widen || t.custom || t.canonical;
@@ -139,7 +114,7 @@ Status PrepareInputs(const Operation& op, const ReductionTerms& t, const PreMulS
 
 // What the device path cannot do: several parts, and deterministic mode's float sums,
 // max and min (their kernels run on host memory).
-Status CheckDeviceReduction(const Operation& op, const ReductionTerms& t, bool deterministic) {
+Status CheckDeviceReduction(const Operation& op, const ReductionPlan& t, bool deterministic) {
   if (!op.parts.empty()) return InvalidUsage("tesseraAllReduceParts takes host buffers");
   if (deterministic && (t.canonical || ReducesOnGrid(op, t.base, t.custom))) {
     return InvalidUsage("deterministic mode (TESSERA_DETERMINISTIC=1) reduces floats in host buffers; "
@@ -149,13 +124,13 @@ Status CheckDeviceReduction(const Operation& op, const ReductionTerms& t, bool d
 }
 
 // What a reduction's errors are annotated with: the collective, and whether on the device.
-std::string ReductionWhere(Collective c, bool on_device) {
-  return std::string(CollectiveName(c)) + (on_device ? " (device)" : "");
+std::string ReductionWhere(OpKind c, bool on_device) {
+  return std::string(OpName(c)) + (on_device ? " (device)" : "");
 }
 
 // After the algorithm, where this rank has a result: avg's division, and a widened result
 // narrowed into the call's buffer (from args.recv, the algorithm's output).
-Status FinishReduction(const Operation& op, const ReductionTerms& t, const CollectiveArgs& args, int nranks,
+Status FinishReduction(const Operation& op, const ReductionPlan& t, const CollectiveArgs& args, int nranks,
                        ElementwiseOps& elementwise) {
   if (!t.writes_out) return Status::Ok();
   Status s = t.base == RedOp::kAvg ? elementwise.Divide(t.wire, args.recv, op.count, nranks) : Status::Ok();
@@ -166,20 +141,20 @@ Status FinishReduction(const Operation& op, const ReductionTerms& t, const Colle
 // Deterministic mode (comm/deterministic_reduction.h): this rank's contributions (scaled
 // first for PreMulSum, each in the call's type) summed on the grid, the collectives
 // running through `dispatch`. Host memory.
-Status RunOnGrid(const Operation& op, const ReductionTerms& t, const ExecutionSite& site, const CollectiveContext& ctx,
-                 ElementwiseOps& elementwise, const std::function<Status(Collective, const CollectiveArgs&)>& dispatch) {
+Status RunOnGrid(const Operation& op, const ReductionPlan& t, const CommunicatorView& view, const CollectiveContext& ctx,
+                 ElementwiseOps& elementwise, const std::function<Status(OpKind, const CollectiveArgs&)>& dispatch) {
   std::vector<const void*> inputs = op.parts.empty() ? std::vector<const void*>{op.send} : op.parts;
   std::vector<Scratch> scaled(t.custom ? inputs.size() : 0);
   if (t.custom) {
     PreMulSumOps::Scalar scalar;
-    TESSERA_RETURN_IF_ERROR(site.premulsum->Get(op.op, &scalar));
+    TESSERA_RETURN_IF_ERROR(view.premulsum->Get(op.op, &scalar));
     for (size_t j = 0; j < inputs.size(); ++j) {
       TESSERA_RETURN_IF_ERROR(scaled[j].Allocate(ctx, t.in_count * SizeOf(op.type)));
       TESSERA_RETURN_IF_ERROR(elementwise.Scale(op.type, scalar.get(), inputs[j], scaled[j].data(), t.in_count));
       inputs[j] = scaled[j].data();
     }
   }
-  const GridReductionSite grid{site.rank, site.nranks, site.settings, site.model, site.shape, dispatch};
+  const GridRunner grid{view.rank, view.nranks, view.settings, view.model, view.shape, dispatch};
   return RunGridReduction(op, t.base, inputs, grid, ctx, elementwise);
 }
 
@@ -205,20 +180,22 @@ class EngineMemory : public LocalMemory {
 
 }  // namespace
 
-Executor::Executor(ExecutionSite site)
-    : site_(std::move(site)), device_shape_(*site_.shape),
-      tuner_(static_cast<int>(site_.settings->autotune_turn_calls)) {
+Executor::Executor(CommunicatorView view)
+    : view_(std::move(view)), device_shape_(*view_.shape),
+      tuner_(static_cast<int>(view_.settings->autotune_turn_calls)) {
   device_shape_.board_bytes = 0;  // device-resident buffers never go on the host board
-  const Settings& s = *site_.settings;
+  const Settings& s = *view_.settings;
   tunes_ = s.autotune != 0 && s.algo == "auto" && s.algo_table.empty() && s.deterministic == 0;
   widens_half_ = s.half_wire != "half";
+  host_context_ = view_.context;
+  host_context_.local_memory = &host_memory_;
 }
 
-Selection Executor::Choose(Collective c, size_t bytes) const {
+Selection Executor::Choose(OpKind c, size_t bytes) const {
   if (const AlgorithmInfo* a = tunes_ ? tuner_.Winner(c, bytes) : nullptr) {
-    return Selection{a, a->predict(*site_.model, *site_.shape, bytes)};
+    return Selection{a, a->predict(*view_.model, *view_.shape, bytes)};
   }
-  return SelectAlgorithm(c, site_.settings->algo, *site_.model, *site_.shape, bytes);
+  return SelectAlgorithm(c, view_.settings->algo, *view_.model, *view_.shape, bytes);
 }
 
 
@@ -226,15 +203,9 @@ size_t Executor::WireElementSize(DataType type) const {
   return IsHalf(type) && widens_half() ? SizeOf(DataType::kFloat32) : SizeOf(type);
 }
 
-Status Executor::CheckOperation(const Operation& op) const {
-  if (!IsReduction(op.kind)) return Status::Ok();
-  TESSERA_RETURN_IF_ERROR(CheckReductionType(op.type));
-  return site_.premulsum->Validate(op.op, op.type);
-}
-
 CollectiveContext Executor::HostContext(int64_t now_us) {
-  CollectiveContext ctx = site_.context(now_us);
-  ctx.local_memory = &host_memory_;
+  CollectiveContext ctx = host_context_;
+  ctx.exchange.deadline = Deadline::AfterMsFrom(now_us, ctx.exchange.timeout_ms);
   return ctx;
 }
 
@@ -247,7 +218,7 @@ Status Executor::RunGroupOnDevice(const std::vector<Operation>& ops, CollectiveC
                                   DeviceStream* stream) {
   EngineMemory memory(engine, stream, ctx.exchange);
   ctx.local_memory = &memory;
-  DeviceElementwiseOps elementwise(stream, ctx.exchange, site_.rank);
+  DeviceElementwiseOps elementwise(stream, ctx.exchange, view_.rank);
   return RunGroupIn(ops.data(), ops.size(), &ctx, elementwise);
 }
 
@@ -265,66 +236,74 @@ Status Executor::RunGroupIn(const Operation* ops, size_t count, const Collective
       p2p_.push_back(op);
       continue;
     }
-    StampCollective(op);
-    // One reading of the tick clock at each end of the call serves the flight recorder,
-    // the activity record and the deadline (a read of the precise clock costs 20-90 ns
-    // here, a tenth of an 8-byte call).
+    RecordCollective(op, device != nullptr);
+    // One reading of the tick clock at each end of the call serves the observers and the
+    // deadline: a read of the precise clock costs a sizeable part of an 8-byte call.
     const int64_t begin_us = CoarseNowMicros();
-    site_.recorder->Begin(OpName(op.kind), op.count * SizeOf(op.type), stamp_.seq, begin_us);
-    site_.activity->BeginCall(stamp_, begin_us);
+    CallBegan(begin_us);
     CollectiveContext ctx = device ? *device : HostContext(begin_us);
-    ctx.exchange.stamp = &stamp_;
-    Status s = RunOne(op, ctx, elementwise, device != nullptr);
-    const int64_t end_us = CoarseNowMicros();
-    site_.recorder->End(s.ok(), end_us);
-    // A failure breaks the communicator (and is diagnosed) while this rank still shows
-    // as in the call.
-    if (!s.ok() && s.code() != Code::kInvalidArgument) s = site_.fail(s);
-    site_.activity->EndCall(s.ok(), s.ok() ? end_us : CoarseNowMicros());
-    if (!s.ok()) return s;
+    ctx.exchange.stamp = &call_.stamp;
+    const Status s = RunOne(op, ctx, elementwise, device != nullptr);
+    // An argument found wrong as the call runs leaves the communicator usable.
+    TESSERA_RETURN_IF_ERROR(CallEnded(s, s.code() != Code::kInvalidArgument));
   }
   if (p2p_.empty()) return Status::Ok();
   return RunPointToPointGroup(p2p_.data(), p2p_.size(), device ? *device : HostContext(CoarseNowMicros()));
 }
 
-// The next collective's sequence number and stamp: what every rank's call must match.
-void Executor::StampCollective(const Operation& op) {
-  stamp_ = CallStamp{};
-  stamp_.count = op.count;
-  stamp_.seq = ++collective_seq_;
-  stamp_.kind = static_cast<uint8_t>(op.kind);
-  stamp_.type = static_cast<uint8_t>(op.type);
-  if (IsReduction(op.kind)) stamp_.op = static_cast<uint8_t>(op.op < kNumRedOps ? op.op : kNumRedOps);
-  if (!op.parts.empty()) stamp_.flags = kStampParts;
-  if (op.kind == OpKind::kBroadcast || op.kind == OpKind::kReduce || op.kind == OpKind::kGather ||
-      op.kind == OpKind::kScatter) {
-    stamp_.root = op.root;
-  }
+void Executor::RecordCollective(const Operation& op, bool on_device) {
+  call_.what = OpName(op.kind);
+  call_.bytes = op.count * SizeOf(op.type);
+  call_.on_device = on_device;
+  CallStamp& stamp = call_.stamp;
+  stamp = CallStamp{};
+  stamp.count = op.count;
+  stamp.seq = ++collective_seq_;
+  stamp.kind = static_cast<uint8_t>(op.kind);
+  stamp.type = static_cast<uint8_t>(op.type);
+  if (IsReduction(op.kind)) stamp.op = static_cast<uint8_t>(op.op < kNumRedOps ? op.op : kNumRedOps);
+  if (!op.parts.empty()) stamp.flags = kStampParts;
+  if (IsRooted(op.kind)) stamp.root = op.root;
+}
+
+// Sequence number 0: sends and receives are not matched across all ranks.
+void Executor::RecordPointToPoint(const Operation* p2p, size_t count) {
+  uint64_t sent = 0;
+  for (size_t i = 0; i < count; ++i) sent += p2p[i].kind == OpKind::kSend ? p2p[i].count * SizeOf(p2p[i].type) : 0;
+  call_.what = "send/recv";
+  call_.bytes = sent;
+  call_.on_device = false;
+  call_.stamp = CallStamp{};
+  call_.stamp.kind = static_cast<uint8_t>(p2p[0].kind);
+  call_.stamp.count = sent;
+}
+
+void Executor::CallBegan(int64_t begin_us) {
+  for (CallObserver* o : view_.observers) o->CallBegan(call_, begin_us);
+}
+
+Status Executor::CallEnded(const Status& s, bool breaks) {
+  const CallOutcome outcome = s.ok() ? CallOutcome::kDone : breaks ? CallOutcome::kBreaking : CallOutcome::kFailed;
+  const int64_t end_us = CoarseNowMicros();
+  for (CallObserver* o : view_.observers) o->CallEnded(outcome, end_us);
+  if (outcome == CallOutcome::kBreaking) return view_.fail(s);
+  return s;
 }
 
 Status Executor::RunOne(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise,
                         bool on_device) {
-  if (site_.tracer != nullptr) {
-    site_.tracer->BeginOperation(std::string(OpName(op.kind)) + "#" + std::to_string(++op_count_) +
-                                 (on_device ? " (device)" : ""));
-  }
   if (IsReduction(op.kind)) return RunReduction(op, ctx, elementwise, on_device);
   if (op.count == 0) return Status::Ok();
-  CollectiveArgs args;
-  args.send = op.send;
-  args.recv = op.recv;
-  args.count = op.count;
-  args.elem_size = SizeOf(op.type);
-  args.root = op.root;
+  CollectiveArgs args = ArgsOf(op, SizeOf(op.type));
   // An in-place alltoall (NCCL accepts one) reads its input from a copy.
   Scratch input;
   if (op.kind == OpKind::kAlltoAll && op.send == op.recv) {
-    const size_t bytes = op.count * args.elem_size * static_cast<size_t>(site_.nranks);
+    const size_t bytes = op.count * args.elem_size * static_cast<size_t>(view_.nranks);
     TESSERA_RETURN_IF_ERROR(input.Allocate(ctx, bytes));
     TESSERA_RETURN_IF_ERROR(LocalCopy(ctx, input.data(), op.send, bytes));
     args.send = input.data();
   }
-  return Dispatch(CollectiveOf(op.kind), ctx, args, on_device);
+  return Dispatch(op.kind, ctx, args, on_device);
 }
 
 // Reductions, one front end for both paths: the operator, the type and the path decide
@@ -336,23 +315,25 @@ Status Executor::RunOne(const Operation& op, const CollectiveContext& ctx, Eleme
 // input by its scalar, then sums.
 Status Executor::RunReduction(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise,
                               bool on_device) {
-  ReductionTerms t;
-  const bool deterministic = site_.settings->deterministic != 0;
-  TESSERA_RETURN_IF_ERROR(TermsOf(op, site_.rank, site_.nranks, elementwise.widens_half(), deterministic, &t));
-  CollectiveArgs args;
-  TESSERA_RETURN_IF_ERROR(ReductionArgs(op, t, &args));
+  const bool deterministic = view_.settings->deterministic != 0;
+  const ReductionPlan t = ReductionPlanOf(op, view_.rank, view_.nranks, elementwise.widens_half(), deterministic);
+  if (!last_reducer_.typed || last_reducer_.type != t.wire || last_reducer_.op != t.combine) {
+    TESSERA_RETURN_IF_ERROR(ReducerOf(t, &last_reducer_));
+  }
+  CollectiveArgs args = ArgsOf(op, SizeOf(t.wire));
+  args.reducer = last_reducer_;
   if (op.count == 0) return Status::Ok();
-  const Collective c = CollectiveOf(op.kind);
+  const OpKind c = op.kind;
   if (on_device) {
     TESSERA_RETURN_IF_ERROR(CheckDeviceReduction(op, t, deterministic).Annotate(ReductionWhere(c, on_device)));
   }
   if (deterministic && ReducesOnGrid(op, t.base, t.custom)) {
-    const auto dispatch = [&](Collective collective, const CollectiveArgs& a) {
+    const auto dispatch = [&](OpKind collective, const CollectiveArgs& a) {
       return Dispatch(collective, ctx, a, false);
     };
-    return RunOnGrid(op, t, site_, ctx, elementwise, dispatch).Annotate(ReductionWhere(c, on_device));
+    return RunOnGrid(op, t, view_, ctx, elementwise, dispatch).Annotate(ReductionWhere(c, on_device));
   }
-  const size_t segment = static_cast<size_t>(site_.settings->half_segment_bytes) / sizeof(float);
+  const size_t segment = static_cast<size_t>(view_.settings->half_segment_bytes) / sizeof(float);
   if (t.widen && !on_device && op.kind == OpKind::kAllReduce && op.parts.empty() && op.count > segment) {
     return RunWidenedInSegments(op, segment, ctx, elementwise);
   }
@@ -360,7 +341,7 @@ Status Executor::RunReduction(const Operation& op, const CollectiveContext& ctx,
     return RunPrepared(c, op, t, ctx, elementwise, on_device, args);
   }
   TESSERA_RETURN_IF_ERROR(Dispatch(c, ctx, args, on_device));
-  const Status s = FinishReduction(op, t, args, site_.nranks, elementwise);
+  const Status s = FinishReduction(op, t, args, view_.nranks, elementwise);
   return s.ok() ? s : s.Annotate(ReductionWhere(c, on_device));
 }
 
@@ -368,24 +349,24 @@ Status Executor::RunReduction(const Operation& op, const CollectiveContext& ctx,
 // pool, no zero-fill, or the device): widened, scaled, made canonical or combined from
 // parts (PrepareInputs); a widened result is narrowed into the call's buffer. Apart
 // from RunReduction so that the usual call makes none of its three scratch buffers.
-Status Executor::RunPrepared(Collective c, const Operation& op, const ReductionTerms& t, const CollectiveContext& ctx,
+Status Executor::RunPrepared(OpKind c, const Operation& op, const ReductionPlan& t, const CollectiveContext& ctx,
                              ElementwiseOps& elementwise, bool on_device, CollectiveArgs args) {
   Scratch in_buf, part_buf, out_buf;
-  Status s = PrepareInputs(op, t, *site_.premulsum, ctx, elementwise, args.reducer, &in_buf, &part_buf, &args.send);
+  Status s = PrepareInputs(op, t, *view_.premulsum, ctx, elementwise, args.reducer, &in_buf, &part_buf, &args.send);
   if (!s.ok()) return s.Annotate(ReductionWhere(c, on_device));
   if (t.widen) {
     if (t.writes_out) TESSERA_RETURN_IF_ERROR(out_buf.Allocate(ctx, op.count * args.elem_size));
     args.recv = t.writes_out ? out_buf.data() : nullptr;
   }
   TESSERA_RETURN_IF_ERROR(Dispatch(c, ctx, args, on_device));
-  s = FinishReduction(op, t, args, site_.nranks, elementwise);
+  s = FinishReduction(op, t, args, view_.nranks, elementwise);
   return s.ok() ? s : s.Annotate(ReductionWhere(c, on_device));
 }
 
 // A half-type allreduce on the float32 wire, segment by segment (TESSERA_HALF_SEGMENT_BYTES
 // of float32): each segment is widened, reduced and narrowed while it is in cache, where
-// the whole buffer at once took three passes through memory (2-6x float32's time per
-// element on one host).
+// the whole buffer at once would take three passes through memory, several times
+// float32's time per element.
 Status Executor::RunWidenedInSegments(const Operation& op, size_t segment, const CollectiveContext& ctx,
                                       ElementwiseOps& elementwise) {
   const size_t es = SizeOf(op.type);
@@ -399,12 +380,12 @@ Status Executor::RunWidenedInSegments(const Operation& op, size_t segment, const
   return Status::Ok();
 }
 
-Selection Executor::CachedChoice(Collective c, size_t bytes) {
+Selection Executor::CachedChoice(OpKind c, size_t bytes) {
   for (const Choice& k : choices_) {
     if (k.selection.algo != nullptr && k.collective == c && k.bytes == bytes) return k.selection;
   }
   Choice& slot = choices_[next_choice_++ % choices_.size()];
-  slot = Choice{c, bytes, SelectAlgorithm(c, site_.settings->algo, *site_.model, *site_.shape, bytes)};
+  slot = Choice{c, bytes, SelectAlgorithm(c, view_.settings->algo, *view_.model, *view_.shape, bytes)};
   return slot.selection;
 }
 
@@ -412,45 +393,42 @@ Selection Executor::CachedChoice(Collective c, size_t bytes) {
 // and the shape agree, and so do the tuner's measurements). The choice is logged at
 // INFO with every candidate's prediction (the text is built only then) and names the
 // operation in the trace.
-Status Executor::Dispatch(Collective c, const CollectiveContext& ctx, const CollectiveArgs& args, bool on_device) {
-  const size_t bytes = PredictedBytes(c, site_.nranks, args.count, args.elem_size);
-  const bool explain = site_.log_level >= LogLevel::kInfo;
+Status Executor::Dispatch(OpKind c, const CollectiveContext& ctx, const CollectiveArgs& args, bool on_device) {
+  const size_t bytes = PredictedBytes(c, view_.nranks, args.count, args.elem_size);
+  const bool explain = view_.log_level >= LogLevel::kInfo;
   const ChoiceTuner::Pick pick =
-      tunes_ && !on_device ? tuner_.Next(c, bytes, *site_.model, *site_.shape) : ChoiceTuner::Pick{};
+      tunes_ && !on_device ? tuner_.Next(c, bytes, *view_.model, *view_.shape) : ChoiceTuner::Pick{};
   std::string why;
   Selection choice;
   if (pick.algorithm != nullptr) {
-    choice = Selection{pick.algorithm, pick.algorithm->predict(*site_.model, *site_.shape, bytes)};
+    choice = Selection{pick.algorithm, pick.algorithm->predict(*view_.model, *view_.shape, bytes)};
     if (explain) {
       why = pick.size >= 0 ? "a contender, measured (TESSERA_AUTOTUNE)" : "measured in the job (TESSERA_AUTOTUNE)";
     }
   } else if (explain || on_device) {
-    choice = SelectAlgorithm(c, site_.settings->algo, *site_.model, on_device ? device_shape_ : *site_.shape, bytes,
+    choice = SelectAlgorithm(c, view_.settings->algo, *view_.model, on_device ? device_shape_ : *view_.shape, bytes,
                              explain ? &why : nullptr);
   } else {
     choice = CachedChoice(c, bytes);
   }
   const char* label = choice.algo->Label();
-  site_.recorder->SetAlgorithm(label);
+  for (CallObserver* o : view_.observers) o->AlgorithmChosen(c, label);
   if (explain) {
-    Log(site_.log_level, LogLevel::kInfo,
-        "rank " + std::to_string(site_.rank) + ": " + (on_device ? "device " : "") + CollectiveName(c) + " of " +
+    Log(view_.log_level, LogLevel::kInfo,
+        "rank " + std::to_string(view_.rank) + ": " + (on_device ? "device " : "") + OpName(c) + " of " +
             std::to_string(bytes) + " B: " + label + " (predicted " + std::to_string(choice.predicted_s * 1e6) +
             " us; " + why + ")");
   }
-  if (site_.tracer != nullptr) {
-    site_.tracer->BeginOperation(std::string(CollectiveName(c)) + "#" + std::to_string(op_count_) + " (" + label + ")");
-  }
   Status s = pick.size >= 0 ? RunContender(c, bytes, pick, ctx, args) : choice.algo->run(ctx, args);
   if (s.ok()) return s;
-  return s.Annotate(std::string(CollectiveName(c)) + " (" + label + (on_device ? ", device" : "") + ")");
+  return s.Annotate(std::string(OpName(c)) + " (" + label + (on_device ? ", device" : "") + ")");
 }
 
 // A contender's call (TESSERA_AUTOTUNE), timed, with the contender's own polling
 // state in place of the communicator's; after a size's last call its decision is
 // logged and, on rank 0, saved to TESSERA_AUTOTUNE_FILE. A file that cannot be written
 // is a warning: the job's calls do not depend on it.
-Status Executor::RunContender(Collective c, size_t bytes, const ChoiceTuner::Pick& pick, const CollectiveContext& ctx,
+Status Executor::RunContender(OpKind c, size_t bytes, const ChoiceTuner::Pick& pick, const CollectiveContext& ctx,
                               const CollectiveArgs& args) {
   ProgressPolicy* progress = ctx.exchange.progress;
   const int64_t start_us = NowMicros();
@@ -466,14 +444,14 @@ Status Executor::RunContender(Collective c, size_t bytes, const ChoiceTuner::Pic
   std::string decided;
   TESSERA_RETURN_IF_ERROR(tuner_.Record(pick, (end_us - start_us) * 1e-6, ctx, &decided));
   if (decided.empty()) return Status::Ok();
-  const std::string who = "rank " + std::to_string(site_.rank) + ": ";
-  Log(site_.log_level, LogLevel::kInfo,
-      who + CollectiveName(c) + " of " + std::to_string(bytes) + " B, measured in the job: " + decided);
-  const std::string& path = site_.settings->autotune_file;
-  if (site_.rank != 0 || path.empty()) return Status::Ok();
+  const std::string who = "rank " + std::to_string(view_.rank) + ": ";
+  Log(view_.log_level, LogLevel::kInfo,
+      who + OpName(c) + " of " + std::to_string(bytes) + " B, measured in the job: " + decided);
+  const std::string& path = view_.settings->autotune_file;
+  if (view_.rank != 0 || path.empty()) return Status::Ok();
   const Status saved = CostModel::SaveChoices(path, "TESSERA_AUTOTUNE: the algorithms measured in the job",
-                                              tuner_.Decided(*site_.shape));
-  if (!saved.ok()) Log(site_.log_level, LogLevel::kWarn, who + "TESSERA_AUTOTUNE_FILE: " + saved.message());
+                                              tuner_.Decided(*view_.shape));
+  if (!saved.ok()) Log(view_.log_level, LogLevel::kWarn, who + "TESSERA_AUTOTUNE_FILE: " + saved.message());
   return Status::Ok();
 }
 
@@ -481,29 +459,18 @@ Status Executor::RunPointToPointGroup(const Operation* p2p, size_t count, const 
   // Sends to self must pair with receives from self: a local mistake, checked before
   // communicating, so it does not break the communicator.
   size_t self_sends = 0, self_recvs = 0;
-  uint64_t sent = 0;
   for (size_t i = 0; i < count; ++i) {
-    const Operation& op = p2p[i];
-    if (op.peer == site_.rank) ++(op.kind == OpKind::kSend ? self_sends : self_recvs);
-    sent += op.kind == OpKind::kSend ? op.count * SizeOf(op.type) : 0;
+    if (p2p[i].peer == view_.rank) ++(p2p[i].kind == OpKind::kSend ? self_sends : self_recvs);
   }
   if (self_sends != self_recvs) {
     return InvalidUsage(std::to_string(self_sends) + " send(s) to self but " + std::to_string(self_recvs) +
                         " receive(s) from self: a send to self needs its receive in the same group");
   }
-  if (site_.tracer != nullptr) site_.tracer->BeginOperation("send/recv#" + std::to_string(++op_count_));
-  const int64_t begin_us = CoarseNowMicros();
-  site_.recorder->Begin("send/recv", sent, 0, begin_us);
-  CallStamp group;  // sequence number 0: sends and receives are not matched across all ranks
-  group.kind = static_cast<uint8_t>(p2p[0].kind);
-  group.count = sent;
-  site_.activity->BeginCall(group, begin_us);
+  RecordPointToPoint(p2p, count);
+  CallBegan(CoarseNowMicros());
   Status s = RunPointToPoint(p2p, count, ctx);
-  const int64_t end_us = CoarseNowMicros();
-  site_.recorder->End(s.ok(), end_us);
-  if (!s.ok()) s = site_.fail(s.Annotate(count == 1 ? OpName(p2p[0].kind) : "send/recv group"));
-  site_.activity->EndCall(s.ok(), s.ok() ? end_us : CoarseNowMicros());
-  return s;
+  if (!s.ok()) s = s.Annotate(count == 1 ? OpName(p2p[0].kind) : "send/recv group");
+  return CallEnded(s, true);
 }
 
 // Every send and receive of the group in one exchange: the engine progresses them all
@@ -519,7 +486,7 @@ Status Executor::RunPointToPoint(const Operation* ops, size_t count, const Colle
   for (size_t i = 0; i < count; ++i) {
     const Operation& op = ops[i];
     const size_t bytes = op.count * SizeOf(op.type);
-    if (op.peer == site_.rank) {
+    if (op.peer == view_.rank) {
       (op.kind == OpKind::kSend ? self_sends : self_recvs).push_back(&op);
       continue;
     }

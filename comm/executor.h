@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/call_observer.h"
 #include "base/call_stamp.h"
 #include "base/log.h"
 #include "base/settings.h"
@@ -24,55 +25,53 @@
 #include "collectives/host_memory_pool.h"
 #include "comm/choice_tuner.h"
 #include "comm/elementwise_ops.h"
-#include "comm/flight_recorder.h"
-#include "diagnosis/activity.h"
 #include "comm/operation.h"
 #include "comm/premulsum_ops.h"
 #include "device/device_engine.h"
-#include "transport/trace.h"
 
 namespace tessera {
 
-// What an operation's operator, type and path decide about its reduction (executor.cc).
-struct ReductionTerms;
+// What the operator, the type and the path of a reduction decide around its algorithm:
+// widening, scaling, canonical values, the division of avg (executor.cc).
+struct ReductionPlan;
 
-// What an Executor runs on: one rank's membership, owned by its Communicator, which
-// outlives the Executor. Fixed once the communicator is created.
-struct ExecutionSite {
+// The communicator as its Executor sees it: one rank's membership, owned by the
+// Communicator, which outlives the Executor. Fixed once the communicator is created.
+struct CommunicatorView {
   int rank = 0;
   int nranks = 1;
   const Settings* settings = nullptr;  // TESSERA_ALGO, TESSERA_HALF_WIRE
   LogLevel log_level = LogLevel::kWarn;
   const CostModel* model = nullptr;    // the same on every rank, as is the shape
   const Shape* shape = nullptr;
-  Tracer* tracer = nullptr;            // null unless TESSERA_TRACE_DIR
   const PreMulSumOps* premulsum = nullptr;
-  FlightRecorder* recorder = nullptr;  // the communicator's last operations
-  Activity* activity = nullptr;        // what this rank is doing, for peers' diagnosis
-  // A host-path context with a fresh deadline: the links, grids and exchange options.
-  // `now_us`: NowMicros() at the call's start, which the deadline counts from.
-  std::function<CollectiveContext(int64_t now_us)> context;
-  // Records a communication failure as the communicator's sticky error; returns it.
+  // What records each call (base/call_observer.h): the flight recorder, the activity
+  // record, the tracer, as the communicator has them.
+  std::vector<CallObserver*> observers;
+  // The host path's context: the links, grids and exchange options, all fixed once the
+  // communicator exists; each call gives it a deadline of TESSERA_TIMEOUT_MS from its
+  // start.
+  CollectiveContext context;
+  // Records a communication failure as the communicator's sticky error (it breaks);
+  // returns what the call reports.
   std::function<Status(const Status&)> fail;
 };
 
 // Not thread-safe: a communicator runs one call at a time.
 class Executor {
  public:
-  explicit Executor(ExecutionSite site);
+  explicit Executor(CommunicatorView view);
 
   // The algorithm of `c` for `bytes` (collectives/algorithms.h: PredictedBytes).
-  Selection Choose(Collective c, size_t bytes) const;
+  Selection Choose(OpKind c, size_t bytes) const;
   // Bytes per element that a host-path reduction of `type` moves: float16 and bfloat16
   // travel widened to float32 (4) unless TESSERA_HALF_WIRE=half (2).
   size_t WireElementSize(DataType type) const;
-  // InvalidArgument when the operation cannot run here (operator, datatype).
-  Status CheckOperation(const Operation& op) const;
 
   // Runs a group on the host path: the collectives in issue order, each with a fresh
   // context (its own deadline), then all sends and receives together (so they cannot
   // deadlock whatever their order). Arguments are validated by the caller. A failure
-  // while communicating goes to ExecutionSite::fail; InvalidArgument does not.
+  // while communicating goes to CommunicatorView::fail; InvalidArgument does not.
   Status RunGroup(const Operation* ops, size_t count);
   // The same on the device path: `ctx` has the device links; every temporary buffer and
   // local copy is device memory of `engine`, and reductions' element-wise work runs on
@@ -86,40 +85,54 @@ class Executor {
   CollectiveContext HostContext(int64_t now_us);
   // `device`: the whole group's context on the device path; null on the host path.
   Status RunGroupIn(const Operation* ops, size_t count, const CollectiveContext* device, ElementwiseOps& elementwise);
-  void StampCollective(const Operation& op);
+  // The call the observers are told of: a collective (which also gets the next
+  // sequence number and the stamp every rank's call must match), or a group's sends and
+  // receives.
+  void RecordCollective(const Operation& op, bool on_device);
+  void RecordPointToPoint(const Operation* p2p, size_t count);
+  // Tells the observers the call began at `begin_us`.
+  void CallBegan(int64_t begin_us);
+  // Tells the observers how the call ended; a failure that `breaks` the communicator
+  // then goes to CommunicatorView::fail (after the observers: the flight record then
+  // shows the call failed, and the activity record this rank still in it while the
+  // failure is diagnosed). Returns what the call reports.
+  Status CallEnded(const Status& s, bool breaks);
   Status RunOne(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise, bool on_device);
   Status RunReduction(const Operation& op, const CollectiveContext& ctx, ElementwiseOps& elementwise, bool on_device);
-  Status RunPrepared(Collective c, const Operation& op, const ReductionTerms& t, const CollectiveContext& ctx,
+  Status RunPrepared(OpKind c, const Operation& op, const ReductionPlan& t, const CollectiveContext& ctx,
                      ElementwiseOps& elementwise, bool on_device, CollectiveArgs args);
   // `segment`: elements per piece.
   Status RunWidenedInSegments(const Operation& op, size_t segment, const CollectiveContext& ctx,
                               ElementwiseOps& elementwise);
-  Status Dispatch(Collective c, const CollectiveContext& ctx, const CollectiveArgs& args, bool on_device);
+  Status Dispatch(OpKind c, const CollectiveContext& ctx, const CollectiveArgs& args, bool on_device);
   // The algorithm for `bytes` of `c`, from the last few choices when it is among them: the
   // model and the shape are fixed once the communicator exists, and a training loop
   // repeats its sizes, so most calls skip predicting every row.
-  Selection CachedChoice(Collective c, size_t bytes);
-  Status RunContender(Collective c, size_t bytes, const ChoiceTuner::Pick& pick, const CollectiveContext& ctx,
+  Selection CachedChoice(OpKind c, size_t bytes);
+  Status RunContender(OpKind c, size_t bytes, const ChoiceTuner::Pick& pick, const CollectiveContext& ctx,
                       const CollectiveArgs& args);
   // A group's sends and receives, `count` of them from `p2p`.
   Status RunPointToPointGroup(const Operation* p2p, size_t count, const CollectiveContext& ctx);
   Status RunPointToPoint(const Operation* ops, size_t count, const CollectiveContext& ctx);
 
-  const ExecutionSite site_;
+  const CommunicatorView view_;
   Shape device_shape_;  // the shape as the device path's choices see it
   // Algorithms' scratch on the host path, reused across calls.
   HostMemoryPool host_memory_;
-  uint64_t op_count_ = 0;  // operations traced so far
+  CollectiveContext host_context_;  // view_.context in host_memory_
   // Collectives run so far: the sequence number that every rank gives the same call.
   uint32_t collective_seq_ = 0;
-  CallStamp stamp_;        // the running collective's
+  CallRecord call_;  // the running call's
   struct Choice {
-    Collective collective = Collective::kAllReduce;
+    OpKind collective = OpKind::kAllReduce;
     size_t bytes = 0;
     Selection selection;  // algo null: an empty entry
   };
   std::array<Choice, 16> choices_;  // replaced round-robin
   size_t next_choice_ = 0;
+  // The last reduction's kernel (typed once set): a training loop repeats its type and
+  // operator, and the lookup costs a sizeable part of a small call.
+  Reducer last_reducer_;
   // TESSERA_AUTOTUNE, where nothing else decides: host-path choices measured in the job.
   bool tunes_ = false;
   bool widens_half_ = true;  // TESSERA_HALF_WIRE is not "half" (read once: every call asks)

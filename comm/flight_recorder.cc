@@ -64,7 +64,7 @@ void FlightRecorder::TakeWallOffset(int64_t now_us) {
   offset_taken_us_ = now_us;
 }
 
-void FlightRecorder::Begin(const char* what, uint64_t bytes, uint64_t seq, int64_t now_us) {
+void FlightRecorder::CallBegan(const CallRecord& call, int64_t now_us) {
   if (capacity_ == 0) return;
   const uint64_t n = recorded_.load(std::memory_order_relaxed);
   Slot& e = ring_[next_slot_];
@@ -72,9 +72,9 @@ void FlightRecorder::Begin(const char* what, uint64_t bytes, uint64_t seq, int64
   next_slot_ = next_slot_ + 1 == capacity_ ? 0 : next_slot_ + 1;
   e.lock.BeginWrite();
   e.index.set(n);
-  e.seq.set(seq);
-  e.what.set(what);
-  e.bytes.set(bytes);
+  e.seq.set(call.stamp.seq);
+  e.what.set(call.what);
+  e.bytes.set(call.bytes);
   e.algorithm.set("");
   e.start_us.set(WallFrom(now_us));
   e.end_us.set(0);
@@ -83,7 +83,7 @@ void FlightRecorder::Begin(const char* what, uint64_t bytes, uint64_t seq, int64
   recorded_.store(n + 1, std::memory_order_release);
 }
 
-void FlightRecorder::SetAlgorithm(const char* label) {
+void FlightRecorder::AlgorithmChosen(OpKind, const char* label) {
   Slot* e = Current();
   if (e == nullptr) return;
   e->lock.BeginWrite();
@@ -91,11 +91,12 @@ void FlightRecorder::SetAlgorithm(const char* label) {
   e->lock.EndWrite();
 }
 
-void FlightRecorder::End(bool ok, int64_t now_us) {
+void FlightRecorder::CallEnded(CallOutcome outcome, int64_t now_us) {
   Slot* e = Current();
   if (e == nullptr || e->state.get() != static_cast<int>(FlightEntry::State::kRunning)) return;
   e->lock.BeginWrite();
   e->end_us.set(WallFrom(now_us));
+  const bool ok = outcome == CallOutcome::kDone;
   e->state.set(static_cast<int>(ok ? FlightEntry::State::kDone : FlightEntry::State::kFailed));
   e->lock.EndWrite();
 }

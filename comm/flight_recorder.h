@@ -6,7 +6,7 @@
 // hosts) and how it ended. When the communicator breaks, the ring is written as JSON
 // (TESSERA_FLIGHT_RECORDER_DIR); tools/flight_report.py reads every rank's file.
 //
-// Thread-safety: one thread at a time writes (Begin, SetAlgorithm, End: the thread that
+// Thread-safety: one thread at a time writes (the CallObserver methods: the thread that
 // runs the operations, under the communicator's run lock), without a lock: each entry
 // is a seqlock (base/seqlock.h). Entries, ToJson and Dump may come from any thread at
 // any time (the watch service's, tesseraCommDumpFlightRecord's). SetCapacity only
@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "base/call_observer.h"
 #include "base/deadline.h"
 #include "base/seqlock.h"
 #include "base/status.h"
@@ -48,18 +49,18 @@ struct FlightIdentity {
   std::string host;
 };
 
-class FlightRecorder {
+class FlightRecorder : public CallObserver {
  public:
   // `capacity` 0: records nothing.
   explicit FlightRecorder(size_t capacity) { SetCapacity(capacity); }
   void SetCapacity(size_t capacity);  // empties the ring
+  size_t capacity() const { return capacity_; }
 
-  // A new operation, running from now; `seq`: its collective sequence number (0: none).
-  // `now_us`: NowMicros() (monotonic), passed where the caller has just read it; the
-  // entries hold wall-clock times.
-  void Begin(const char* what, uint64_t bytes, uint64_t seq, int64_t now_us = NowMicros());
-  void SetAlgorithm(const char* label);
-  void End(bool ok, int64_t now_us = NowMicros());
+  // CallObserver: a new entry, running from `now_us` (the monotonic clock; the entries
+  // hold wall-clock times), its algorithm, its end (done, or failed).
+  void CallBegan(const CallRecord& call, int64_t now_us) override;
+  void AlgorithmChosen(OpKind collective, const char* label) override;
+  void CallEnded(CallOutcome outcome, int64_t now_us) override;
 
   // The entries, oldest first.
   std::vector<FlightEntry> Entries() const;

@@ -12,12 +12,23 @@
 namespace tessera {
 namespace {
 
+// The executor's observer calls for one call (base/call_observer.h).
+void Begin(FlightRecorder& r, const char* what, uint64_t bytes, uint64_t seq) {
+  CallRecord call;
+  call.what = what;
+  call.bytes = bytes;
+  call.stamp.seq = static_cast<uint32_t>(seq);
+  r.CallBegan(call, NowMicros());
+}
+
+void End(FlightRecorder& r, bool ok) { r.CallEnded(ok ? CallOutcome::kDone : CallOutcome::kFailed, NowMicros()); }
+
 TEST(FlightRecorder, KeepsTheLastEntriesInOrder) {
   FlightRecorder r(3);
   for (int i = 0; i < 5; ++i) {
-    r.Begin("allreduce", 8 * (i + 1), static_cast<uint64_t>(i + 1));
-    r.SetAlgorithm("ring");
-    r.End(i != 4);
+    Begin(r, "allreduce", 8 * (i + 1), static_cast<uint64_t>(i + 1));
+    r.AlgorithmChosen(OpKind::kAllReduce, "ring");
+    End(r, i != 4);
   }
   const std::vector<FlightEntry> e = r.Entries();
   ASSERT_EQ(e.size(), 3u);
@@ -32,9 +43,9 @@ TEST(FlightRecorder, KeepsTheLastEntriesInOrder) {
 
 TEST(FlightRecorder, AnOpenOperationIsRunning) {
   FlightRecorder r(4);
-  r.Begin("broadcast", 16, 1);
-  r.End(true);
-  r.Begin("send/recv", 32, 0);
+  Begin(r, "broadcast", 16, 1);
+  End(r, true);
+  Begin(r, "send/recv", 32, 0);
   const std::vector<FlightEntry> e = r.Entries();
   ASSERT_EQ(e.size(), 2u);
   EXPECT_EQ(e[1].state, FlightEntry::State::kRunning);
@@ -51,9 +62,9 @@ TEST(FlightRecorder, AReaderOnAnotherThreadSeesWholeEntries) {
   std::thread writer([&] {  // until the reader has read 2000 times
     uint64_t i = 1;
     for (; reads.load() < 2000; ++i) {
-      r.Begin("allreduce", 8 * i, i);
-      r.SetAlgorithm(kAlgorithms[i % 3]);
-      r.End(i % 5 != 0);
+      Begin(r, "allreduce", 8 * i, i);
+      r.AlgorithmChosen(OpKind::kAllReduce, kAlgorithms[i % 3]);
+      End(r, i % 5 != 0);
     }
     written.store(i - 1);
   });
@@ -83,19 +94,19 @@ TEST(FlightRecorder, AReaderOnAnotherThreadSeesWholeEntries) {
 
 TEST(FlightRecorder, CapacityZeroRecordsNothing) {
   FlightRecorder r(0);
-  r.Begin("allreduce", 8, 1);
-  r.End(true);
+  Begin(r, "allreduce", 8, 1);
+  End(r, true);
   EXPECT_TRUE(r.Entries().empty());
   r.SetCapacity(2);
-  r.Begin("allreduce", 8, 2);
+  Begin(r, "allreduce", 8, 2);
   ASSERT_EQ(r.Entries().size(), 1u);
   EXPECT_EQ(r.Entries()[0].seq, 2u);
 }
 
 TEST(FlightRecorder, DumpsJsonNamedAfterCommunicatorAndRank) {
   FlightRecorder r(2);
-  r.Begin("allreduce", 64, 1);
-  r.End(false);
+  Begin(r, "allreduce", 64, 1);
+  End(r, false);
   const char* tmp = std::getenv("TEST_TMPDIR");
   const std::string dir = tmp != nullptr ? tmp : "/tmp";
   std::string path;

@@ -6,6 +6,7 @@
 #include "bootstrap/launcher_env.h"
 #include "bootstrap/pmix_share.h"
 #include "bootstrap/rendezvous.h"
+#include "topology/host_identity.h"
 
 namespace tessera {
 namespace {
@@ -42,13 +43,7 @@ Status CreateFromLauncher(const Settings& settings, std::unique_ptr<Communicator
     // Rank 0 creates a unique id; the launcher's PMIx server hands it to everyone.
     std::string blob;
     if (li.rank == 0) {
-      std::string ip;
-      TESSERA_RETURN_IF_ERROR(ChooseLocalAddress(settings.socket_ifname, &ip));
-      id.secret = RandomSecret();
-      TESSERA_RETURN_IF_ERROR(StartRendezvous(ip, 0, id.secret, settings.timeout_ms, settings.bootstrap_fanout, &id.root).Annotate(who));
-      id.root_pid = getpid();
-      id.root_rank = 0;
-      id.root_host = ip;
+      TESSERA_RETURN_IF_ERROR(NewUniqueId(settings, 0, HostIdentity(settings.host_id), &id).Annotate(who));
       blob.assign(kUniqueIdBytes, '\0');
       EncodeUniqueId(id, &blob[0]);
     }

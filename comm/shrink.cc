@@ -18,7 +18,7 @@ void Communicator::Revoke() {
   revoked_.store(true);
   abort_.store(true);
   std::unique_lock<std::mutex> idle(run_mu_, std::try_to_lock);
-  if (idle.owns_lock()) Break(RemoteError("revoked"));
+  if (idle.owns_lock()) RecordFailure(RemoteError("revoked"));
 }
 
 namespace {
@@ -32,13 +32,7 @@ std::string RankList(const std::vector<int>& ranks) {
 }  // namespace
 
 Status Communicator::OfferShrink(const std::vector<int>& exclude, const Settings& settings, UniqueIdData* id) {
-  std::string ip;
-  TESSERA_RETURN_IF_ERROR(ChooseLocalAddress(settings.socket_ifname, &ip));
-  id->secret = RandomSecret();
-  TESSERA_RETURN_IF_ERROR(StartRendezvous(ip, 0, id->secret, settings.timeout_ms, settings.bootstrap_fanout, &id->root));
-  id->root_pid = getpid();
-  id->root_rank = 0;
-  id->root_host = flight_identity_.host;
+  TESSERA_RETURN_IF_ERROR(NewUniqueId(settings, 0, flight_identity_.host, id));
   watch_->SetOffer(EncodeShrinkOffer(shrinks_, *id, exclude));
   return Status::Ok();
 }

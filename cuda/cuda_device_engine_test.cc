@@ -12,8 +12,8 @@
 #include <cstring>
 #include <vector>
 
-#include "collectives/elementwise.h"
-#include "collectives/reduce_kernels.h"
+#include "elementwise/elementwise.h"
+#include "elementwise/reduce_kernels.h"
 #include "cuda/gpu_test.h"
 #include "gtest/gtest.h"
 

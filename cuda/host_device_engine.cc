@@ -17,7 +17,7 @@
 #include <mutex>
 #include <vector>
 
-#include "collectives/elementwise.h"
+#include "elementwise/elementwise.h"
 
 namespace tessera {
 
@@ -145,34 +145,13 @@ class HostStream : public DeviceStream {
     TESSERA_RETURN_IF_ERROR(Check(dst, bytes, "scale destination"));
     double value = 0;  // the scalar is read now, as the CUDA engine reads a host scalar
     std::memcpy(&value, scalar, SizeOf(type));
-    Enqueue([=] {
-      if (!IsHalf(type)) {
-        ScaleArray(type, &value, src, dst, count);
-        return;
-      }
-      uint16_t bits;
-      std::memcpy(&bits, &value, 2);
-      const float s = type == DataType::kFloat16 ? HalfToFloat(bits) : Bfloat16ToFloat(bits);
-      std::vector<float> wide(count);
-      WidenHalf(type, src, wide.data(), count);
-      ScaleArray(DataType::kFloat32, &s, wide.data(), wide.data(), count);
-      NarrowHalf(type, wide.data(), dst, count);
-    });
+    Enqueue([=] { ScaleArray(type, &value, src, dst, count); });
     return Status::Ok();
   }
 
   Status Divide(DataType type, void* data, size_t count, int divisor) override {
     TESSERA_RETURN_IF_ERROR(Check(data, count * SizeOf(type), "divide buffer"));
-    Enqueue([=] {
-      if (!IsHalf(type)) {
-        DivideArray(type, data, count, divisor);
-        return;
-      }
-      std::vector<float> wide(count);
-      WidenHalf(type, data, wide.data(), count);
-      DivideArray(DataType::kFloat32, wide.data(), count, divisor);
-      NarrowHalf(type, wide.data(), data, count);
-    });
+    Enqueue([=] { DivideArray(type, data, count, divisor); });
     return Status::Ok();
   }
 

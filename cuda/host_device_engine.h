@@ -8,7 +8,7 @@
 //    its name and size;
 //  - mapping (cudaIpcOpenMemHandle)      -> mmap of that object in the peer process;
 //  - streams and kernels                  -> a queue of host copies and host reducers
-//    (collectives/reduce_kernels, elementwise) that runs when an event is queried;
+//    (elementwise/) that runs when an event is queried;
 //  - events (cudaEventRecord/Query)       -> tickets; Options::polls_before_done makes
 //    each one answer "not done" that many times first, as a busy GPU would.
 // Like the GPU, it refuses memory it does not know: every pointer a stream is handed

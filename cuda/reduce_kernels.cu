@@ -7,8 +7,8 @@
 //  - WidenKernel / NarrowKernel: float16 and bfloat16 <-> float32.
 //  - ScaleKernel: PreMulSum's scalar * x (half types widened to float32 on the way).
 //  - DivideKernel: avg's division.
-// Arithmetic mirrors collectives/reduce_kernels.cc and collectives/elementwise.cc; the
-// header states the contract.
+// The arithmetic of one element is the host kernels' (elementwise/element_ops.h); the
+// half conversions are the GPU's own instructions. The header states the contract.
 #include "cuda/reduce_kernels.h"
 
 #include <cuda_bf16.h>
@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "cuda/availability.h"
+#include "elementwise/element_ops.h"
 
 namespace tessera {
 namespace cuda {
@@ -55,40 +56,12 @@ __device__ __forceinline__ __half Narrow<__half>(float x) { return __float2half_
 template <>
 __device__ __forceinline__ __nv_bfloat16 Narrow<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
 
-// Integers wrap like two's complement: signed sums and products go through the unsigned
-// type, where overflow is defined.
-struct Sum {
-  template <typename A>
-  __device__ __forceinline__ static A Apply(A a, A b) {
-    if constexpr (std::is_integral<A>::value) {
-      typedef std::make_unsigned_t<A> U;
-      return static_cast<A>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-    } else {
-      return a + b;
-    }
-  }
-};
-struct Prod {
-  template <typename A>
-  __device__ __forceinline__ static A Apply(A a, A b) {
-    if constexpr (std::is_integral<A>::value) {
-      typedef std::make_unsigned_t<A> U;
-      return static_cast<A>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-    } else {
-      return a * b;
-    }
-  }
-};
-// NaN propagates whichever side it is on: a NaN `a` is returned as is, else (a > b
-// being false) a NaN `b`. For integers `a != a` is always false.
-struct Max {
-  template <typename A>
-  __device__ __forceinline__ static A Apply(A a, A b) { return (a > b || a != a) ? a : b; }
-};
-struct Min {
-  template <typename A>
-  __device__ __forceinline__ static A Apply(A a, A b) { return (a < b || a != a) ? a : b; }
-};
+// The operators themselves are the host kernels' (elementwise/element_ops.h): integers
+// wrap like two's complement, max and min propagate NaN whichever side it is on.
+using element::Max;
+using element::Min;
+using element::Prod;
+using element::Sum;
 
 template <typename T, typename Op>
 __device__ __forceinline__ T Combine(T a, T b) {

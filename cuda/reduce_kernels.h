@@ -1,5 +1,5 @@
-// Device-side element-wise kernels, the GPU twins of collectives/reduce_kernels.h and
-// collectives/elementwise.h: dst = a op b for every datatype and operator, float16 and
+// Device-side element-wise kernels, the GPU twins of elementwise/reduce_kernels.h and
+// elementwise/elementwise.h: dst = a op b for every datatype and operator, float16 and
 // bfloat16 <-> float32 conversions, PreMulSum's scaling and avg's division.
 //
 // Contracts common to every function:

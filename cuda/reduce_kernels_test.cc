@@ -1,6 +1,6 @@
 // The device kernels: argument checks and the no-driver answer (run here), and on a GPU
 // (skipped here with "skipped: no GPU") every datatype x operator, aligned and unaligned,
-// against the host kernels (collectives/reduce_kernels.h, collectives/elementwise.h).
+// against the host kernels (elementwise/reduce_kernels.h, elementwise/elementwise.h).
 #include "cuda/reduce_kernels.h"
 
 #include <cuda_runtime_api.h>
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "collectives/elementwise.h"
-#include "collectives/reduce_kernels.h"
+#include "elementwise/elementwise.h"
+#include "elementwise/reduce_kernels.h"
 #include "cuda/gpu_test.h"
 #include "gtest/gtest.h"
 

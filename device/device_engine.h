@@ -26,7 +26,7 @@
 #include "base/deadline.h"
 #include "base/status.h"
 #include "base/types.h"
-#include "transport/transport.h"
+#include "elementwise/reducer.h"
 
 namespace tessera {
 

@@ -22,8 +22,9 @@ Activity::Activity() {
   call_lock_.EndWrite();
 }
 
-void Activity::BeginCall(const CallStamp& call, int64_t now) {
+void Activity::CallBegan(const CallRecord& record, int64_t now) {
   if (broken_.load(std::memory_order_acquire)) return;
+  const CallStamp& call = record.stamp;
   uint64_t words[3];
   static_assert(sizeof(words) == sizeof(call), "a CallStamp is 3 words");
   std::memcpy(words, &call, sizeof(words));
@@ -37,7 +38,9 @@ void Activity::BeginCall(const CallStamp& call, int64_t now) {
   call_lock_.EndWrite();
 }
 
-void Activity::EndCall(bool ok, int64_t now) {
+void Activity::CallEnded(CallOutcome outcome, int64_t now) {
+  if (outcome == CallOutcome::kBreaking) return;  // Break follows
+  const bool ok = outcome == CallOutcome::kDone;
   if (!in_call_.get() || broken_.load(std::memory_order_acquire)) return;
   call_lock_.BeginWrite();
   if (ok && running_seq_ != 0) last_done_seq_.set(running_seq_);

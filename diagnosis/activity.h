@@ -1,10 +1,10 @@
 // Activity: what one rank of a communicator is doing, for diagnosis. The thread that
-// runs the communicator's calls writes it (BeginCall, EndCall, and, through the
-// exchange engine, Waiting), one thread at a time (the communicator's run lock); the
-// watch service (watch.h) reads snapshots of it from its own thread to answer peers,
-// even while the calls' thread is blocked or outside tessera. All methods are
-// thread-safe; BeginCall and EndCall take no lock (the call's state is a seqlock,
-// base/seqlock.h): they are on every call's path.
+// runs the communicator's calls writes it (as a CallObserver, and, through the exchange
+// engine, Waiting), one thread at a time (the communicator's run lock); the watch
+// service (watch.h) reads snapshots of it from its own thread to answer peers, even
+// while the calls' thread is blocked or outside tessera. All methods are thread-safe;
+// CallBegan and CallEnded take no lock (the call's state is a seqlock, base/seqlock.h):
+// they are on every call's path.
 #ifndef TESSERA_DIAGNOSIS_ACTIVITY_H_
 #define TESSERA_DIAGNOSIS_ACTIVITY_H_
 
@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/call_observer.h"
 #include "base/call_stamp.h"
 #include "base/deadline.h"
 #include "base/seqlock.h"
@@ -38,12 +39,16 @@ struct ActivitySnapshot {
 
 const char* ActivityStateName(ActivitySnapshot::State state);  // "idle", "in a call", "broken"
 
-class Activity : public ExchangeObserver {
+// CallObserver first: the executor calls it on every call (no this-adjusting thunk).
+class Activity : public CallObserver, public ExchangeObserver {
  public:
   Activity();
-  // `now_us`: NowMicros(), passed where the caller has just read it.
-  void BeginCall(const CallStamp& call, int64_t now_us = NowMicros());
-  void EndCall(bool ok, int64_t now_us = NowMicros());
+  // CallObserver: in the call from `now_us` (the monotonic clock); out of it when it is
+  // done or failed (the last done collective's sequence number moves only when done). A
+  // call that breaks the communicator stays current until Break.
+  void CallBegan(const CallRecord& call, int64_t now_us) override;
+  void AlgorithmChosen(OpKind, const char*) override {}
+  void CallEnded(CallOutcome outcome, int64_t now_us) override;
   // ExchangeObserver: the running call's exchange is about to sleep.
   void Waiting(const int* peers, size_t count, int64_t last_progress_us) override;
   // The communicator broke; a verdict given later (SetVerdict) is what peers adopt.
@@ -52,14 +57,14 @@ class Activity : public ExchangeObserver {
   ActivitySnapshot Snapshot() const;
 
  private:
-  // The running call's part, written by BeginCall, EndCall and Waiting.
+  // The running call's part, written by CallBegan, CallEnded and Waiting.
   SeqLock call_lock_;
   SeqField<bool> in_call_;
   SeqField<uint64_t> call_words_[3];  // the CallStamp, as 3 words
   SeqField<uint32_t> last_done_seq_;
   SeqField<int64_t> call_since_us_;      // NowMicros when the call, or idleness, began
   SeqField<int64_t> last_progress_us_;  // from the exchange; -1: the call has not waited
-  SeqField<uint64_t> calls_;            // BeginCalls so far: which call waiting_on_ is of
+  SeqField<uint64_t> calls_;            // calls begun so far: which call waiting_on_ is of
   uint32_t running_seq_ = 0;            // the call's sequence number (the writers' own)
 
   mutable std::mutex mu_;  // the rest

@@ -10,19 +10,20 @@
 namespace tessera {
 namespace {
 
-CallStamp Call(uint32_t seq) {
-  CallStamp c;
-  c.seq = seq;
-  c.count = 8ull * seq;
-  c.root = static_cast<int32_t>(seq % 7);
+CallRecord Call(uint32_t seq) {
+  CallRecord c;
+  c.what = "allreduce";
+  c.stamp.seq = seq;
+  c.stamp.count = 8ull * seq;
+  c.stamp.root = static_cast<int32_t>(seq % 7);
   return c;
 }
 
 TEST(Activity, ShowsTheCallItsWaitAndTheLastOneDone) {
   Activity a;
-  a.BeginCall(Call(1), NowMicros());
-  a.EndCall(true, NowMicros());
-  a.BeginCall(Call(2), NowMicros());
+  a.CallBegan(Call(1), NowMicros());
+  a.CallEnded(CallOutcome::kDone, NowMicros());
+  a.CallBegan(Call(2), NowMicros());
   const int peers[] = {3, 5};
   a.Waiting(peers, 2, NowMicros());
   ActivitySnapshot s = a.Snapshot();
@@ -31,8 +32,8 @@ TEST(Activity, ShowsTheCallItsWaitAndTheLastOneDone) {
   EXPECT_EQ(s.last_done_seq, 1u);
   EXPECT_EQ(s.waiting_on, (std::vector<int32_t>{3, 5}));
   EXPECT_GE(s.since_progress_us, 0);
-  a.EndCall(false, NowMicros());  // failed: not done
-  a.BeginCall(Call(3), NowMicros());
+  a.CallEnded(CallOutcome::kFailed, NowMicros());  // failed: not done
+  a.CallBegan(Call(3), NowMicros());
   s = a.Snapshot();
   EXPECT_EQ(s.last_done_seq, 1u);
   EXPECT_TRUE(s.waiting_on.empty());  // that wait was the previous call's
@@ -41,10 +42,10 @@ TEST(Activity, ShowsTheCallItsWaitAndTheLastOneDone) {
 
 TEST(Activity, BrokenStaysBroken) {
   Activity a;
-  a.BeginCall(Call(1), NowMicros());
+  a.CallBegan(Call(1), NowMicros());
   a.Break();
-  a.EndCall(true, NowMicros());
-  a.BeginCall(Call(2), NowMicros());
+  a.CallEnded(CallOutcome::kDone, NowMicros());
+  a.CallBegan(Call(2), NowMicros());
   const ActivitySnapshot s = a.Snapshot();
   EXPECT_EQ(s.state, ActivitySnapshot::State::kBroken);
   EXPECT_EQ(s.call.seq, 1u);
@@ -60,9 +61,9 @@ TEST(Activity, ASnapshotOnAnotherThreadIsConsistent) {
     const int peers[] = {1};
     uint32_t seq = 1;
     for (; reads.load() < 2000; ++seq) {
-      a.BeginCall(Call(seq), NowMicros());
+      a.CallBegan(Call(seq), NowMicros());
       if (seq % 3 == 0) a.Waiting(peers, 1, NowMicros());
-      a.EndCall(true, NowMicros());
+      a.CallEnded(CallOutcome::kDone, NowMicros());
     }
     written.store(seq - 1);
   });

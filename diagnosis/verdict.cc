@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "topology/host_identity.h"
+
 namespace tessera {
 namespace {
 
@@ -16,7 +18,7 @@ std::string RankList(const std::vector<int32_t>& ranks) {
 }
 
 std::string Who(int rank, const RankFacts& f) {
-  return "rank " + std::to_string(rank) + " (pid " + std::to_string(f.pid) + " on host " + f.host + ")";
+  return "rank " + std::to_string(rank) + " (pid " + std::to_string(f.pid) + " on host " + HostnameOf(f.host) + ")";
 }
 
 std::string Ms(int64_t us) { return std::to_string(std::max<int64_t>(0, us) / 1000) + " ms"; }
@@ -132,7 +134,7 @@ Verdict LocalFaultVerdict(int my_rank, const std::vector<RankFacts>& ranks, cons
     if (ranks[r].same_host) v.culprits.push_back(static_cast<int32_t>(r));
   }
   const CallStamp& call = ranks[my_rank].answer.snapshot.call;
-  v.text = "host " + ranks[my_rank].host + " (" + RankList(v.culprits) + ") cannot reach its peers during " +
+  v.text = "host " + HostnameOf(ranks[my_rank].host) + " (" + RankList(v.culprits) + ") cannot reach its peers during " +
            DescribeCall(call) + ": its network is down or drops its packets (" + error + ") " + CulpritTag(v.culprits);
   return v;
 }

@@ -47,6 +47,17 @@ TEST(VerdictTest, SilentRankIsTheCulpritAndWaitersAreNot) {
   EXPECT_NE(v.text.find("ranks 0, 2, 3 were waiting on it [culprit: rank 1]"), std::string::npos) << v.text;
 }
 
+// A detected host identity names the host by its hostname alone: the namespace and boot
+// id tell hosts apart, and belong in debug lines.
+TEST(VerdictTest, HostsAreNamedByTheirHostname) {
+  std::vector<RankFacts> ranks = Waiting();
+  ranks[1].host = "node-a/net:4026531833/boot:2a7001a1";
+  ranks[1].answer = PeerAnswer();  // kSilent
+  const Verdict v = Judge(0, ranks);
+  EXPECT_NE(v.text.find("rank 1 (pid 1001 on host node-a) has made no progress"), std::string::npos) << v.text;
+  EXPECT_EQ(v.text.find("net:"), std::string::npos) << v.text;
+}
+
 // Rank 3 still finishes allreduce #72, waiting on the stopped rank 2, while ranks 0 and 1
 // are in #73: rank 3 waits, it is not to blame.
 TEST(VerdictTest, RankBehindWaitingOnTheCulpritIsAWaiter) {

@@ -15,10 +15,11 @@ constexpr uint64_t kSecret = 0x1234;
 
 TEST(WatchTest, PeersAnswerWithTheirActivity) {
   Activity a0, a1;
-  CallStamp call;
-  call.seq = 5;
-  call.count = 8;
-  a1.BeginCall(call);
+  CallRecord call;
+  call.what = "allreduce";
+  call.stamp.seq = 5;
+  call.stamp.count = 8;
+  a1.CallBegan(call, NowMicros());
   int dumps = 0;
   std::unique_ptr<WatchService> w0, w1;
   ASSERT_TRUE(WatchService::Start("127.0.0.1", kSecret, 0, &a0, nullptr, false, &w0).ok());
@@ -31,7 +32,7 @@ TEST(WatchTest, PeersAnswerWithTheirActivity) {
   EXPECT_EQ(answers[0].snapshot.state, ActivitySnapshot::State::kIdle);
   EXPECT_EQ(answers[1].kind, PeerAnswer::Kind::kAnswered) << answers[1].error;
   EXPECT_EQ(answers[1].snapshot.state, ActivitySnapshot::State::kInCall);
-  EXPECT_EQ(answers[1].snapshot.call, call);
+  EXPECT_EQ(answers[1].snapshot.call, call.stamp);
   EXPECT_EQ(dumps, 1);
 }
 

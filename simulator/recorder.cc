@@ -21,10 +21,10 @@ Status CallRecorder::Create(const Layout& layout, const std::string& torus, std:
 Status CallRecorder::Row(const CallSpec& spec, const AlgorithmInfo** out) const {
   const AlgorithmInfo* row = FindAlgorithm(spec.collective, spec.algorithm);
   if (row == nullptr) {
-    return InvalidArgument(std::string(CollectiveName(spec.collective)) + " has no algorithm '" + spec.algorithm + "'");
+    return InvalidArgument(std::string(OpName(spec.collective)) + " has no algorithm '" + spec.algorithm + "'");
   }
   if (!row->applies(grids_.shape)) {
-    return InvalidArgument(std::string(CollectiveName(spec.collective)) + " " + spec.algorithm +
+    return InvalidArgument(std::string(OpName(spec.collective)) + " " + spec.algorithm +
                            " does not apply here: " + row->not_applicable);
   }
   *out = row;

@@ -26,7 +26,7 @@ namespace tessera {
 
 // One call of a collective.
 struct CallSpec {
-  Collective collective = Collective::kAllReduce;
+  OpKind collective = OpKind::kAllReduce;
   std::string algorithm = "ring";  // a row of the collective's table (algorithms.h)
   size_t count = 0;                // elements, as nccl.h counts them for the collective
   size_t elem_size = 4;            // bytes per element as they travel

@@ -127,7 +127,7 @@ void CheckDataFlow(CallRecorder* recorder, const CallSpec& spec, const std::stri
 TEST(RecorderTest, EveryAllReduceScheduleFitsAndItsGatesFollowTheData) {
   for (const std::string layout : {"4x2", "2x3", "3x1", "1x4", "3x4"}) {
     auto recorder = MakeRecorder(layout);
-    for (const AlgorithmInfo& row : AlgorithmsOf(Collective::kAllReduce)) {
+    for (const AlgorithmInfo& row : AlgorithmsOf(OpKind::kAllReduce)) {
       if (!row.applies(recorder->shape())) continue;
       for (size_t count : {size_t{1}, size_t{7}, size_t{4099}}) {
         CheckDataFlow(recorder.get(), AllReduce(row.name, count), layout + " " + row.name + " x" + std::to_string(count));
@@ -138,8 +138,8 @@ TEST(RecorderTest, EveryAllReduceScheduleFitsAndItsGatesFollowTheData) {
 
 TEST(RecorderTest, EveryOtherCollectiveAndTheTorusGridFitAndFollowTheData) {
   auto recorder = MakeRecorder("4x3", "2x6");
-  for (Collective c : {Collective::kAllGather, Collective::kReduceScatter, Collective::kBroadcast, Collective::kReduce,
-                       Collective::kAlltoAll, Collective::kGather, Collective::kScatter}) {
+  for (OpKind c : {OpKind::kAllGather, OpKind::kReduceScatter, OpKind::kBroadcast, OpKind::kReduce,
+                       OpKind::kAlltoAll, OpKind::kGather, OpKind::kScatter}) {
     for (const AlgorithmInfo& row : AlgorithmsOf(c)) {
       if (!row.applies(recorder->shape())) continue;
       CallSpec spec;
@@ -147,7 +147,7 @@ TEST(RecorderTest, EveryOtherCollectiveAndTheTorusGridFitAndFollowTheData) {
       spec.algorithm = row.name;
       spec.count = 1000;
       spec.root = 1;
-      CheckDataFlow(recorder.get(), spec, std::string(CollectiveName(c)) + " " + row.name);
+      CheckDataFlow(recorder.get(), spec, std::string(OpName(c)) + " " + row.name);
     }
   }
   CheckDataFlow(recorder.get(), AllReduce("torus", 5000), "torus 2x6");

@@ -41,7 +41,7 @@ constexpr double kHopS = 2 * 1e-6 + 2 * 0.5e-6;  // NIC, leaf link up, leaf link
 // A chain broadcast of n bytes.
 CallSpec ChainBroadcast(double n) {
   CallSpec spec;
-  spec.collective = Collective::kBroadcast;
+  spec.collective = OpKind::kBroadcast;
   spec.algorithm = "chain";
   spec.count = static_cast<size_t>(n);
   spec.elem_size = 1;

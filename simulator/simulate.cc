@@ -96,9 +96,9 @@ Status ParseOptions(int argc, char** argv, Options* o) {
 }
 
 // nccl-tests' bus bandwidth factor of each collective.
-double BusFactor(Collective c, int p) {
-  if (c == Collective::kAllReduce) return 2.0 * (p - 1) / p;
-  if (c == Collective::kAllGather || c == Collective::kReduceScatter) return (p - 1.0) / p;
+double BusFactor(OpKind c, int p) {
+  if (c == OpKind::kAllReduce) return 2.0 * (p - 1) / p;
+  if (c == OpKind::kAllGather || c == OpKind::kReduceScatter) return (p - 1.0) / p;
   return 1.0;
 }
 
@@ -148,7 +148,7 @@ struct Setup {
   const Options* o = nullptr;
   Platform platform;
   Layout layout;
-  Collective c = Collective::kAllReduce;
+  OpKind c = OpKind::kAllReduce;
   std::unique_ptr<CallRecorder> recorder;
   CostModel model;
   tessera_bench::DataType type = tessera_bench::DataType::kFloat32;
@@ -164,7 +164,7 @@ Status Prepare(const Options& o, Setup* s) {
   s->o = &o;
   TESSERA_RETURN_IF_ERROR(ReadPlatformFile(o.platform, &s->platform));
   TESSERA_RETURN_IF_ERROR(LoadLayout(o.layout, &s->layout));
-  if (!CollectiveByName(o.collective, &s->c)) {
+  if (!OpKindByName(o.collective, &s->c)) {
     return InvalidArgument("--collective " + o.collective + " is not a collective of algorithms.h");
   }
   TESSERA_RETURN_IF_ERROR(CallRecorder::Create(s->layout, o.torus, &s->recorder));

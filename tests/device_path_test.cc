@@ -1,8 +1,9 @@
 // DevicePath (comm/device_path.h) on its own, in the build it was compiled for: the
-// bytes staged per operation, and the answers for streams and host buffers. Two targets
-// run it: device_path_test (the CPU build) and device_path_cuda_test (the CUDA build,
-// where //comm:device_path_cuda defines TESSERA_WITH_CUDA). The staged path itself needs
-// a GPU and is tested through the library by cuda_library_test.
+// bytes staged per operation (comm/operation.h), and the answers for streams and host
+// buffers. Two targets run it: device_path_test (the CPU build) and
+// device_path_cuda_test (the CUDA build, where //comm:device_path_cuda defines
+// TESSERA_WITH_CUDA). The staged path itself needs a GPU and is tested through the
+// library by cuda_library_test.
 #include "comm/device_path.h"
 
 #include <atomic>
@@ -79,11 +80,22 @@ TEST(CheckStream, ANonNullStreamWithoutUsableCuda) {
   std::printf("a non-NULL stream here: %s\n", s.ToString().c_str());
 }
 
-// Host buffers on the NULL stream are never taken: they run as on the CPU build, and
+// Without usable CUDA there is no device path: every call runs on the host. With it,
+// host buffers on the NULL stream are not handled: they run as on the CPU build, and
 // nothing is created for them (no proxy thread, nothing to wait for).
 TEST(Submit, HostBuffersOnTheNullStreamRunAsOnTheCpuBuild) {
   const std::atomic<Communicator*> no_communicator{nullptr};
-  DevicePath path(&no_communicator, Settings());
+  const std::unique_ptr<DevicePath> path = DevicePath::Create(&no_communicator, Settings());
+#ifdef TESSERA_WITH_CUDA
+  if (!cuda::CudaUsable().ok()) {
+    EXPECT_EQ(path, nullptr);
+    GTEST_SKIP() << "skipped: no usable CUDA (no device path)";
+  }
+  ASSERT_NE(path, nullptr);
+#else
+  ASSERT_EQ(path, nullptr) << "the CPU build has no device path";
+  return;
+#endif
   std::vector<float> a(64, 1.0f), b(64, 0.0f);
   DeviceBatch batch;
   Operation op = Op(OpKind::kAllReduce, 64, DataType::kFloat32);
@@ -95,16 +107,16 @@ TEST(Submit, HostBuffersOnTheNullStreamRunAsOnTheCpuBuild) {
   batch.nranks = 2;
   int reports = 0;
   batch.report = [&reports](const Status&) { ++reports; };
-  bool taken = true;
-  const Status s = path.Submit(batch, &taken);
+  bool handled = true;
+  const Status s = path->Submit(batch, &handled);
   EXPECT_TRUE(s.ok()) << s.ToString();
-  EXPECT_FALSE(taken);
-  EXPECT_TRUE(path.WaitForHostBuffers().ok());
-  path.WaitIdle();
-  EXPECT_TRUE(path.async_error().ok());
+  EXPECT_FALSE(handled);
+  EXPECT_TRUE(path->WaitForHostBuffers().ok());
+  path->WaitIdle();
+  EXPECT_TRUE(path->async_error().ok());
   EXPECT_EQ(reports, 0) << "the C API runs it, not the device path";
-  path.Abort();  // nothing queued: a no-op
-  EXPECT_TRUE(path.async_error().ok());
+  path->Abort();  // nothing queued: a no-op
+  EXPECT_TRUE(path->async_error().ok());
 }
 
 }  // namespace

@@ -63,6 +63,15 @@ def culprit_tags(records):
     return sorted(tags)
 
 
+def hostname(identity):
+    """A host identity's hostname ("vm/net:4026531833/boot:b381e8b9" -> "vm"), as
+    tessera's messages name hosts (topology/host_identity.h: HostnameOf)."""
+    for part in ("/net:", "/boot:"):
+        if part in identity:
+            return identity[:identity.index(part)]
+    return identity
+
+
 def report(comm_id, records):
     nranks = next(iter(records.values()))["nranks"]
     lines = [f"communicator {comm_id}: records from {len(records)} of {nranks} ranks"]
@@ -70,7 +79,7 @@ def report(comm_id, records):
         r = records[rank]
         open_entries = [e for e in r["entries"] if e["state"] != "done"]
         where = describe(open_entries[-1], r["dumped_us"]) if open_entries else "no operation open"
-        lines.append(f"  rank {rank} (pid {r['pid']} on {r['host']}): last completed #{last_done(r)}; {where}")
+        lines.append(f"  rank {rank} (pid {r['pid']} on {hostname(r['host'])}): last completed #{last_done(r)}; {where}")
         lines.append(f"    reason: {r['reason']}")
     missing = [rank for rank in range(nranks) if rank not in records]
     failing = max(open_seq(r) for r in records.values())

@@ -5,9 +5,10 @@
 #include "base/settings.h"
 
 int main() {
-  std::printf("| variable | default | meaning |\n|---|---|---|\n");
+  std::printf("| variable | default | ranks must agree | meaning |\n|---|---|---|---|\n");
   for (const tessera::SettingInfo& row : tessera::AllSettings()) {
-    std::printf("| `%s` | `%s` | %s |\n", row.env, row.default_value.c_str(), row.meaning);
+    std::printf("| `%s` | `%s` | %s | %s |\n", row.env, row.default_value.c_str(),
+                tessera::AgreeText(row.agree).c_str(), row.meaning);
   }
   return 0;
 }

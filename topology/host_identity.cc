@@ -20,6 +20,14 @@ std::string HostIdentity(const std::string& override_id) {
   return id;
 }
 
+std::string HostnameOf(const std::string& identity) {
+  for (const char* part : {"/net:", "/boot:"}) {
+    const size_t at = identity.find(part);
+    if (at != std::string::npos) return identity.substr(0, at);
+  }
+  return identity;
+}
+
 std::string KernelIdentity() {
   std::ifstream boot("/proc/sys/kernel/random/boot_id");
   std::string boot_id;

@@ -10,8 +10,14 @@
 
 namespace tessera {
 
-// `override_id` is the TESSERA_HOST_ID setting ("" = detect).
+// `override_id` is the TESSERA_HOST_ID setting ("" = detect): else
+// "<hostname>/net:<namespace inode>/boot:<boot id, 8 hex digits>".
 std::string HostIdentity(const std::string& override_id);
+
+// What errors and warnings call a host: the hostname of an identity that HostIdentity
+// detected (the rest tells hosts apart, and belongs in debug lines only); an identity
+// given by TESSERA_HOST_ID or a layout file, as it is.
+std::string HostnameOf(const std::string& identity);
 
 // A rank on the same host as this one (this one included).
 struct LocalRank {

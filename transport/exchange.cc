@@ -41,7 +41,7 @@ class SmallArray {
 };
 
 // The transfers of one link in one direction, which run one after the other: a list
-// through Engine::next_, in the order given.
+// through ExchangeRun::next_, in the order given.
 struct Queue {
   Link* link;
   bool is_send;
@@ -50,9 +50,11 @@ struct Queue {
   bool busy() const { return head != kEnd; }
 };
 
-class Engine : public Waitable {
+// One Exchange call in progress: its transfers, their state and their queues, driven by
+// the wait loop (wait_loop.h) until all are done.
+class ExchangeRun : public Waitable {
  public:
-  Engine(Transfer* ts, size_t n, const ExchangeOptions& opt)
+  ExchangeRun(Transfer* ts, size_t n, const ExchangeOptions& opt)
       : ts_(ts), opt_(opt), state_(n), next_(n), queues_(n), start_us_(opt.tracer != nullptr ? n : 0, 0) {
     for (size_t i = 0; i < n; ++i) {
       state_[i] = State::kWaiting;
@@ -145,7 +147,7 @@ class Engine : public Waitable {
 };
 
 // One pass over the active transfers.
-Status Engine::Progress(bool* moved) {
+Status ExchangeRun::Progress(bool* moved) {
   *moved = false;
   for (size_t k = 0; k < nqueues_; ++k) {
     Queue& q = queues_[k];
@@ -175,7 +177,7 @@ Status Engine::Progress(bool* moved) {
   return Status::Ok();
 }
 
-std::string Engine::PendingSummary() const {
+std::string ExchangeRun::PendingSummary() const {
   std::string out;
   for (size_t k = 0; k < nqueues_; ++k) {
     const Queue& q = queues_[k];
@@ -196,7 +198,7 @@ std::string Engine::PendingSummary() const {
   return out;
 }
 
-void Engine::WaitingPeers(std::vector<int>* peers) const {
+void ExchangeRun::WaitingPeers(std::vector<int>* peers) const {
   for (size_t k = 0; k < nqueues_; ++k) {
     const Queue& q = queues_[k];
     const int peer = q.link->peer();
@@ -204,7 +206,7 @@ void Engine::WaitingPeers(std::vector<int>* peers) const {
   }
 }
 
-Status Engine::CheckPeers() {
+Status ExchangeRun::CheckPeers() {
   for (size_t k = 0; k < nqueues_; ++k) {
     const Queue& q = queues_[k];
     if (!q.busy()) continue;
@@ -217,8 +219,8 @@ Status Engine::CheckPeers() {
 }  // namespace
 
 Status Exchange(Transfer* transfers, size_t count, const ExchangeOptions& options) {
-  Engine engine(transfers, count, options);
-  return engine.Run();
+  ExchangeRun run(transfers, count, options);
+  return run.Run();
 }
 
 }  // namespace tessera

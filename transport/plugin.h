@@ -6,7 +6,8 @@
 //
 // 1. Open, before the rendezvous: the backend opens what peers will reach this rank by
 //    (a listener, a segment name, a UCX worker, an RDMA device) and returns an
-//    OpenTransport whose card() is the bytes peers need.
+//    OpenTransport whose card() is the bytes peers need: the backend's card, as a rank
+//    would hand out a business card, published through the rendezvous.
 // 2. Finish, after: with every rank's card of this backend and the ranks of this host,
 //    the backend builds its Transport (or none, when it has no peer to reach here).
 //

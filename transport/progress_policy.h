@@ -8,22 +8,20 @@
 // each poll (the ranks on this kernel outnumber its cores: the peer it waits for may be
 // queued on this very core; the communicator counts the ranks of hosts emulated on the
 // same kernel too).
-// docs/performance.md#contention has the measurements behind each choice.
 //
 // The budget is long enough (2 ms by default, below a scheduler slice) to keep two
 // ranks whose cores are shared with other work in step: a rank that sleeps while its
-// peer is descheduled for part of a slice loses its own turn for milliseconds
-// (measured: 1-4 ms per 8-byte allreduce, against 1-2 us polling). Budgets that adapt
-// to recent waits (sleeping at once after long waits) fell into that state and stayed
-// there; a rank blocked for a second burns one budget of it, 0.2%.
+// peer is descheduled for part of a slice loses its own turn for milliseconds, a
+// thousand times a small call's polling. Budgets that adapt to recent waits (sleeping
+// at once after long waits) fall into that state and stay there; a rank blocked for a
+// second burns one budget of it, 0.2%.
 //
 // A yield that comes back a slice late, while the kernel has more tasks runnable than
 // the ranks that share it, means another process held the core; where most recent
 // yields do, each poll costs a slice, so the policy stops yielding for a while. A late
 // yield with no more tasks runnable than ranks handed the core to a rank that had work
 // (the peer it waits for, reducing or still creating the communicator): yielding is
-// right there, and stopping made 4 ranks on 2 cores 10x slower for 100 ms after their
-// creation (docs/performance.md#late-yields).
+// right there, and stopping would leave that rank waiting a slice for the core.
 //
 // Not thread-safe: one per communicator, used by the thread running its collectives.
 

@@ -12,12 +12,12 @@ namespace tessera {
 
 const std::vector<TransportEntry>& TransportRegistry() {
   static const std::vector<TransportEntry> rows = {
-      // name        host   control agreed settings         open
-      {"cuda_ipc", false, false, CudaIpcAgreedSettings, OpenCudaIpcTransport},
-      {"shm", true, false, ShmAgreedSettings, OpenShmTransport},
-      {"ibverbs", true, false, IbverbsAgreedSettings, OpenIbverbsTransport},
-      {"ucx", true, false, UcxAgreedSettings, OpenUcxTransport},
-      {"tcp", true, true, TcpAgreedSettings, OpenTcpTransport},
+      // name     host   control open
+      {"cuda_ipc", false, false, OpenCudaIpcTransport},
+      {"shm", true, false, OpenShmTransport},
+      {"ibverbs", true, false, OpenIbverbsTransport},
+      {"ucx", true, false, OpenUcxTransport},
+      {"tcp", true, true, OpenTcpTransport},
   };
   return rows;
 }
@@ -63,11 +63,8 @@ Status TransportSet::Open(const Settings& settings, int rank, int nranks, uint64
   ctx.nranks = nranks;
   ctx.secret = secret;
   ctx.automatic = settings.transport == "auto";
-  std::string list;
-  for (const TransportEntry* row : rows) list += std::string(list.empty() ? "" : ",") + row->name;
-  agreed_ = "TESSERA_TRANSPORT=" + list + "\n";
   for (const TransportEntry* row : rows) {
-    agreed_ += row->agreed(settings);
+    listed_.push_back(row->name);
     std::unique_ptr<OpenTransport> backend;
     TESSERA_RETURN_IF_ERROR(row->open(ctx, &backend));
     if (!backend) continue;  // left out here (auto)

@@ -27,9 +27,8 @@ struct TransportEntry {
   bool host;
   // Carries the other backends' connection set-up (PeerExchange): tcp.
   bool control;
-  // The settings every rank must agree on when the backend is listed, as "NAME=value"
-  // lines (each ended by a newline), whether or not it opens on this rank.
-  std::string (*agreed)(const Settings& settings);
+  // The backend's settings that every rank must agree on where it is listed are the
+  // rows of base/settings.h with its name in their agree column (AgreedLines).
   OpenFn open;
 };
 
@@ -48,13 +47,14 @@ class TransportSet {
   TransportSet(const TransportSet&) = delete;
   TransportSet& operator=(const TransportSet&) = delete;
 
-  // Before the rendezvous: opens every listed backend. Then cards() and agreed() are
-  // what to publish.
+  // Before the rendezvous: opens every listed backend. Then cards() are what to
+  // publish, and listed() what the agreed settings depend on.
   Status Open(const Settings& settings, int rank, int nranks, uint64_t secret);
   // {backend name, card} of every backend that opened here.
   std::vector<std::pair<std::string, std::string>> cards() const;
-  // The agreed lines of the transport list and of every listed backend.
-  const std::string& agreed() const { return agreed_; }
+  // The backends TESSERA_TRANSPORT lists, in priority order ("auto": all of them),
+  // whether or not they opened here: the same on every rank that agrees on the setting.
+  const std::vector<std::string>& listed() const { return listed_; }
 
   // After: builds the table of host-memory links. `card_of(rank, name, &bytes)` gives
   // a rank's card of a backend ("" for none); `local` the ranks of this host.
@@ -86,7 +86,7 @@ class TransportSet {
   bool ReachesAnyPeer(const OpenTransport& backend) const;
 
   std::vector<Opened> opened_;  // priority order
-  std::string agreed_;
+  std::vector<std::string> listed_;
   std::string description_;
   int64_t spin_us_hint_ = 0;
 };

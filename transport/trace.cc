@@ -5,6 +5,14 @@
 
 namespace tessera {
 
+void Tracer::CallBegan(const CallRecord& call, int64_t) {
+  label_ = std::string(call.what) + "#" + std::to_string(++calls_) + (call.on_device ? " (device)" : "");
+}
+
+void Tracer::AlgorithmChosen(OpKind collective, const char* label) {
+  label_ = std::string(OpName(collective)) + "#" + std::to_string(calls_) + " (" + label + ")";
+}
+
 void Tracer::Add(bool is_send, int peer, const char* link_kind, size_t bytes, int64_t start_us, int64_t end_us) {
   if (events_.size() >= kMaxEvents) {
     ++dropped_;

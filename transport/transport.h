@@ -27,21 +27,9 @@
 #include "base/deadline.h"
 #include "base/status.h"
 #include "base/types.h"
+#include "elementwise/reducer.h"
 
 namespace tessera {
-
-// dst[i] = a[i] op b[i] for `count` elements; dst may equal a or b exactly.
-// Host links call fn. A device link (transport/cuda_ipc) launches its own kernel for
-// (type, op) instead, so a Reducer handed to one must say what fn computes: typed set,
-// type the element type (float16/bfloat16: combined in float32 and rounded at each
-// step, as TESSERA_HALF_WIRE=half does) and op one of sum, prod, max, min.
-struct Reducer {
-  void (*fn)(void* dst, const void* a, const void* b, size_t count) = nullptr;
-  size_t elem_size = 1;
-  bool typed = false;                  // type and op below are set
-  DataType type = DataType::kUint8;
-  RedOp op = RedOp::kSum;
-};
 
 // What a rank with stalled links sleeps on: sockets and/or one wake-up word in shared
 // memory that peers bump and futex-wake when they publish data for this rank (the

@@ -16,8 +16,7 @@ constexpr int64_t kSleepSliceUs = 20000;
 constexpr int64_t kPeerCheckUs = 50000;
 // Ranks that fit their cores yield now and then only once a wait is this old: the
 // waits of ranks running in step are far shorter, and a yield there hands the core to
-// whatever else shares it for a slice (2 ranks beside a CPU-bound process per core:
-// 0.82-0.92 us an 8-byte allreduce yielding every 64 polls, 0.73-0.76 without).
+// whatever else shares it for a slice.
 constexpr int64_t kRelaxYieldAfterUs = 20;
 
 inline void CpuRelax() {

@@ -53,10 +53,4 @@ Status OpenCudaIpcTransport(const OpenContext& ctx, std::unique_ptr<OpenTranspor
   return Status::Ok();
 }
 
-// The receiver's slots are what the sender writes into: their count and size must match.
-std::string CudaIpcAgreedSettings(const Settings& settings) {
-  return "TESSERA_CUDA_IPC_SLOTS=" + std::to_string(settings.cuda_ipc_slots) + "\nTESSERA_CUDA_IPC_SLOT_BYTES=" +
-         std::to_string(settings.cuda_ipc_slot_bytes) + "\n";
-}
-
 }  // namespace tessera

@@ -76,10 +76,10 @@ class CudaIpcTransport : public Transport {
 
 // The plugin (transport/plugin.h): the card is a segment name of its own that the
 // control segments are named after; no host transport; the device transport reaches the
-// other ranks of this host. The agreed settings are TESSERA_CUDA_IPC_SLOTS and
-// TESSERA_CUDA_IPC_SLOT_BYTES.
+// other ranks of this host. Its settings that every rank must agree on (base/settings.h)
+// are TESSERA_CUDA_IPC_SLOTS and TESSERA_CUDA_IPC_SLOT_BYTES: the receiver's slots are
+// what the sender writes into, so their count and size must match.
 Status OpenCudaIpcTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* out);
-std::string CudaIpcAgreedSettings(const Settings& settings);
 
 }  // namespace tessera
 

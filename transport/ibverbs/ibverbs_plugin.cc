@@ -73,10 +73,4 @@ Status OpenIbverbsTransport(const OpenContext& ctx, std::unique_ptr<OpenTranspor
   return Status::Ok();
 }
 
-// A ring's slots are the peer's receive buffer: their count and size must match.
-std::string IbverbsAgreedSettings(const Settings& settings) {
-  return "TESSERA_IB_SLOTS=" + std::to_string(settings.ib_slots) + "\nTESSERA_IB_SLOT_BYTES=" +
-         std::to_string(settings.ib_slot_bytes) + "\n";
-}
-
 }  // namespace tessera

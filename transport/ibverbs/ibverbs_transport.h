@@ -143,13 +143,13 @@ class IbverbsTransport : public Transport {
   std::vector<std::unique_ptr<BufferRegistration>> registrations_;
 };
 
-// The plugin (transport/plugin.h): the card is the summary; the agreed settings are
-// TESSERA_IB_SLOTS and TESSERA_IB_SLOT_BYTES. In
+// The plugin (transport/plugin.h): the card is the summary. Its settings that every rank
+// must agree on (base/settings.h) are TESSERA_IB_SLOTS and TESSERA_IB_SLOT_BYTES: a
+// ring's slots are the peer's receive buffer, so their count and size must match. In
 // auto, a host without an RDMA device goes without ibverbs quietly. Device-resident
 // calls: the GPUDirect sibling transport reaches the ranks of other hosts when every
 // rank can do GPUDirect RDMA.
 Status OpenIbverbsTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* out);
-std::string IbverbsAgreedSettings(const Settings& settings);
 
 }  // namespace tessera
 

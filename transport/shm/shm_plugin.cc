@@ -46,11 +46,4 @@ Status OpenShmTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* 
   return Status::Ok();
 }
 
-std::string ShmAgreedSettings(const Settings& settings) {
-  return "TESSERA_SHM_SLOT_BYTES=" + std::to_string(settings.shm_slot_bytes) + "\nTESSERA_SHM_SLOTS=" +
-         std::to_string(settings.shm_slots) + "\nTESSERA_SHM_SEGMENT_BYTES=" +
-         std::to_string(settings.shm_segment_bytes) + "\nTESSERA_SHM_BOARD_BYTES=" +
-         std::to_string(settings.shm_board_bytes) + "\n";
-}
-
 }  // namespace tessera

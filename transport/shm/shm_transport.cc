@@ -49,9 +49,9 @@ struct ChannelHeader {
 // The first line of a slot. `published` is written last, with release: the slot's
 // number in the channel plus one once it holds data, so the receiver polls the line it
 // then reads (not `head`). A piece of up to kInlineBytes travels in the line itself
-// (`inline_bytes`), so a small message crosses between cores as one line, not two: with
-// the cores far apart a second line cost 0.2-0.3 us of a 2-rank allreduce's 0.5-0.8
-// (docs/performance.md#inline-32). A message's first slot carries the sender's call
+// (`inline_bytes`), so a small message crosses between cores as one line, not two: a
+// second line's trip between cores far apart costs a large part of a small call. A
+// message's first slot carries the sender's call
 // (Link::SetCall): its digest, which the receiver compares with its own, and the whole
 // stamp, read only when the digests differ, in the line after an inline piece's header
 // and in its own line after a larger one's (SenderCall).
@@ -187,12 +187,13 @@ struct Ring {
 // Maps the pages of `ring`'s slots into this process, writable, allocating those not yet
 // allocated (MADV_POPULATE_WRITE, kernels from 5.14), then reads one byte of each page,
 // which on virtual machines that shadow page tables is what maps it there. A message's
-// first touch of a page costs about 10 us on such machines: 13-26 ms of 4 ranks' calls
-// at each larger size (docs/performance.md#first-touch). Reads only bytes inside the
+// first touch of a page costs about 10 us on such machines, paid by the calls at every
+// new size otherwise (docs/performance.md#first-touch). Reads only bytes inside the
 // range and drops them: a peer may be writing its channel meanwhile, and such a read is
 // a touch, not a use, so ThreadSanitizer (whose tests run ranks as threads) is told not
 // to watch it. Best effort: a kernel without MADV_POPULATE_WRITE, or a full /dev/shm,
-// leaves the pages to be faulted in by messages as before, and nothing is read.
+// leaves the pages to be faulted in by the messages that first reach them, and nothing
+// is read.
 __attribute__((no_sanitize("thread"))) void Prefault(const Ring& ring) {
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   const uintptr_t lo = reinterpret_cast<uintptr_t>(ring.slots);
@@ -273,10 +274,8 @@ class ShmLink : public Link {
     const size_t piece = std::min(out_.slot_bytes, send_len_ - send_off_);
     if (send_head_ - send_tail_ < out_.nslots && send_off_ + piece <= available) {
       // The header's line last, its stores back to back: the receiver polls that line,
-      // and a store to another line between two of them (a miss) let the receiver's
-      // poll take the line back, so the next store fetched it again. Recursive doubling
-      // on 2 ranks, medians of 7 alternating runs: 64 B 0.97 us an allreduce, 0.86 with
-      // the payload first; 512 B 1.10 and 1.00; 2 KiB 1.66 and 1.52.
+      // and a store to another line between two of them (a miss) lets the receiver's
+      // poll take the line back, so the next store fetches it again.
       SlotHeader* h = out_.slot_at(send_index_);
       std::memcpy(Ring::payload(h, piece), send_data_ + send_off_, piece);
       if (send_off_ == 0) *SenderCall(h, send_len_, out_.slot_bytes) = call_;

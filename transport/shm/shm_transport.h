@@ -104,11 +104,11 @@ class ShmTransport : public Transport {
 // rank that published none.
 Status MembersFromCards(const FinishContext& ctx, const char* what, std::vector<ShmTransport::Member>* members);
 
-// The plugin (transport/plugin.h): the card is the segment's name, the agreed settings
+// The plugin (transport/plugin.h): the card is the segment's name; no transport with one
+// rank on the host. Its settings that every rank must agree on (base/settings.h) are
 // TESSERA_SHM_SLOT_BYTES, TESSERA_SHM_SLOTS, TESSERA_SHM_SEGMENT_BYTES and
-// TESSERA_SHM_BOARD_BYTES; no transport with one rank on the host.
+// TESSERA_SHM_BOARD_BYTES: each rank maps its peers' segments by their layout.
 Status OpenShmTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* out);
-std::string ShmAgreedSettings(const Settings& settings);
 
 }  // namespace tessera
 

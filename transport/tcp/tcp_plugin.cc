@@ -67,9 +67,4 @@ Status OpenTcpTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* 
   return Status::Ok();
 }
 
-std::string TcpAgreedSettings(const Settings& settings) {
-  return "TESSERA_TCP_STREAMS=" + std::to_string(settings.tcp_streams) + "\nTESSERA_TCP_CHUNK_BYTES=" +
-         std::to_string(settings.tcp_chunk_bytes) + "\n";
-}
-
 }  // namespace tessera

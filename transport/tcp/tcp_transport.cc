@@ -168,8 +168,8 @@ class TcpLink : public Link {
   bool header_checked() const { return recv_[0].header_done == sizeof(MessageHeader); }
 
   // The header goes with the message's first bytes: sent alone ahead of a send that
-  // waits for a receive (a ring's forwarded block), it made a segment of its own, and
-  // a ring across emulated hosts took 1.2-1.4x as long at 32 B-2 KiB.
+  // waits for a receive (a ring's forwarded block), it would make a segment of its own,
+  // a round trip's worth of latency for small messages.
   bool HeaderDue(size_t available) const {
     const size_t done = send_[0].header_done;
     return done < sizeof(MessageHeader) && (available > 0 || done > 0);

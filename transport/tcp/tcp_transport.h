@@ -90,10 +90,10 @@ class TcpTransport : public Transport {
 };
 
 // The plugin (transport/plugin.h): Open opens the listener (TESSERA_SOCKET_IFNAME), the
-// card is its address; the agreed settings are TESSERA_TCP_STREAMS and
-// TESSERA_TCP_CHUNK_BYTES. TCP is the registry's control transport.
+// card is its address. Its settings that every rank must agree on (base/settings.h)
+// are TESSERA_TCP_STREAMS and TESSERA_TCP_CHUNK_BYTES: both ends stripe a message the
+// same way. TCP is the registry's control transport.
 Status OpenTcpTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* out);
-std::string TcpAgreedSettings(const Settings& settings);
 
 }  // namespace tessera
 

@@ -10,8 +10,8 @@ namespace tessera {
 namespace {
 
 // Waking from UCX's event fd costs far more than from the shm doorbell or a socket, and
-// a UCX chunk's rendezvous takes longer than 50 us: spin longer over UCX
-// (docs/performance.md#ucx measured 1.7-4x from never sleeping).
+// a UCX chunk's rendezvous takes longer than 50 us: spin longer over UCX, so that a
+// wait for a chunk under way seldom sleeps.
 constexpr int64_t kUcxSpinUs = 1000;
 
 // Whether the kernel shows an RDMA device (what UCX's RDMA transports would use).
@@ -67,12 +67,6 @@ Status OpenUcxTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* 
   }
   *out = std::make_unique<OpenUcx>(std::move(ucx));
   return Status::Ok();
-}
-
-std::string UcxAgreedSettings(const Settings& settings) {
-  // Both ends of a link size the credit window from these (UcxLink::GrantCredits).
-  return "TESSERA_UCX_CHUNK_BYTES=" + std::to_string(settings.ucx_chunk_bytes) + "\nTESSERA_UCX_CHUNKS_IN_FLIGHT=" +
-         std::to_string(settings.ucx_chunks_in_flight) + "\n";
 }
 
 }  // namespace tessera

@@ -114,9 +114,8 @@ struct UcxTransport::Worker {
   }
 
   // One turn of UCX's progress engine; true if it did anything. Over TCP a turn is an
-  // epoll_wait, a system call: the links turn it once a look, and only for what they
-  // wait on (three turns a call cost about a tenth of an 8-byte allreduce across two
-  // emulated hosts).
+  // epoll_wait, a system call, which costs a sizeable part of a small call: the links
+  // turn it once a look, and only for what they wait on.
   bool Turn() { return ucp_worker_progress(worker) != 0; }
 
   // Turns UCX's progress engine until it reports nothing more (bounded); true if it did

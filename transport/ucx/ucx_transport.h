@@ -35,8 +35,7 @@
 // cache already avoids. Without RDMA (`Options::eager`) every chunk goes eager: through
 // shared memory or TCP UCX's rendezvous saves one copy but adds a round trip per chunk
 // and leaves the receiver to copy and reduce alone, while eager chunks are copied by
-// the sender as the receiver reduces the previous ones (one host: 2-3x faster from
-// 32 KiB, docs/performance.md#ucx). Eager chunks are taken in by the receiver's worker
+// the sender as the receiver reduces the previous ones, so the two overlap. Eager chunks are taken in by the receiver's worker
 // whether or not it waits for them, so eager links limit them with credits: a sender
 // spends a chunk's bytes in 8 KiB units (at least one) from a window of
 // `chunks_in_flight` chunks, and the receiver hands them back (a tagged count) each
@@ -81,7 +80,7 @@ class UcxTransport : public Transport {
     int64_t chunks_in_flight = SettingDefaults::ucx_chunks_in_flight;
     // Every chunk eager (UCX_RNDV_THRESH=inf, unless the user set UCX_RNDV_THRESH): for
     // hosts without RDMA, where UCX's rendezvous costs a handshake per chunk to save a
-    // copy the eager path overlaps (docs/performance.md#ucx). Off: UCX's own threshold.
+    // copy the eager path overlaps. Off: UCX's own threshold.
     bool eager = false;
   };
 
@@ -149,12 +148,13 @@ class UcxTransport : public Transport {
   std::vector<void*> notice_requests_;
 };
 
-// The plugin (transport/plugin.h): the card is the worker address; the agreed setting
-// TESSERA_UCX_CHUNK_BYTES. In auto, UCX opens only on a host with an RDMA device that
+// The plugin (transport/plugin.h): the card is the worker address. Its settings that
+// every rank must agree on (base/settings.h) are TESSERA_UCX_CHUNK_BYTES and
+// TESSERA_UCX_CHUNKS_IN_FLIGHT: both ends of a link size the credit window from them
+// (UcxLink::GrantCredits). In auto, UCX opens only on a host with an RDMA device that
 // ibverbs could not open: elsewhere UCX would run over TCP, which tessera's own TCP
 // does faster.
 Status OpenUcxTransport(const OpenContext& ctx, std::unique_ptr<OpenTransport>* out);
-std::string UcxAgreedSettings(const Settings& settings);
 
 }  // namespace tessera
 

@@ -17,7 +17,7 @@
 // copy, or for the half reducers through the scalar code. The scalar functions
 // (HalfToFloat...) compute the same bits one value at a time; elementwise_test checks all
 // of them against each other and against references computed in float64.
-#include "collectives/elementwise.h"
+#include "elementwise/elementwise.h"
 
 #include <immintrin.h>
 
@@ -26,7 +26,8 @@
 #include <string>
 #include <type_traits>
 
-#include "collectives/reduce_kernels.h"
+#include "elementwise/element_ops.h"
+#include "elementwise/reduce_kernels.h"
 
 // Helpers here return vectors by value. Each is always inlined, so no vector crosses a
 // call ABI and GCC's warning about the AVX vector ABI does not apply.
@@ -202,23 +203,11 @@ TESSERA_ALWAYS_INLINE void NarrowBfloat16Body(const float* in, void* out, size_t
   });
 }
 
-// The type integer sums and products run in: the unsigned type of the same size, which
-// gives the same bits as two's complement wrap-around without the undefined behaviour of
-// signed overflow. Floating types are themselves.
-template <typename T, bool = std::is_integral<T>::value>
-struct Wrapping {
-  typedef T type;
-};
-template <typename T>
-struct Wrapping<T, true> {
-  typedef std::make_unsigned_t<T> type;
-};
-
 // dst = s * src. Integers multiply with wrap-around, as the scalar C++ does after
 // promotion and truncation.
 template <typename T0, size_t kBytes>
 TESSERA_ALWAYS_INLINE void ScaleBody(const void* scalar, const void* src, void* dst, size_t count) {
-  typedef typename Wrapping<T0>::type T;
+  typedef typename element::Wrapping<T0>::type T;
   typedef T V __attribute__((vector_size(kBytes)));
   T s;
   std::memcpy(&s, scalar, sizeof(T));
@@ -482,7 +471,7 @@ TESSERA_TARGET_AVX2 void Avx2::NarrowBfloat16(const float* in, void* out_v, size
 
 // AVX-512 (F, BW): the same conversions on 64-byte vectors, 32 values per iteration; a
 // tail goes to the AVX2 code. Scaling and division are the AVX2 ones. Widening beyond
-// the L2 cache runs the AVX2 loop: measured, the 64-byte loop is up to 15% slower there
+// the L2 cache runs the AVX2 loop: the 64-byte loop is up to 15% slower there
 // (docs/kernels.md), while in cache it is faster.
 constexpr size_t kAvx512WidenMaxValues = (1 << 20) / 4;  // 1 MiB of float32 output
 
@@ -584,7 +573,23 @@ void ScaleIn(DataType type, const void* scalar, const void* src, void* dst, size
     case DataType::kUint64: return Impl::template Scale<uint64_t>(scalar, src, dst, count);
     case DataType::kFloat32: return Impl::template Scale<float>(scalar, src, dst, count);
     case DataType::kFloat64: return Impl::template Scale<double>(scalar, src, dst, count);
-    default: return;  // half types are scaled in float32; fp8 has no reductions
+    default: return;  // half types: ScaleHalfIn; fp8 has no reductions
+  }
+}
+
+// The half types in float32, a block at a time on the stack: widened, scaled or
+// divided, rounded once.
+constexpr size_t kHalfBlock = 1024;
+
+template <typename Impl>
+void ScaleHalfIn(DataType type, const void* scalar, const void* src, void* dst, size_t count) {
+  const float wide_scalar = HalfValueToFloat(type, scalar);
+  float wide[kHalfBlock];
+  for (size_t i = 0; i < count; i += kHalfBlock) {
+    const size_t n = std::min(kHalfBlock, count - i);
+    WidenHalfIn<Impl>(type, static_cast<const char*>(src) + 2 * i, wide, n);
+    Impl::template Scale<float>(&wide_scalar, wide, wide, n);
+    NarrowHalfIn<Impl>(type, wide, static_cast<char*>(dst) + 2 * i, n);
   }
 }
 
@@ -612,7 +617,19 @@ void DivideIn(DataType type, void* data, size_t count, int divisor) {
     case DataType::kUint64: return DivideInt64<uint64_t>(data, count, divisor);
     case DataType::kFloat32: return Impl::template DivideFloat<float>(data, count, divisor);
     case DataType::kFloat64: return Impl::template DivideFloat<double>(data, count, divisor);
-    default: return;
+    default: return;  // half types: DivideHalfIn
+  }
+}
+
+template <typename Impl>
+void DivideHalfIn(DataType type, void* data, size_t count, int divisor) {
+  float wide[kHalfBlock];
+  for (size_t i = 0; i < count; i += kHalfBlock) {
+    const size_t n = std::min(kHalfBlock, count - i);
+    char* at = static_cast<char*>(data) + 2 * i;
+    WidenHalfIn<Impl>(type, at, wide, n);
+    DivideIn<Impl>(DataType::kFloat32, wide, n, divisor);
+    NarrowHalfIn<Impl>(type, wide, at, n);
   }
 }
 
@@ -639,7 +656,13 @@ float Bfloat16ToFloat(uint16_t b) { return FromBits(static_cast<uint32_t>(b) << 
 
 uint16_t FloatToBfloat16(float f) { return static_cast<uint16_t>(FloatBitsToBfloat16Bits(Bits(f))); }
 
-// The widest: measured on the same buffers, AVX-512 is faster than AVX2 in cache (up to
+float HalfValueToFloat(DataType type, const void* value) {
+  uint16_t bits;
+  std::memcpy(&bits, value, 2);
+  return type == DataType::kFloat16 ? HalfToFloat(bits) : Bfloat16ToFloat(bits);
+}
+
+// The widest: on the same buffers, AVX-512 is faster than AVX2 in cache (up to
 // twice for the half reducers and bfloat16 narrowing) and as fast beyond it, except
 // widening, which hands large arrays to the AVX2 loop itself (docs/kernels.md).
 SimdIsa PreferredElementwiseIsa() { return SupportedSimdIsa(); }
@@ -653,11 +676,17 @@ void NarrowHalfWith(SimdIsa isa, DataType type, const float* in, void* out, size
 }
 
 void ScaleArrayWith(SimdIsa isa, DataType type, const void* scalar, const void* src, void* dst, size_t count) {
-  WithImpl(isa, [&](auto impl) { ScaleIn<decltype(impl)>(type, scalar, src, dst, count); });
+  WithImpl(isa, [&](auto impl) {
+    if (IsHalf(type)) return ScaleHalfIn<decltype(impl)>(type, scalar, src, dst, count);
+    ScaleIn<decltype(impl)>(type, scalar, src, dst, count);
+  });
 }
 
 void DivideArrayWith(SimdIsa isa, DataType type, void* data, size_t count, int divisor) {
-  WithImpl(isa, [&](auto impl) { DivideIn<decltype(impl)>(type, data, count, divisor); });
+  WithImpl(isa, [&](auto impl) {
+    if (IsHalf(type)) return DivideHalfIn<decltype(impl)>(type, data, count, divisor);
+    DivideIn<decltype(impl)>(type, data, count, divisor);
+  });
 }
 
 void WidenHalf(DataType type, const void* in, float* out, size_t count) {
@@ -678,18 +707,16 @@ void DivideArray(DataType type, void* data, size_t count, int divisor) {
 
 namespace {
 
-using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t count);
-
 // ---- Half reducers: dst = narrow(widen(a) op widen(b)), op in float32 with the float32
 // reducers' rules (max/min return the NaN operand, a when both are; b when equal). dst
 // may equal a or b: every group is read before it is written.
 
 template <RedOp kOp>
 TESSERA_ALWAYS_INLINE float ApplyOne(float a, float b) {
-  if constexpr (kOp == RedOp::kSum) return a + b;
-  if constexpr (kOp == RedOp::kProd) return a * b;
-  if constexpr (kOp == RedOp::kMax) return (a > b || a != a) ? a : b;
-  return (a < b || a != a) ? a : b;
+  if constexpr (kOp == RedOp::kSum) return element::Sum::Apply(a, b);
+  if constexpr (kOp == RedOp::kProd) return element::Prod::Apply(a, b);
+  if constexpr (kOp == RedOp::kMax) return element::Max::Apply(a, b);
+  return element::Min::Apply(a, b);
 }
 
 // One value at a time: the reference the vector loops fall back to for tails and for

@@ -1,16 +1,17 @@
-// Element-wise helpers around the reductions: half-precision conversions (float16 and
-// bfloat16 are reduced in float32 and rounded once at the end), the PreMulSum scaling,
-// and the final division of avg.
-#ifndef TESSERA_COLLECTIVES_ELEMENTWISE_H_
-#define TESSERA_COLLECTIVES_ELEMENTWISE_H_
+// Element-wise helpers around the reductions, on host memory: the float16/bfloat16 <->
+// float32 conversions (their one home: the communicator, the kernels, the host device
+// engine, the tests and the benchmarks all use these), PreMulSum's scaling and avg's
+// division, and the half reducers of TESSERA_HALF_WIRE=half.
+#ifndef TESSERA_ELEMENTWISE_ELEMENTWISE_H_
+#define TESSERA_ELEMENTWISE_ELEMENTWISE_H_
 
 #include <cstddef>
 #include <cstdint>
 
 #include "base/status.h"
 #include "base/types.h"
-#include "collectives/simd_isa.h"
-#include "transport/transport.h"
+#include "elementwise/reducer.h"
+#include "elementwise/simd_isa.h"
 
 namespace tessera {
 
@@ -24,16 +25,20 @@ uint16_t FloatToHalf(float f);
 float Bfloat16ToFloat(uint16_t b);
 uint16_t FloatToBfloat16(float f);
 
+// The value of half type `type` (float16 or bfloat16) at `value`, in float32.
+float HalfValueToFloat(DataType type, const void* value);
+
 // Arrays: `type` is kFloat16 or kBfloat16.
 void WidenHalf(DataType type, const void* in, float* out, size_t count);
 void NarrowHalf(DataType type, const float* in, void* out, size_t count);
 
-// dst[i] = scalar * src[i] in `type` (not a half type: those are scaled in float32).
-// `scalar` points to one value of `type`.
+// dst[i] = scalar * src[i] in `type`; the half types in float32, rounded once. `scalar`
+// points to one value of `type`; dst may be src.
 void ScaleArray(DataType type, const void* scalar, const void* src, void* dst, size_t count);
 
 // dst[i] /= divisor in `type`: integers truncate, as NCCL's avg does. Floating types
-// divide (never multiply by a reciprocal). A divisor of 0 leaves integers unchanged.
+// divide (never multiply by a reciprocal); the half types in float32, rounded once. A
+// divisor of 0 leaves integers unchanged.
 void DivideArray(DataType type, void* data, size_t count, int divisor);
 
 // A reducer on float16 or bfloat16 values themselves (sum, prod, max, min): each
@@ -58,4 +63,4 @@ Status GetHalfReducerWith(SimdIsa isa, DataType type, RedOp op, Reducer* out);
 
 }  // namespace tessera
 
-#endif  // TESSERA_COLLECTIVES_ELEMENTWISE_H_
+#endif  // TESSERA_ELEMENTWISE_ELEMENTWISE_H_

@@ -1,4 +1,4 @@
-#include "collectives/simd_isa.h"
+#include "elementwise/simd_isa.h"
 
 namespace tessera {
 namespace {

@@ -2,8 +2,8 @@
 // x86-64 instruction sets this CPU runs, detected once per process. Each of those files
 // compiles its loops for every level through per-function target attributes (the build
 // needs no -march) and says, in its Preferred...Isa, which level it uses and why.
-#ifndef TESSERA_COLLECTIVES_SIMD_ISA_H_
-#define TESSERA_COLLECTIVES_SIMD_ISA_H_
+#ifndef TESSERA_ELEMENTWISE_SIMD_ISA_H_
+#define TESSERA_ELEMENTWISE_SIMD_ISA_H_
 
 namespace tessera {
 
@@ -20,4 +20,4 @@ SimdIsa SupportedSimdIsa();
 
 }  // namespace tessera
 
-#endif  // TESSERA_COLLECTIVES_SIMD_ISA_H_
+#endif  // TESSERA_ELEMENTWISE_SIMD_ISA_H_

@@ -4,12 +4,14 @@
 // build needs no -march flag. GetReducer uses AVX2 where the CPU has it (see
 // PreferredKernelIsa for why not AVX-512), else baseline; the choice is made once per
 // process (simd_isa.h). docs/kernels.md has the measurements behind these choices.
-#include "collectives/reduce_kernels.h"
+#include "elementwise/reduce_kernels.h"
 
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <type_traits>
+
+#include "elementwise/element_ops.h"
 
 namespace tessera {
 namespace {
@@ -20,10 +22,10 @@ namespace {
 
 // Vector ops update `a` in place (vectors by reference: no vector crosses a call ABI).
 // They are always inlined, so each compiles with the instruction set of its caller.
-struct Sum { template <typename V> static TESSERA_ALWAYS_INLINE void Apply(V& a, const V& b) { a = a + b; } };
-struct Prod { template <typename V> static TESSERA_ALWAYS_INLINE void Apply(V& a, const V& b) { a = a * b; } };
-// Max and min propagate NaN whichever side it is on. The select yields b when either is
-// NaN; KeepNan then puts a back where a is the NaN. KeepNan tests NaN on the bits, with
+struct SumV { template <typename V> static TESSERA_ALWAYS_INLINE void Apply(V& a, const V& b) { a = a + b; } };
+struct ProdV { template <typename V> static TESSERA_ALWAYS_INLINE void Apply(V& a, const V& b) { a = a * b; } };
+// Max and min propagate NaN whichever side it is on (element_ops.h). The select yields
+// b when either is NaN; KeepNan then puts a back where a is the NaN. KeepNan tests NaN on the bits, with
 // integer compares: GCC scalarises a second float comparison when a kernel is compiled
 // for AVX-512 (it types the mask by the non-AVX-512 function the op is written in), while
 // this form compiles to one max/min, one integer compare and one masked move.
@@ -43,7 +45,7 @@ TESSERA_ALWAYS_INLINE void KeepNan(V& m, const V& a) {
     std::memcpy(&m, &mi, sizeof(V));
   }
 }
-struct Max {
+struct MaxV {
   template <typename V>
   static TESSERA_ALWAYS_INLINE void Apply(V& a, const V& b) {
     V m = a > b ? a : b;
@@ -51,23 +53,13 @@ struct Max {
     a = m;
   }
 };
-struct Min {
+struct MinV {
   template <typename V>
   static TESSERA_ALWAYS_INLINE void Apply(V& a, const V& b) {
     V m = a < b ? a : b;
     KeepNan(m, a);
     a = m;
   }
-};
-
-// Scalar ops for the tail, matching the vector ones element for element.
-struct SumS { template <typename T> static TESSERA_ALWAYS_INLINE T Apply(T a, T b) { return static_cast<T>(a + b); } };
-struct ProdS { template <typename T> static TESSERA_ALWAYS_INLINE T Apply(T a, T b) { return static_cast<T>(a * b); } };
-struct MaxS {
-  template <typename T> static TESSERA_ALWAYS_INLINE T Apply(T a, T b) { return (a > b || a != a) ? a : b; }
-};
-struct MinS {
-  template <typename T> static TESSERA_ALWAYS_INLINE T Apply(T a, T b) { return (a < b || a != a) ? a : b; }
 };
 
 // Unaligned vector load and store (memcpy of one vector compiles to one move). Vectors
@@ -81,8 +73,9 @@ TESSERA_ALWAYS_INLINE void Store(char* p, const V& v) {
   std::memcpy(p, &v, sizeof(V));
 }
 
-// The loop, on vectors of kBytes bytes. No alignment is assumed. dst may be a or b
-// exactly: every element is read before it is written.
+// The loop, on vectors of kBytes bytes, the tail one element at a time (ScalarOp, an
+// op of element_ops.h). No alignment is assumed. dst may be a or b exactly: every
+// element is read before it is written.
 template <typename T, typename VecOp, typename ScalarOp, size_t kBytes>
 TESSERA_ALWAYS_INLINE void KernelBody(void* dst_v, const void* a_v, const void* b_v, size_t count) {
   typedef T V __attribute__((vector_size(kBytes)));
@@ -147,10 +140,9 @@ TESSERA_TARGET_AVX512 void KernelAvx512(void* dst, const void* a, const void* b,
   KernelBody<T, VecOp, ScalarOp, 64>(dst, a, b, count);
 }
 
-typedef void (*KernelFn)(void*, const void*, const void*, size_t);
 
 template <typename T, typename VecOp, typename ScalarOp>
-KernelFn Pick(SimdIsa isa) {
+ReduceFn Pick(SimdIsa isa) {
   switch (isa) {
     case SimdIsa::kAvx512: return &KernelAvx512<T, VecOp, ScalarOp>;
     case SimdIsa::kAvx2: return &KernelAvx2<T, VecOp, ScalarOp>;
@@ -159,27 +151,15 @@ KernelFn Pick(SimdIsa isa) {
   return &KernelBaseline<T, VecOp, ScalarOp>;
 }
 
-// The type integer sums and products run in: the unsigned type of the same size, which
-// gives the same bits as two's complement wrap-around without the undefined behaviour of
-// signed overflow. Floating types are themselves.
-template <typename T, bool = std::is_integral<T>::value>
-struct Wrapping {
-  typedef T type;
-};
-template <typename T>
-struct Wrapping<T, true> {
-  typedef std::make_unsigned_t<T> type;
-};
-
 template <typename T>
 Status ForType(RedOp op, SimdIsa isa, Reducer* out) {
-  typedef typename Wrapping<T>::type W;  // sums and products wrap around
+  typedef typename element::Wrapping<T>::type W;  // sums and products wrap around
   out->elem_size = sizeof(T);
   switch (op) {
-    case RedOp::kSum: out->fn = Pick<W, Sum, SumS>(isa); return Status::Ok();
-    case RedOp::kProd: out->fn = Pick<W, Prod, ProdS>(isa); return Status::Ok();
-    case RedOp::kMax: out->fn = Pick<T, Max, MaxS>(isa); return Status::Ok();
-    case RedOp::kMin: out->fn = Pick<T, Min, MinS>(isa); return Status::Ok();
+    case RedOp::kSum: out->fn = Pick<W, SumV, element::Sum>(isa); return Status::Ok();
+    case RedOp::kProd: out->fn = Pick<W, ProdV, element::Prod>(isa); return Status::Ok();
+    case RedOp::kMax: out->fn = Pick<T, MaxV, element::Max>(isa); return Status::Ok();
+    case RedOp::kMin: out->fn = Pick<T, MinV, element::Min>(isa); return Status::Ok();
     case RedOp::kAvg: break;
   }
   return InvalidArgument(std::string("op ") + RedOpName(op) + " is not supported yet");
@@ -188,7 +168,7 @@ Status ForType(RedOp op, SimdIsa isa, Reducer* out) {
 }  // namespace
 
 // AVX2 even where AVX-512 runs: at the sizes the transports hand to a reducer (128 KiB
-// shared-memory slots, 256 KiB TCP chunks) and beyond, AVX-512 measured no faster (the
+// shared-memory slots, 256 KiB TCP chunks) and beyond, AVX-512 is no faster (the
 // loop waits on L2 and memory, not on instructions), and on Skylake-SP wide instructions
 // lower the core's clock for everything around them (glibc avoids AVX-512 there for the
 // same reason). It doubles the speed only on L1-resident buffers (docs/kernels.md).

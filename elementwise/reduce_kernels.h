@@ -3,13 +3,13 @@
 // the AVX2 ones where the CPU has AVX2, else baseline (docs/kernels.md says why not
 // AVX-512). dst may be a or b exactly; other overlaps are not allowed. No alignment is
 // required.
-#ifndef TESSERA_COLLECTIVES_REDUCE_KERNELS_H_
-#define TESSERA_COLLECTIVES_REDUCE_KERNELS_H_
+#ifndef TESSERA_ELEMENTWISE_REDUCE_KERNELS_H_
+#define TESSERA_ELEMENTWISE_REDUCE_KERNELS_H_
 
 #include "base/status.h"
 #include "base/types.h"
-#include "collectives/simd_isa.h"
-#include "transport/transport.h"
+#include "elementwise/simd_isa.h"
+#include "elementwise/reducer.h"
 
 namespace tessera {
 
@@ -25,4 +25,4 @@ Status GetReducerForIsa(DataType type, RedOp op, SimdIsa isa, Reducer* out);
 
 }  // namespace tessera
 
-#endif  // TESSERA_COLLECTIVES_REDUCE_KERNELS_H_
+#endif  // TESSERA_ELEMENTWISE_REDUCE_KERNELS_H_

@@ -1,7 +1,7 @@
 // The reduction kernels against a scalar reference, for every supported type and op and
 // every instruction set this CPU runs, at lengths that exercise the unrolled vector body,
 // the single-vector loop and the scalar tail, in place and not.
-#include "collectives/reduce_kernels.h"
+#include "elementwise/reduce_kernels.h"
 
 #include <gtest/gtest.h>
 

@@ -1,13 +1,14 @@
-// Checks the half and bfloat16 conversions: known encodings, exact round trips of all
-// 65536 patterns, and round-to-nearest-even at every midpoint between neighbours.
-#include "bench/float16.h"
+// The scalar float16 and bfloat16 conversions (elementwise.h): known encodings, exact
+// round trips of all 65536 patterns, and round-to-nearest-even at every midpoint between
+// neighbours.
+#include "elementwise/elementwise.h"
 
 #include <cmath>
 #include <limits>
 
 #include <gtest/gtest.h>
 
-namespace tessera_bench {
+namespace tessera {
 namespace {
 
 bool IsHalfNan(uint16_t h) { return (h & 0x7C00u) == 0x7C00u && (h & 0x3FFu) != 0; }
@@ -97,4 +98,4 @@ TEST(Float16Test, Bfloat16RoundsToNearestEven) {
 }
 
 }  // namespace
-}  // namespace tessera_bench
+}  // namespace tessera

@@ -3,7 +3,7 @@
 // vector implementations against the scalar functions on odd lengths and misaligned
 // buffers, the half reducers against a scalar reference (every bit pattern, NaN, ties,
 // overflow, in place), and the scaling and division against plain scalar loops.
-#include "collectives/elementwise.h"
+#include "elementwise/elementwise.h"
 
 #include <gtest/gtest.h>
 
@@ -572,6 +572,28 @@ TEST(ScaleAndDivide, SixtyFourBitDivisionIsExact) {
       ASSERT_EQ(uq[i], u[i] / static_cast<uint64_t>(divisor)) << u[i] << " / " << divisor;
     }
     for (size_t i = 0; i < s.size(); ++i) ASSERT_EQ(sq[i], s[i] / divisor) << s[i] << " / " << divisor;
+  }
+}
+
+// The half types are scaled and divided in float32 and rounded once, in place or not,
+// on every implementation, across the blocks the conversion goes through.
+TEST(ScaleAndDivide, HalfTypesComputeInFloat32AndRoundOnce) {
+  for (DataType type : {DataType::kFloat16, DataType::kBfloat16}) {
+    const size_t n = 2500;
+    std::vector<uint16_t> src(n);
+    for (size_t i = 0; i < n; ++i) src[i] = NarrowOne(type, static_cast<float>(i % 97) * 0.37f - 11.0f);
+    const uint16_t scalar = NarrowOne(type, 0.3f);
+    for (SimdIsa isa : Implementations()) {
+      std::vector<uint16_t> scaled(n), divided = src;
+      ScaleArrayWith(isa, type, &scalar, src.data(), scaled.data(), n);
+      DivideArrayWith(isa, type, divided.data(), n, 3);
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(scaled[i], NarrowOne(type, WidenOne(type, scalar) * WidenOne(type, src[i])))
+            << SimdIsaName(isa) << " " << DataTypeName(type) << " scale at " << i;
+        ASSERT_EQ(divided[i], NarrowOne(type, WidenOne(type, src[i]) / 3.0f))
+            << SimdIsaName(isa) << " " << DataTypeName(type) << " divide at " << i;
+      }
+    }
   }
 }
 
