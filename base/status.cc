@@ -1,5 +1,6 @@
 #include "base/status.h"
 
+#include <cctype>
 #include <cstring>
 
 namespace tessera {
@@ -32,6 +33,21 @@ std::string Status::ToString() const {
 Status FailureFromWire(int64_t code, const char* text, size_t max_bytes) {
   const bool failure = code >= static_cast<int64_t>(Code::kCudaError) && code <= static_cast<int64_t>(Code::kTimeout);
   return Status(failure ? static_cast<Code>(code) : Code::kRemoteError, std::string(text, strnlen(text, max_bytes)));
+}
+
+Status PeerFailure(int rank, const Status& reported) {
+  return Status(reported.code(), "rank " + std::to_string(rank) + " failed: " + reported.message());
+}
+
+Status RootCause(const Status& failure) {
+  const std::string& m = failure.message();
+  size_t root = std::string::npos;
+  for (size_t at = m.find("rank "); at != std::string::npos; at = m.find("rank ", at + 1)) {
+    size_t end = at + 5;
+    while (end < m.size() && std::isdigit(static_cast<unsigned char>(m[end]))) ++end;
+    if (end > at + 5 && m.compare(end, 9, " failed: ") == 0) root = at;
+  }
+  return root == std::string::npos ? failure : Status(failure.code(), m.substr(root));
 }
 
 Status ErrnoError(const std::string& what, int errno_value) {

@@ -73,6 +73,14 @@ const char* CodeName(Code code);
 // (0, negative, past kTimeout) becomes kRemoteError; the text ends at its first NUL.
 Status FailureFromWire(int64_t code, const char* text, size_t max_bytes);
 
+// Another rank's failure as this rank reports it: "rank <rank> failed: <reason>".
+Status PeerFailure(int rank, const Status& reported);
+
+// What this rank tells its peers of its failure. A failure that relays another rank's
+// (a PeerFailure within its message) gives the innermost one, the root cause, which
+// this rank's own context would otherwise push past what a notice carries.
+Status RootCause(const Status& failure);
+
 }  // namespace tessera
 
 // Returns early from the enclosing function (which must return Status) when `expr` is

@@ -38,7 +38,8 @@ HostBoard* LinkTable::Board() const {
 }
 
 void LinkTable::PublishFailure(const Status& failure) {
-  for (const auto& t : transports_) t->PublishFailure(failure);
+  const Status root = RootCause(failure);
+  for (const auto& t : transports_) t->PublishFailure(root);
 }
 
 void LinkTable::AddNoticeWaits(WaitSet* set) {

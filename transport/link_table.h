@@ -40,7 +40,8 @@ class LinkTable : public PeerExchange {
   // null (transport/host_board.h).
   HostBoard* Board() const;
 
-  // Failure propagation over every transport (see Transport).
+  // Failure propagation over every transport (see Transport); what peers are told is
+  // the failure's RootCause (base/status.h).
   void PublishFailure(const Status& failure);
   void AddNoticeWaits(WaitSet* set);
   Status CheckNotices(int wait_ms);

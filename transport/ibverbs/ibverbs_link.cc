@@ -402,10 +402,8 @@ Status IbverbsLink::HandleArrival(const ibv_wc& wc) {
       return window_.Return(window_.ExpandSequence(imm.first_sequence_low), imm.count)
           .Annotate("ibverbs protocol error from " + Who());
     case ImmKind::kNotice: {
-      const std::string text(notice_in_, std::min<uint32_t>(imm.text_length, kNoticeBytes));
-      const Code code = imm.code >= 1 && imm.code <= static_cast<uint32_t>(Code::kTimeout) ? static_cast<Code>(imm.code)
-                                                                                           : Code::kRemoteError;
-      shared_->notices.push_back(Status(code, Who() + " failed: " + text));
+      shared_->notices.push_back(
+          PeerFailure(peer(), FailureFromWire(imm.code, notice_in_, std::min<uint32_t>(imm.text_length, kNoticeBytes))));
       return RemoteError(Who() + " stopped after a failure (it sent a failure notice over ibverbs)");
     }
   }

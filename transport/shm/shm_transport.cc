@@ -124,8 +124,7 @@ Status PublishedFailure(const SegmentHeader* h, int rank) {
   // RemoteError, and the text is read at most to the end of its array.
   char reason[sizeof(h->failure)];
   std::memcpy(reason, h->failure, sizeof(reason));
-  const Status failure = FailureFromWire(h->failure_code, reason, sizeof(reason));
-  return Status(failure.code(), "rank " + std::to_string(rank) + " failed: " + failure.message());
+  return PeerFailure(rank, FailureFromWire(h->failure_code, reason, sizeof(reason)));
 }
 
 // Whether local rank `rank` (process `pid`, `pidfd`), owner of segment header `h`, has

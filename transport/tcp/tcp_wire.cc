@@ -34,8 +34,7 @@ Status DecodeNoticeHeader(const std::string& bytes, NoticeHeader* out) {
 }
 
 Status NoticeFailure(int rank, const NoticeHeader& header, const std::string& text) {
-  const Status reported = FailureFromWire(header.code, text.data(), std::min<size_t>(text.size(), kMaxNoticeBytes));
-  return Status(reported.code(), "rank " + std::to_string(rank) + " failed: " + reported.message());
+  return PeerFailure(rank, FailureFromWire(header.code, text.data(), std::min<size_t>(text.size(), kMaxNoticeBytes)));
 }
 
 Status CheckMessageHeader(const MessageHeader& arrived, int my_rank, int peer, const CallStamp& my_call,

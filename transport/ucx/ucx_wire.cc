@@ -110,13 +110,11 @@ std::string EncodeUcxNotice(const Status& failure) {
 }
 
 Status DecodeUcxNotice(int sender, const std::string& payload) {
-  const std::string who = "rank " + std::to_string(sender) + " failed: ";
   int32_t code = 0;
-  if (payload.size() < sizeof(code)) return RemoteError(who + "(reason lost)");
+  if (payload.size() < sizeof(code)) return PeerFailure(sender, RemoteError("(reason lost)"));
   std::memcpy(&code, payload.data(), sizeof(code));
   const size_t text_bytes = std::min(payload.size() - sizeof(code), kMaxUcxNoticeText);
-  const Status failure = FailureFromWire(code, payload.data() + sizeof(code), text_bytes);
-  return Status(failure.code(), who + failure.message());
+  return PeerFailure(sender, FailureFromWire(code, payload.data() + sizeof(code), text_bytes));
 }
 
 }  // namespace tessera
