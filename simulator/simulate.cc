@@ -14,6 +14,7 @@
 // every simulation as one JSON object per line, with what it cost to run.
 // --record-only records the schedules and says what that cost; --choice-only prints the
 // cost model's predictions and choice alone.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -140,9 +141,6 @@ void WriteJson(FILE* f, const Options& o, const Shape& s, size_t bytes, const Ro
   std::fflush(f);
 }
 
-// Schedules that do not stream move each message in at most this many chunks (replay.h).
-constexpr uint32_t kChunksOfRounds = 4;
-
 // Everything one run of the command simulates on.
 struct Setup {
   const Options* o = nullptr;
@@ -205,9 +203,8 @@ Status SimulateOne(const Setup& s, const AlgorithmInfo& a, size_t bytes, Row* ro
   spec.elem_size = s.wire;
   row->algo = a.name;
   row->predicted_s = a.predict(s.model, s.shape(), PredictedBytes(s.c, s.shape().p, spec.count, s.wire));
-  ReplayOptions options;
+  ReplayOptions options = ReplayOptionsFor(a);
   options.record_only = s.o->record_only;
-  options.max_chunks = a.pipelined ? 0 : kChunksOfRounds;
   TESSERA_RETURN_IF_ERROR(Replay(s.platform, s.layout, [&](std::vector<RankSchedule>* out) {
     return s.recorder->RecordAll(spec, out);
   }, &row->replay, options).Annotate(a.name));
@@ -215,9 +212,19 @@ Status SimulateOne(const Setup& s, const AlgorithmInfo& a, size_t bytes, Row* ro
   return Status::Ok();
 }
 
+// A simulation that failed (a replay that cannot complete, a schedule that does not
+// fit): said on stdout where its row would be, and on stderr; never printed as a time.
+void PrintFailure(size_t bytes, const std::string& algo, const Status& s) {
+  std::printf("# %zu B %s: FAILED: %s\n", bytes, algo.c_str(), s.ToString().c_str());
+  std::fflush(stdout);
+  std::fprintf(stderr, "simulate: %zu B %s: %s\n", bytes, algo.c_str(), s.ToString().c_str());
+}
+
 // Every asked algorithm on `bytes`, then the cost model's choice (simulated too if it
-// was not asked for) beside the simulated best.
-Status SimulateSize(const Setup& s, size_t bytes) {
+// was not asked for) beside the simulated best. `failed` counts the simulations that
+// did not complete; the others are still printed.
+Status SimulateSize(const Setup& s, size_t bytes, int* failed) {
+  const int failed_before = *failed;
   const size_t count = bytes / s.type_size;
   std::string why;
   const Selection choice =
@@ -228,9 +235,16 @@ Status SimulateSize(const Setup& s, size_t bytes) {
   }
   const char* type = tessera_bench::DataTypeName(s.type);
   std::vector<Row> done;
+  std::vector<std::string> tried;
   for (const AlgorithmInfo* a : s.rows) {
     Row row;
-    TESSERA_RETURN_IF_ERROR(SimulateOne(s, *a, bytes, &row));
+    tried.push_back(a->name);
+    const Status st = SimulateOne(s, *a, bytes, &row);
+    if (!st.ok()) {
+      PrintFailure(bytes, a->name, st);
+      ++*failed;
+      continue;
+    }
     if (s.o->record_only) {
       PrintRecording(bytes, row);
       continue;
@@ -240,25 +254,36 @@ Status SimulateSize(const Setup& s, size_t bytes) {
     WriteJson(s.json, *s.o, s.shape(), bytes, row, choice.algo->name);
     done.push_back(row);
   }
-  if (done.empty()) return Status::Ok();
-  size_t best = 0, chosen = done.size();
+  if (s.o->record_only || tried.empty()) return Status::Ok();
+  if (std::find(tried.begin(), tried.end(), choice.algo->name) == tried.end()) {
+    // Not asked for: simulated for this row, and a candidate for the best too.
+    Row pick;
+    const Status st = SimulateOne(s, *choice.algo, bytes, &pick);
+    if (st.ok()) {
+      done.push_back(pick);
+    } else {
+      PrintFailure(bytes, choice.algo->name, st);
+      ++*failed;
+    }
+  }
+  size_t chosen = done.size();
   for (size_t i = 0; i < done.size(); ++i) {
-    if (done[i].seconds < done[best].seconds) best = i;
     if (done[i].algo == choice.algo->name) chosen = i;
   }
-  Row pick;
-  if (chosen < done.size()) {
-    pick = done[chosen];
-  } else {  // not asked for: simulated for this row, and a candidate for the best too
-    TESSERA_RETURN_IF_ERROR(SimulateOne(s, *choice.algo, bytes, &pick));
-    done.push_back(pick);
-    if (pick.seconds < done[best].seconds) best = done.size() - 1;
+  if (chosen == done.size()) {
+    std::printf("#   the cost model's choice, %s, did not complete: no comparison\n", choice.algo->name);
+    return Status::Ok();
   }
-  const std::string name = pick.algo;
-  pick.algo = "auto: " + name;
+  size_t best = 0;
+  for (size_t i = 0; i < done.size(); ++i) {
+    if (done[i].seconds < done[best].seconds) best = i;
+  }
+  Row pick = done[chosen];
+  pick.algo = "auto: " + done[chosen].algo;
   PrintRow(bytes, count, type, pick, s.factor());
-  std::printf("#   simulated best: %s; the cost model's choice, %s, takes %.3fx its time\n", done[best].algo.c_str(),
-              name.c_str(), pick.seconds / done[best].seconds);
+  std::printf("#   simulated best: %s; the cost model's choice, %s, takes %.3fx its time%s\n", done[best].algo.c_str(),
+              done[chosen].algo.c_str(), done[chosen].seconds / done[best].seconds,
+              *failed > failed_before ? " (of the algorithms that completed)" : "");
   return Status::Ok();
 }
 
@@ -266,11 +291,13 @@ Status Run(const Options& o) {
   Setup s;
   Status st = Prepare(o, &s);
   if (st.ok() && !o.choice_only && !o.record_only) PrintHeader(s);
+  int failed = 0;
   for (size_t bytes : tessera_bench::SizeSeries(o.perf)) {
     if (!st.ok()) break;
-    st = SimulateSize(s, bytes);
+    st = SimulateSize(s, bytes, &failed);
   }
   if (s.json != nullptr) std::fclose(s.json);
+  if (st.ok() && failed > 0) return InternalError(std::to_string(failed) + " simulation(s) failed (above)");
   return st;
 }
 
