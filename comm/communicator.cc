@@ -225,9 +225,9 @@ Status Communicator::InitShape(const std::vector<std::string>& hosts, double ran
   Layout layout;
   TESSERA_RETURN_IF_ERROR(Layout::FromHostIds(hosts, &layout));
   LayoutGrids grids;
-  TESSERA_RETURN_IF_ERROR(MakeLayoutGrids(layout.host_of_rank(), settings_.torus, &grids));
+  TESSERA_RETURN_IF_ERROR(MakeLayoutGrids(layout.host_of_rank(), settings_.torus, FabricShape(), &grids));
   host_grid_ = std::move(grids.host);
-  torus_grid_ = std::move(grids.torus);
+  torus_grids_ = std::move(grids.torus);
   shape_ = grids.shape;
   if (board_ != nullptr) shape_.board_bytes = board_->capacity();
   if (!settings_.tuning_file.empty()) TESSERA_RETURN_IF_ERROR(CostModel::FromTuningFile(settings_.tuning_file, &model_));
@@ -237,7 +237,7 @@ Status Communicator::InitShape(const std::vector<std::string>& hosts, double ran
   Log(log_level_, LogLevel::kInfo,
       "rank " + std::to_string(rank_) + ": " + std::to_string(shape_.hosts) + " host(s), " +
           (shape_.per_host > 0 ? std::to_string(shape_.per_host) + " rank(s) each" : "uneven ranks per host") +
-          (torus_grid_ ? ", torus " + std::to_string(shape_.torus_x) + "x" + std::to_string(shape_.torus_y) : "") +
+          (shape_.torus_forced ? ", torus " + std::to_string(shape_.torus_x) + "x" + std::to_string(shape_.torus_y) : "") +
           sharing);
   return Status::Ok();
 }
@@ -287,7 +287,9 @@ CollectiveContext Communicator::Context(int64_t now_us) const {
   ctx.exchange.observer = &activity_;
   ctx.exchange.check_calls = settings_.check_calls != 0;
   ctx.host_grid = host_grid_.get();
-  ctx.torus_grid = torus_grid_.get();
+  ctx.torus_grids = torus_grids_.get();
+  ctx.model = &model_;
+  ctx.shape = &shape_;
   ctx.board = board_;
   return ctx;
 }

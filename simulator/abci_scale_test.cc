@@ -42,7 +42,7 @@ TEST(AbciScaleTest, EveryAllReduceCompletesAboveTheNicBound) {
     Layout layout;
     ASSERT_TRUE(LayoutFromSpec(spec, &layout).ok()) << spec;
     std::unique_ptr<CallRecorder> recorder;
-    ASSERT_TRUE(CallRecorder::Create(layout, "", &recorder).ok());
+    ASSERT_TRUE(CallRecorder::Create(layout, "", platform.Fabric(), platform.Model(), &recorder).ok());
     const double bound = NicBoundSeconds(platform, layout.num_hosts(), 2.0 * kResNet50Params);
     int replayed = 0;
     for (const AlgorithmInfo& a : AlgorithmsOf(OpKind::kAllReduce)) {

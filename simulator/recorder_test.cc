@@ -18,7 +18,7 @@ std::unique_ptr<CallRecorder> MakeRecorder(const std::string& layout_spec, const
   Layout layout;
   EXPECT_TRUE(LayoutFromSpec(layout_spec, &layout).ok()) << layout_spec;
   std::unique_ptr<CallRecorder> recorder;
-  const Status s = CallRecorder::Create(layout, torus, &recorder);
+  const Status s = CallRecorder::Create(layout, torus, FabricShape(), CostModel(), &recorder);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return recorder;
 }

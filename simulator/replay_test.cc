@@ -55,7 +55,7 @@ ReplayResult Simulated(const Platform& platform, const std::string& layout_spec,
   ReplayResult result;
   const Status s = Replay(platform, layout, [&](std::vector<RankSchedule>* out) {
     std::unique_ptr<CallRecorder> recorder;
-    TESSERA_RETURN_IF_ERROR(CallRecorder::Create(layout, "", &recorder));
+    TESSERA_RETURN_IF_ERROR(CallRecorder::Create(layout, "", FabricShape(), CostModel(), &recorder));
     return recorder->RecordAll(spec, out);
   }, &result);
   EXPECT_TRUE(s.ok()) << s.ToString();

@@ -165,9 +165,9 @@ Status Prepare(const Options& o, Setup* s) {
   if (!OpKindByName(o.collective, &s->c)) {
     return InvalidArgument("--collective " + o.collective + " is not a collective of algorithms.h");
   }
-  TESSERA_RETURN_IF_ERROR(CallRecorder::Create(s->layout, o.torus, &s->recorder));
   s->model = s->platform.Model();
   if (!o.tuning.empty()) TESSERA_RETURN_IF_ERROR(CostModel::FromTuningFile(o.tuning, &s->model));
+  TESSERA_RETURN_IF_ERROR(CallRecorder::Create(s->layout, o.torus, s->platform.Fabric(), s->model, &s->recorder));
   s->type = o.perf.types[0];
   s->type_size = tessera_bench::ElementSize(s->type);
   const bool half = s->type == tessera_bench::DataType::kFloat16 || s->type == tessera_bench::DataType::kBfloat16;
