@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "topology/fabric.h"
 
 namespace tessera {
 
@@ -72,19 +73,6 @@ struct CostModel {
   static Status SaveChoices(const std::string& path, const std::string& header, std::vector<MeasuredChoice> rows);
 };
 
-// What lies above the hosts, as the formulas see it (topology/fabric.h describes the
-// fabric and says where it comes from). The model's beta across hosts is a host's whole
-// link, all its NICs (what the probe's parallel column rings measure); a flow across
-// hosts uses one NIC, local rank i's NIC i * nics / R, and flows on one NIC share it.
-// Racks are runs of hosts_per_rack consecutive hosts (host order: first appearance by
-// rank) under one leaf switch, whose uplinks carry uplink_share of the sum of their
-// hosts' links (1: full bisection; ABCI's racks 1/3).
-struct FabricShape {
-  int nics = 1;
-  int hosts_per_rack = 0;  // 0: every host under one switch (no racks)
-  double uplink_share = 1;
-};
-
 // The shape the model needs.
 struct Shape {
   int p = 1;      // ranks
@@ -101,6 +89,9 @@ struct Shape {
   // that share each core then, the ranks on a kernel over its cores (the median over
   // ranks). 0: alpha across did not come from the probe.
   double ranks_per_core = 0;
+  // What lies above the hosts (topology/fabric.h): the model's beta across hosts is a
+  // host's whole link, all its NICs (what the probe's parallel column rings measure);
+  // AcrossHosts prices a flow's share of one NIC and of its rack's uplinks.
   FabricShape fabric;
 };
 

@@ -166,6 +166,7 @@ class Communicator {
   // The shape of the communicator for algorithm choice, and its grids.
   Shape shape_;
   CostModel model_;
+  bool fabric_described_ = false;  // this rank read a fabric description (topology/fabric.h)
   std::unique_ptr<Grid> host_grid_;
   std::unique_ptr<TorusGrids> torus_grids_;
   std::unique_ptr<Tracer> tracer_;  // TESSERA_TRACE_DIR only

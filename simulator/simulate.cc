@@ -13,7 +13,9 @@
 // would choose, and a comment line with the simulated best. --json FILE also writes
 // every simulation as one JSON object per line, with what it cost to run.
 // --record-only records the schedules and says what that cost; --choice-only prints the
-// cost model's predictions and choice alone.
+// cost model's predictions and choice alone; --contenders simulates, of the asked rows,
+// those the model predicts within kContenderSpread (3x) of its best (algorithms.h), as
+// TESSERA_AUTOTUNE measures them in a job.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -40,6 +42,7 @@ struct Options {
   std::vector<std::string> algos;  // empty: every row that applies
   bool record_only = false;
   bool choice_only = false;
+  bool contenders = false;  // only the rows the model predicts within kContenderSpread of its best
   tessera_bench::PerfOptions perf;
 };
 
@@ -47,6 +50,7 @@ const char kUsage[] =
     "usage: simulate --platform FILE --layout HxR|LAYOUT_FILE [--torus XxY] [--algo a,b,...]\n"
     "                [--collective allreduce|allgather|reduce-scatter|broadcast|reduce]\n"
     "                [--half-wire float32|half] [--tuning FILE] [--json FILE] [--record-only | --choice-only]\n"
+    "                [--contenders]\n"
     "                [-b MIN] [-e MAX] [-f FACTOR] [-d TYPE]  (nccl-tests' flags)\n";
 
 std::vector<std::string> Split(const std::string& s) {
@@ -81,6 +85,7 @@ Status ParseOptions(int argc, char** argv, Options* o) {
     else if (a == "--collective") TESSERA_RETURN_IF_ERROR(value(&o->collective));
     else if (a == "--record-only") o->record_only = true;
     else if (a == "--choice-only") o->choice_only = true;
+    else if (a == "--contenders") o->contenders = true;
     else if (a == "--algo") {
       TESSERA_RETURN_IF_ERROR(value(&algos));
       o->algos = Split(algos);
@@ -126,14 +131,15 @@ void PrintRecording(size_t bytes, const Row& row) {
               row.replay.schedule_bytes / 1e6, row.replay.record_wall_s, row.replay.max_rss_bytes / 1e6);
 }
 
-void WriteJson(FILE* f, const Options& o, const Shape& s, size_t bytes, const Row& row, const std::string& chosen) {
+void WriteJson(FILE* f, const Options& o, const std::string& platform_name, const Shape& s, size_t bytes, const Row& row,
+               const std::string& chosen) {
   if (f == nullptr) return;
   std::fprintf(f,
-               "{\"platform\": \"%s\", \"layout\": \"%s\", \"ranks\": %d, \"hosts\": %d, \"torus\": \"%dx%d\", "
+               "{\"platform\": \"%s\", \"platform_name\": \"%s\", \"layout\": \"%s\", \"ranks\": %d, \"hosts\": %d, \"torus\": \"%dx%d\", "
                "\"collective\": \"%s\", \"bytes\": %zu, \"algorithm\": \"%s\", \"seconds\": %.9g, "
                "\"predicted_seconds\": %.9g, \"auto_choice\": \"%s\", \"messages\": %llu, \"schedule_bytes\": %llu, "
                "\"record_wall_s\": %.3f, \"replay_wall_s\": %.3f, \"max_rss_bytes\": %llu}\n",
-               o.platform.c_str(), o.layout.c_str(), s.p, s.hosts, s.torus_x, s.torus_y, o.collective.c_str(), bytes,
+               o.platform.c_str(), platform_name.c_str(), o.layout.c_str(), s.p, s.hosts, s.torus_x, s.torus_y, o.collective.c_str(), bytes,
                row.algo.c_str(), row.seconds, row.predicted_s, chosen.c_str(),
                static_cast<unsigned long long>(row.replay.messages),
                static_cast<unsigned long long>(row.replay.schedule_bytes), row.replay.record_wall_s,
@@ -236,7 +242,15 @@ Status SimulateSize(const Setup& s, size_t bytes, int* failed) {
   const char* type = tessera_bench::DataTypeName(s.type);
   std::vector<Row> done;
   std::vector<std::string> tried;
-  for (const AlgorithmInfo* a : s.rows) {
+  std::vector<const AlgorithmInfo*> rows = s.rows;
+  if (s.o->contenders) {  // the asked rows the model predicts within kContenderSpread of its best
+    const std::vector<const AlgorithmInfo*> near =
+        Contenders(s.c, s.model, s.shape(), PredictedBytes(s.c, s.shape().p, count, s.wire));
+    rows.erase(std::remove_if(rows.begin(), rows.end(), [&](const AlgorithmInfo* a) {
+                 return std::find(near.begin(), near.end(), a) == near.end();
+               }), rows.end());
+  }
+  for (const AlgorithmInfo* a : rows) {
     Row row;
     tried.push_back(a->name);
     const Status st = SimulateOne(s, *a, bytes, &row);
@@ -251,7 +265,7 @@ Status SimulateSize(const Setup& s, size_t bytes, int* failed) {
     }
     PrintRow(bytes, count, type, row, s.factor());
     std::fflush(stdout);
-    WriteJson(s.json, *s.o, s.shape(), bytes, row, choice.algo->name);
+    WriteJson(s.json, *s.o, s.platform.name, s.shape(), bytes, row, choice.algo->name);
     done.push_back(row);
   }
   if (s.o->record_only || tried.empty()) return Status::Ok();
@@ -260,6 +274,7 @@ Status SimulateSize(const Setup& s, size_t bytes, int* failed) {
     Row pick;
     const Status st = SimulateOne(s, *choice.algo, bytes, &pick);
     if (st.ok()) {
+      WriteJson(s.json, *s.o, s.platform.name, s.shape(), bytes, pick, choice.algo->name);
       done.push_back(pick);
     } else {
       PrintFailure(bytes, choice.algo->name, st);
