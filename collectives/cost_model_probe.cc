@@ -207,8 +207,9 @@ Status MeasureGamma(double* gamma) {
 constexpr int kModelParams = 13;
 constexpr int kFabricFirst = 9;
 
-// Where some rank read a fabric description, every rank's fabric must be the same:
-// InvalidArgument naming rank 0 and the first rank that differs, and what each has.
+// Where some rank read a fabric description, every rank's racks and uplinks must be the
+// same: InvalidArgument naming rank 0 and the first rank that differs, and what each
+// has. NIC counts may differ (hwloc sees each host's own): the median is the model's.
 Status CheckFabrics(const std::vector<double>& table, size_t p) {
   bool described = false;
   for (size_t r = 0; r < p; ++r) described |= table[r * kModelParams + kFabricFirst + 3] > 0;
@@ -220,7 +221,7 @@ Status CheckFabrics(const std::vector<double>& table, size_t p) {
     return std::string(buf);
   };
   for (size_t r = 1; r < p && described; ++r) {
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 1; k < 3; ++k) {
       if (table[r * kModelParams + kFabricFirst + k] != table[kFabricFirst + k]) {
         return InvalidArgument("the ranks describe different fabrics (topology/fabric.h): " + text(0) + "; " + text(r));
       }
@@ -360,8 +361,8 @@ Status Agree(const CollectiveContext& ctx, const ProbePlan& plan, double ranks_p
 Status ProbeCostModel(const CollectiveContext& ctx, const ProbeOptions& options, CostModel* model, Shape* shape,
                       bool* agreed) {
   const ProbePlan plan = PlanOf(ctx, options);
-  const bool fabric = options.fabric_described && shape->hosts > 1;
-  *agreed = plan.rows || plan.columns || options.tuning_file || fabric;
+  // Across hosts the fabric is always agreed: what a rank reads of it may differ.
+  *agreed = plan.rows || plan.columns || options.tuning_file || shape->hosts > 1;
   if (!*agreed) return Status::Ok();
   const Grid* hosts = ctx.host_grid;  // both measurements need it
   const RingGroup row = hosts ? RingGroup{hosts->rows[hosts->y[ctx.rank]], hosts->x[ctx.rank]} : RingGroup{};

@@ -220,20 +220,6 @@ Status Communicator::FailRendezvous(const Status& cause) {
   return cause;
 }
 
-namespace {
-
-// Where a rank reads the fabric from: the settings of docs/topology.md#the-fabric.
-FabricSources FabricSourcesOf(const Settings& s) {
-  FabricSources f;
-  f.topo_file = s.topo_file;
-  f.topology_conf = s.topology_conf;
-  f.nics = static_cast<int>(std::min<int64_t>(s.nics, 1024));
-  f.uplink_percent = static_cast<int>(std::min<int64_t>(s.rack_uplink_percent, 100));
-  return f;
-}
-
-}  // namespace
-
 // Hosts numbered by first appearance; grids and the cost model's shape from them, with
 // the fabric the rank reads (agreed with the model's parameters by the probe).
 // `ranks_per_core`: this rank's kernel's ranks over its cores.

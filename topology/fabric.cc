@@ -281,6 +281,15 @@ int DetectedRdmaNics(std::string* how) {
 
 }  // namespace
 
+FabricSources FabricSourcesOf(const Settings& s) {
+  FabricSources f;
+  f.topo_file = s.topo_file;
+  f.topology_conf = s.topology_conf;
+  f.nics = static_cast<int>(std::min<int64_t>(s.nics, 1024));
+  f.uplink_percent = static_cast<int>(std::min<int64_t>(s.rack_uplink_percent, 100));
+  return f;
+}
+
 Status ReadFabric(const FabricSources& sources, Fabric* out) {
   Fabric f;
   if (!sources.topo_file.empty()) {

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "base/settings.h"
 #include "base/status.h"
 #include "topology/layout.h"
 
@@ -77,6 +78,9 @@ struct FabricSources {
   int uplink_percent = 0;      // TESSERA_RACK_UPLINK_PERCENT
   bool infer = true;           // detect the NICs with hwloc where nothing says them
 };
+
+// The sources a rank's settings name (the four rows above, out-of-range counts clamped).
+FabricSources FabricSourcesOf(const Settings& settings);
 
 // The fabric a rank reads: the layout file's fabric lines, else topology.conf (the
 // setting's path; else, where SLURM_JOB_ID is set, topology.conf in the directory of
