@@ -55,8 +55,12 @@ def run(a):
             cmd += ["--algo", a.algo]
         start = time.time()
         print("#", " ".join(cmd[1:]), file=sys.stderr, flush=True)
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
-        sys.stdout.write(out.stdout)
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
+        except subprocess.TimeoutExpired as e:  # the sizes it finished are in --out
+            sys.stdout.write(e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or ""))
+            print("# %d GPUs: timed out after %d s" % (gpus, a.timeout), flush=True)
+            continue
         if out.returncode != 0:
             sys.stderr.write(out.stderr)
             print("# %d GPUs: simulate failed (status %d)" % (gpus, out.returncode), flush=True)
