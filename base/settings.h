@@ -241,7 +241,19 @@ constexpr const char* kAgreeAll = "all";
   X(int64_t, diagnosis_ms, "TESSERA_DIAGNOSIS_MS", 500, kAgreeNone,                      \
     "When a call fails because of a peer (timeout, peer gone, peer's failure), how long "\
     "this rank asks the others' watch services where they are before naming the "       \
-    "culprit (docs/diagnosis.md). 0: no watch service and no diagnosis.")
+    "culprit (docs/diagnosis.md). 0: no watch service and no diagnosis.")               \
+  X(std::string, topology_conf, "TESSERA_TOPOLOGY_CONF", "", kAgreeNone,                 \
+    "Slurm topology.conf whose leaf switches (SwitchName=... Nodes=...) are the racks "  \
+    "the cost model prices (docs/topology.md#the-fabric), where the layout file says "   \
+    "none. Empty: under Slurm (SLURM_JOB_ID), topology.conf beside $SLURM_CONF or in "   \
+    "/etc/slurm when it exists; none: never read one.")                                \
+  X(int64_t, nics, "TESSERA_NICS", 0, kAgreeNone,                                        \
+    "NICs per host for the cost model (local rank i's flows use NIC i*N/R), where the "   \
+    "layout file says none. 0: the host's InfiniBand/RoCE NICs as hwloc sees them, "     \
+    "else 1. Every rank takes the median of what the ranks say.")                      \
+  X(int64_t, rack_uplink_percent, "TESSERA_RACK_UPLINK_PERCENT", 0, kAgreeNone,          \
+    "A rack's uplinks in percent of the sum of its hosts' links (33 for ABCI's racks), " \
+    "where the layout file says none. 0: 100 (full bisection).")
 // clang-format on
 
 // Each row's default as a compile-time constant (SettingDefaults::ucx_chunk_bytes; text

@@ -88,17 +88,18 @@ std::vector<AlgorithmInfo> Rows() {
   };
 }
 
-// " XxY" of the row's grid on this shape; "" for a schedule on no grid.
-std::string GridDims(const AlgorithmInfo& a, const Shape& s) {
+// " XxY" of the row's grid on this shape for `bytes`; "" for a schedule on no grid.
+std::string GridDims(const AlgorithmInfo& a, const CostModel& m, const Shape& s, size_t bytes) {
   if (a.grid == GridUse::kNone) return "";
-  const bool host = a.grid == GridUse::kHost;
-  return " " + std::to_string(host ? s.per_host : s.torus_x) + "x" + std::to_string(host ? s.hosts : s.torus_y);
+  if (a.grid == GridUse::kHost) return " " + std::to_string(s.per_host) + "x" + std::to_string(s.hosts);
+  const int X = a.collective == OpKind::kAllReduce ? TorusWidthFor(m, s, bytes) : s.torus_x;
+  return " " + std::to_string(X) + "x" + std::to_string(s.p / X);
 }
 
-std::string ForcedText(const AlgorithmInfo& a, const Shape& s) {
+std::string ForcedText(const AlgorithmInfo& a, const CostModel& m, const Shape& s, size_t bytes) {
   if (a.grid == GridUse::kNone) return "forced by TESSERA_ALGO";
   return std::string("forced by TESSERA_ALGO: the ") + (a.grid == GridUse::kHost ? "host" : "torus") + " grid" +
-         GridDims(a, s);
+         GridDims(a, m, s, bytes);
 }
 
 // Every automatic row's prediction (or why it does not apply), and why `chosen` is not
@@ -118,7 +119,7 @@ std::string PredictionsText(OpKind c, const std::string& forced, const CostModel
     }
     char item[32];
     std::snprintf(item, sizeof(item), " %.1f us", a.predict(m, s, bytes) * 1e6);
-    text += a.Label() + GridDims(a, s) + item;
+    text += a.Label() + GridDims(a, m, s, bytes) + item;
   }
   if (chosen.algo != fastest.algo) {
     text += "; " + std::string(chosen.algo->Label()) + " is pipelined and within " +
@@ -213,7 +214,7 @@ Selection SelectAlgorithm(OpKind c, const std::string& forced, const CostModel& 
   if (forced != "auto") {
     const AlgorithmInfo* a = FindAlgorithm(c, forced);
     if (a != nullptr && a->applies(s)) {
-      if (why != nullptr) *why = ForcedText(*a, s);
+      if (why != nullptr) *why = ForcedText(*a, m, s, bytes);
       return Selection{a, a->predict(m, s, bytes)};
     }
   }

@@ -41,7 +41,7 @@ Status ChainBroadcastOver(const CollectiveContext& ctx, const RingGroup& group, 
 // then the buffer streams through the slowest link.
 double PredictChainBroadcast(const CostModel& m, const Shape& s, size_t bytes) {
   if (s.p <= 1) return 0;
-  const LinkCost& slow = SlowestLink(m, s);
+  const LinkCost slow = SlowestLink(m, s);
   return (s.p - 1) * StepSeconds(slow, 0) + static_cast<double>(bytes) * slow.beta;
 }
 

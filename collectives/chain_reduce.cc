@@ -46,7 +46,7 @@ Status ChainReduceOver(const CollectiveContext& ctx, const RingGroup& group, con
 // As the chain broadcast, each rank reducing the buffer as it streams through.
 double PredictChainReduce(const CostModel& m, const Shape& s, size_t bytes) {
   if (s.p <= 1) return 0;
-  const LinkCost& slow = SlowestLink(m, s);
+  const LinkCost slow = SlowestLink(m, s);
   return (s.p - 1) * StepSeconds(slow, 0) + static_cast<double>(bytes) * (slow.beta + m.gamma);
 }
 

@@ -17,6 +17,9 @@
 namespace tessera {
 
 struct Grid;
+class TorusGrids;
+struct CostModel;
+struct Shape;
 
 // Where an algorithm's own copies and temporary buffers live. Algorithms use host
 // memory (std::memcpy, std::vector) unless the context names a LocalMemory: a
@@ -40,7 +43,11 @@ struct CollectiveContext {
   LinkTable* links = nullptr;
   ExchangeOptions exchange;          // deadline of this call, spinning, abort flag
   const Grid* host_grid = nullptr;   // rows = hosts; null when hosts differ in rank count
-  const Grid* torus_grid = nullptr;  // TESSERA_TORUS, else host_grid
+  const TorusGrids* torus_grids = nullptr;  // TESSERA_TORUS's, else those the model chooses among
+  // The model and shape the call was chosen with (the torus allreduce chooses its grid
+  // by them): the same on every rank.
+  const CostModel* model = nullptr;
+  const Shape* shape = nullptr;
   LocalMemory* local_memory = nullptr;  // null: host memory
   HostBoard* board = nullptr;  // every rank's host board (host-memory calls only), or null
 };

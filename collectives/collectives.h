@@ -25,8 +25,8 @@ Status RingReduceScatter(const CollectiveContext& ctx, const CollectiveArgs& arg
 double PredictRingReduceScatter(const CostModel& m, const Shape& s, size_t bytes);
 
 // The same two collectives along an X x Y grid, a column ring and a row ring
-// (grid_allgather.cc, grid_reduce_scatter.cc): on ctx.host_grid or ctx.torus_grid. Where
-// that grid is missing or has X or Y 1 they run the flat ring; their predictions need
+// (grid_allgather.cc, grid_reduce_scatter.cc): on ctx.host_grid or the default torus
+// grid (TESSERA_TORUS's, else the host grid). Where that grid is missing or has X or Y 1 they run the flat ring; their predictions need
 // X > 1 and Y > 1. The grid's rows are inside hosts when X divides the ranks per host,
 // as for the torus allreduce.
 Status HostGridAllGather(const CollectiveContext& ctx, const CollectiveArgs& args);

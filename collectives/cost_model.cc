@@ -15,7 +15,31 @@
 
 namespace tessera {
 
-const LinkCost& SlowestLink(const CostModel& m, const Shape& s) { return s.hosts > 1 ? m.inter : m.intra; }
+LinkCost AcrossHosts(const CostModel& m, const Shape& s, int flows, double out) {
+  const FabricShape& f = s.fabric;
+  const int nics = std::max(1, f.nics);
+  flows = std::max(1, flows);
+  double beta = m.inter.beta * nics * ((flows + nics - 1) / nics);
+  if (f.hosts_per_rack > 0 && f.uplink_share > 0) beta = std::max(beta, m.inter.beta * flows * out / f.uplink_share);
+  return LinkCost{m.inter.alpha, beta, m.inter.floor};
+}
+
+double ShiftOut(const Shape& s, int k) {
+  const int K = s.fabric.hosts_per_rack;
+  if (K <= 0 || K >= s.hosts || k <= 0) return 0;
+  return std::min(1.0, static_cast<double>(k) / K);
+}
+
+double XorOut(const Shape& s, int k) {
+  const int K = s.fabric.hosts_per_rack;
+  if (K <= 0 || K >= s.hosts || k <= 0) return 0;
+  if (k >= K) return 1;
+  return K % (2 * k) == 0 ? 0 : static_cast<double>(k) / K;
+}
+
+LinkCost SlowestLink(const CostModel& m, const Shape& s) {
+  return s.hosts > 1 ? AcrossHosts(m, s, 1, ShiftOut(s, 1)) : m.intra;
+}
 
 namespace {
 
@@ -60,10 +84,11 @@ int CrossHostRounds(const Shape& s, int rounds) {
 GridLinks GridLinksOf(const CostModel& m, const Shape& s, int X) {
   const bool multi = s.hosts > 1;
   const int R = s.per_host;
+  const bool row_inside = !multi || (R > 0 && R % X == 0);
+  const int hosts_per_row = R > 0 && X > R ? X / R : 1;
   GridLinks g;
-  g.row = multi && (R == 0 || R % X != 0) ? &m.inter : &m.intra;
-  g.col = multi ? &m.inter : &m.intra;
-  g.share = multi && R > 0 ? std::max(1, std::min(X, R)) : 1;
+  g.row = row_inside ? m.intra : AcrossHosts(m, s, 1, ShiftOut(s, 1));
+  g.col = multi ? AcrossHosts(m, s, R > 0 ? std::min(X, R) : 1, ShiftOut(s, hosts_per_row)) : m.intra;
   return g;
 }
 
@@ -71,9 +96,9 @@ GridPhaseSeconds GridPhases(const CostModel& m, const Shape& s, int X, int Y, si
   const GridLinks g = GridLinksOf(m, s, X);
   GridPhaseSeconds t;
   t.block = static_cast<double>(bytes) / s.p;
-  t.col = (Y - 1) * StepSeconds(*g.col, t.block * g.share);
-  t.row = (X - 1) * Y * StepSeconds(*g.row, t.block);
-  t.row_of_one_block = (X - 1) * StepSeconds(*g.row, t.block);
+  t.col = (Y - 1) * StepSeconds(g.col, t.block);
+  t.row = (X - 1) * Y * StepSeconds(g.row, t.block);
+  t.row_of_one_block = (X - 1) * StepSeconds(g.row, t.block);
   return t;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "topology/fabric.h"
 
 namespace tessera {
 
@@ -77,7 +78,10 @@ struct Shape {
   int p = 1;      // ranks
   int hosts = 1;  // H
   int per_host = 0;  // R when every host has R ranks, else 0
-  int torus_x = 0, torus_y = 0;  // the torus grid (0: none)
+  // The torus grid (0: none): TESSERA_TORUS's when torus_forced, else the host grid,
+  // and then the model chooses among the widths of TorusWidths (grid.h) per call.
+  int torus_x = 0, torus_y = 0;
+  bool torus_forced = false;
   // Bytes a host board's round carries when every rank posts on one (all on one host,
   // shared memory: transport/host_board.h); 0: no board.
   size_t board_bytes = 0;
@@ -85,14 +89,34 @@ struct Shape {
   // that share each core then, the ranks on a kernel over its cores (the median over
   // ranks). 0: alpha across did not come from the probe.
   double ranks_per_core = 0;
+  // What lies above the hosts (topology/fabric.h): the model's beta across hosts is a
+  // host's whole link, all its NICs (what the probe's parallel column rings measure);
+  // AcrossHosts prices a flow's share of one NIC and of its rack's uplinks.
+  FabricShape fabric;
 };
 
 // --- Building blocks of the algorithms' formulas ------------------------------------
 // Each algorithm's file predicts its own schedule from these, and its row in the table
 // (algorithms.h) points to that prediction; docs/algorithms.md derives them.
 
-// The link that limits a schedule over all ranks: across hosts when there are several.
-const LinkCost& SlowestLink(const CostModel& m, const Shape& s);
+// The link across hosts for a step in which each host sends `flows` flows (from that
+// many of its local ranks, spread over its NICs as local ranks are) and a fraction `out`
+// of them leave the host's rack: the model's link with beta that of one flow's share of
+// the busier of its NIC and its rack's uplinks,
+//   max(beta x nics x ceil(flows / nics), beta x flows x out / uplink_share),
+// per byte of each flow. With one NIC and no racks it is beta x flows: the host link
+// shared by the flows.
+LinkCost AcrossHosts(const CostModel& m, const Shape& s, int flows, double out);
+// Of the hosts, the fraction whose partner h + k (a ring over hosts, k apart) or
+// h ^ k (k a power of two: a recursive round) lies in another rack: min(1, k / K) for a
+// shift, on racks of K hosts; for a round 0 where 2k divides K (every pair inside a
+// rack), 1 from k >= K, else k / K.
+double ShiftOut(const Shape& s, int k);
+double XorOut(const Shape& s, int k);
+
+// The link that limits a schedule over all ranks in rank order (a ring, a chain):
+// across hosts when there are several, where each host sends one flow, through one NIC.
+LinkCost SlowestLink(const CostModel& m, const Shape& s);
 
 // The link across hosts for a step where one rank per host runs and the host's others
 // wait for it (the leaders' steps of the two-level schedules). The probe measures alpha
@@ -124,12 +148,13 @@ double RingSeconds(int q, double n, const LinkCost& l, double share, double gamm
 int CrossHostRounds(const Shape& s, int rounds);
 
 // The links of an X x (p/X) grid schedule (torus allreduce, grid allgather and
-// reduce-scatter): rows stay inside hosts when X divides the ranks per host; columns
-// cross hosts when there are several, min(X, R) ranks of a host sharing its link.
+// reduce-scatter), per byte of one flow: rows stay inside hosts when X divides the
+// ranks per host, else a row of X = kR ranks spans k hosts, one flow out of each; columns
+// cross hosts when there are several, min(X, R) flows out of each host, to the host
+// X / R further on (AcrossHosts).
 struct GridLinks {
-  const LinkCost* row;
-  const LinkCost* col;
-  double share;
+  LinkCost row;
+  LinkCost col;
 };
 GridLinks GridLinksOf(const CostModel& m, const Shape& s, int X);
 

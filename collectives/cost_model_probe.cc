@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -200,15 +201,41 @@ Status MeasureGamma(double* gamma) {
   return Status::Ok();
 }
 
+// The model's five, the step floor across, the ranks per core, a leaders' call's time,
+// the step floor inside a host; the fabric: NICs, hosts per rack, uplink share, and
+// whether the rank read a description (1) or not (0).
+constexpr int kModelParams = 13;
+constexpr int kFabricFirst = 9;
+
+// Where some rank read a fabric description, every rank's racks and uplinks must be the
+// same: InvalidArgument naming rank 0 and the first rank that differs, and what each
+// has. NIC counts may differ (hwloc sees each host's own): the median is the model's.
+Status CheckFabrics(const std::vector<double>& table, size_t p) {
+  bool described = false;
+  for (size_t r = 0; r < p; ++r) described |= table[r * kModelParams + kFabricFirst + 3] > 0;
+  auto text = [&](size_t r) {
+    const double* f = &table[r * kModelParams + kFabricFirst];
+    char buf[128];
+    std::snprintf(buf, sizeof(buf), "rank %zu: %g NIC(s) a host, racks of %g hosts, uplinks %g%%%s", r, f[0], f[1],
+                  f[2] * 100, f[3] > 0 ? "" : " (nothing read)");
+    return std::string(buf);
+  };
+  for (size_t r = 1; r < p && described; ++r) {
+    for (int k = 1; k < 3; ++k) {
+      if (table[r * kModelParams + kFabricFirst + k] != table[kFabricFirst + k]) {
+        return InvalidArgument("the ranks describe different fabrics (topology/fabric.h): " + text(0) + "; " + text(r));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 // Every rank's parameters, and each one's median over the ranks (the lower middle for
 // an even count: the same on every rank). Gathered as a max-allreduce of a table where
 // each rank fills its own row and leaves the others 0 (none is negative).
 // The median, not the maximum: each rank's figures are the best of five timings of
 // its own pair or ring, and one slow pair, a different one at each creation, would set
 // the maximum, and with it the choice of algorithm.
-// The model's five, the step floor across, the ranks per core, a leaders' call's time,
-// the step floor inside a host.
-constexpr int kModelParams = 9;
 Status AgreeOnMedians(const CollectiveContext& ctx, const double (&mine)[kModelParams], double (&agreed)[kModelParams]) {
   Reducer max;
   TESSERA_RETURN_IF_ERROR(GetReducer(DataType::kFloat64, RedOp::kMax, &max));
@@ -218,6 +245,7 @@ Status AgreeOnMedians(const CollectiveContext& ctx, const double (&mine)[kModelP
   char* bytes = reinterpret_cast<char*>(table.data());
   TESSERA_RETURN_IF_ERROR(
       RunRing(ctx, WholeRing(ctx), bytes, bytes, table.size(), 8, &max, kRingReduceScatter | kRingAllGather));
+  TESSERA_RETURN_IF_ERROR(CheckFabrics(table, p));
   std::vector<double> column(p);
   for (int k = 0; k < kModelParams; ++k) {
     for (size_t r = 0; r < p; ++r) column[r] = table[r * kModelParams + k];
@@ -308,12 +336,17 @@ Status MeasureColumns(const CollectiveContext& ctx, const RingGroup& row, bool k
 
 // Every rank's parameters, agreed (AgreeOnMedians) and put into the model and shape.
 Status Agree(const CollectiveContext& ctx, const ProbePlan& plan, double ranks_per_core, double leaders_call,
-             CostModel* model, Shape* shape) {
+             bool fabric_described, CostModel* model, Shape* shape) {
   CostModel& m = *model;
+  const FabricShape& f = shape->fabric;
   const double mine[kModelParams] = {m.intra.alpha, m.intra.beta, m.inter.alpha, m.inter.beta, m.gamma,
-                                     m.inter.floor, ranks_per_core, leaders_call, m.intra.floor};
+                                     m.inter.floor, ranks_per_core, leaders_call, m.intra.floor,
+                                     static_cast<double>(f.nics), static_cast<double>(f.hosts_per_rack),
+                                     f.uplink_share, fabric_described ? 1.0 : 0.0};
   double agreed[kModelParams];
   TESSERA_RETURN_IF_ERROR(AgreeOnMedians(ctx, mine, agreed));
+  shape->fabric = FabricShape{static_cast<int>(agreed[kFabricFirst]), static_cast<int>(agreed[kFabricFirst + 1]),
+                              agreed[kFabricFirst + 2]};
   m.intra = LinkCost{agreed[0], agreed[1], agreed[8]};
   m.inter = LinkCost{agreed[2], agreed[3], agreed[5]};
   m.gamma = agreed[4];
@@ -328,7 +361,8 @@ Status Agree(const CollectiveContext& ctx, const ProbePlan& plan, double ranks_p
 Status ProbeCostModel(const CollectiveContext& ctx, const ProbeOptions& options, CostModel* model, Shape* shape,
                       bool* agreed) {
   const ProbePlan plan = PlanOf(ctx, options);
-  *agreed = plan.rows || plan.columns || options.tuning_file;
+  // Across hosts the fabric is always agreed: what a rank reads of it may differ.
+  *agreed = plan.rows || plan.columns || options.tuning_file || shape->hosts > 1;
   if (!*agreed) return Status::Ok();
   const Grid* hosts = ctx.host_grid;  // both measurements need it
   const RingGroup row = hosts ? RingGroup{hosts->rows[hosts->y[ctx.rank]], hosts->x[ctx.rank]} : RingGroup{};
@@ -340,7 +374,7 @@ Status ProbeCostModel(const CollectiveContext& ctx, const ProbeOptions& options,
   }
   if (plan.columns) TESSERA_RETURN_IF_ERROR(MeasureColumns(ctx, row, kernel_crowded, model, *shape, &leaders_call));
   if (plan.rows || plan.columns) TESSERA_RETURN_IF_ERROR(MeasureGamma(&model->gamma));
-  return Agree(ctx, plan, options.ranks_per_core, leaders_call, model, shape);
+  return Agree(ctx, plan, options.ranks_per_core, leaders_call, options.fabric_described, model, shape);
 }
 
 }  // namespace tessera

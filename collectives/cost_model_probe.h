@@ -24,6 +24,10 @@ struct ProbeOptions {
   bool tuning_file = false;
   double ranks_per_core = 1;  // this rank's kernel's ranks over its cores
   int host_cores = 1;         // the host's online cores
+  // This rank read a fabric description (topology/fabric.h: a layout file's fabric
+  // lines, a topology.conf, the settings, NICs seen by hwloc): racks or uplinks that
+  // differ between ranks where any rank read one fail creation.
+  bool fabric_described = false;
 };
 
 // Measures alpha and beta of the host grid's rows (inside a host) and columns (across
@@ -34,7 +38,10 @@ struct ProbeOptions {
 // include what the real schedules meet: links shared by a host's ranks, and processes
 // waiting for a core. Updates *model, and shape->ranks_per_core where columns were
 // measured; *agreed says whether anything was measured or read (else every rank holds
-// what it had: the built-in defaults).
+// what it had: the built-in defaults; across hosts something is always agreed). The
+// shape's fabric (NICs, hosts per rack, uplink share) is agreed with the rest, each the
+// median over the ranks; where any rank read a description and the ranks' racks or
+// uplinks differ, InvalidArgument names two ranks and what each has.
 Status ProbeCostModel(const CollectiveContext& ctx, const ProbeOptions& options, CostModel* model, Shape* shape,
                       bool* agreed);
 

@@ -287,11 +287,66 @@ TEST(CostModel, TheTorusRunsItsRowsUnderItsColumns) {
   const double column = 6 * StepSeconds(m.inter, n / 8 * 2);  // 2(Y-1) steps, 2 flows a link
   const double piece = StepSeconds(m.intra, n / 2 / 4);       // a row step in Y pieces
   const double gamma = 3.0 / 4 * n / 2 * m.gamma;  // the column's sums (the row's run beside)
+  const double hierarchical = PredictSeconds(OpKind::kAllReduce, "hierarchical", m, s, n);
+  EXPECT_NEAR(hierarchical, column + 2 * piece + gamma, 1e-9);
+  EXPECT_LT(hierarchical, column + 2 * StepSeconds(m.intra, n / 2) * 0.9);  // below the phases in line
+  EXPECT_EQ(hierarchical, PredictGridAllReduce(m, s, 2, 4, n));  // the torus schedule on the host grid
+  // The torus is the same schedule on the grid the model predicts fastest, the host
+  // grid among them.
   const double torus = PredictSeconds(OpKind::kAllReduce, "torus", m, s, n);
-  EXPECT_NEAR(torus, column + 2 * piece + gamma, 1e-9);
-  EXPECT_LT(torus, column + 2 * StepSeconds(m.intra, n / 2) * 0.9);  // below the phases in line
-  EXPECT_EQ(torus, PredictSeconds(OpKind::kAllReduce, "hierarchical", m, s, n));  // one schedule
+  const int X = TorusWidthFor(m, s, n);
+  EXPECT_LE(torus, hierarchical);
+  EXPECT_EQ(torus, PredictGridAllReduce(m, s, X, 8 / X, n));
   EXPECT_LT(torus, PredictSeconds(OpKind::kAllReduce, "ring", m, s, n));
+}
+
+// The torus grid's width, chosen by the model where TESSERA_TORUS does not force it: rows
+// of whole hosts (X = kR, k dividing H). On ABCI's figures (4 GPUs and 2 NICs a node,
+// racks of 34 nodes with a third of their links up) with ResNet-50's gradient: the node
+// grid on a few nodes, where the columns are short; rows of several nodes on 544 nodes,
+// whose node-grid columns would take 2 x 543 steps. Forced, the width is TESSERA_TORUS's.
+TEST(CostModel, TheModelChoosesTheTorusGridsWidth) {
+  CostModel m;
+  m.intra = LinkCost{7e-6, 1 / 45e9};
+  m.inter = LinkCost{6.6e-6, 1 / 23.6e9};
+  m.gamma = 1 / 250e9;
+  const size_t n = 51114064;
+  Shape s = HostsOf(16, 4);
+  s.fabric = FabricShape{2, 34, 0.37};
+  EXPECT_EQ(TorusWidthFor(m, s, n), 4);
+  s = HostsOf(544, 4);
+  s.fabric = FabricShape{2, 34, 0.37};
+  const int X = TorusWidthFor(m, s, n);
+  EXPECT_GT(X, 4);
+  EXPECT_EQ(544 * 4 % X, 0);
+  EXPECT_EQ(X % 4, 0);
+  EXPECT_LT(PredictSeconds(OpKind::kAllReduce, "torus", m, s, n), 0.8 * PredictGridAllReduce(m, s, 4, 544, n));
+  s.torus_forced = true;
+  s.torus_x = 32;
+  s.torus_y = 68;
+  EXPECT_EQ(TorusWidthFor(m, s, n), 32);
+}
+
+// What lies above the hosts: a flow uses one of its host's NICs, flows on one NIC share
+// it, and flows that leave a rack share its uplinks.
+TEST(CostModel, AcrossHostsPricesTheBusiestNicAndUplink) {
+  CostModel m;
+  m.inter = LinkCost{5e-6, 1 / 20e9};  // a host's whole link: 2 NICs of 10 GB/s
+  Shape s = HostsOf(64, 4);
+  EXPECT_DOUBLE_EQ(AcrossHosts(m, s, 4, 0).beta, 4 / 20e9);  // no fabric known: the host link shared
+  s.fabric = FabricShape{2, 0, 1};
+  EXPECT_DOUBLE_EQ(AcrossHosts(m, s, 1, 0).beta, 1 / 10e9);  // one flow: one NIC
+  EXPECT_DOUBLE_EQ(AcrossHosts(m, s, 4, 0).beta, 2 / 10e9);  // four flows: two a NIC
+  s.fabric = FabricShape{2, 16, 0.25};  // racks of 16 hosts, a quarter of their links up
+  EXPECT_DOUBLE_EQ(AcrossHosts(m, s, 4, 0.5).beta, 4 * 0.5 / 0.25 / 20e9);  // half the flows leave
+  EXPECT_DOUBLE_EQ(AcrossHosts(m, s, 4, 0.1).beta, 2 / 10e9);               // the NIC is busier
+  EXPECT_DOUBLE_EQ(ShiftOut(s, 1), 1.0 / 16);
+  EXPECT_DOUBLE_EQ(ShiftOut(s, 32), 1);
+  EXPECT_DOUBLE_EQ(XorOut(s, 8), 0);  // pairs 8 apart share racks of 16
+  EXPECT_DOUBLE_EQ(XorOut(s, 16), 1);
+  s.fabric.hosts_per_rack = 34;
+  EXPECT_DOUBLE_EQ(XorOut(s, 1), 0);
+  EXPECT_DOUBLE_EQ(XorOut(s, 4), 4.0 / 34);
 }
 
 // 4x2 at 128 KiB: the torus's blocks are 16 KiB, too short for its pipelining to pay,
@@ -627,6 +682,33 @@ TEST(AlgorithmTable, TesseraAlgoNamesAreTheAllReduceRows) {
   EXPECT_EQ(s.message(),
             "TESSERA_ALGO='grid' is not one of: auto, ring, board, recursive_doubling, rabenseifner, torus, "
             "hierarchical, hierarchical_leader, hierarchical_doubling");
+}
+
+// Rows of k whole hosts: the same grid as rank order gives under block placement, and
+// under any other the hosts' ranks still share rows; only widths whose rows divide the
+// hosts, and only the forced grid where TESSERA_TORUS sets one.
+TEST(Grid, RowsOfWholeHosts) {
+  Grid hosts, wide, plain;
+  ASSERT_TRUE(GridFromHosts({0, 0, 1, 1, 2, 2, 3, 3}, &hosts).ok());
+  ASSERT_TRUE(GridOfHostRows(hosts, 2, &wide).ok());
+  ASSERT_TRUE(MakeGrid(8, 4, 2, &plain).ok());
+  EXPECT_EQ(wide.rows, plain.rows);
+  EXPECT_EQ(wide.cols, plain.cols);
+  EXPECT_EQ(GridOfHostRows(hosts, 3, &wide).code(), Code::kInvalidArgument);
+  ASSERT_TRUE(GridFromHosts({0, 1, 2, 3, 0, 1, 2, 3}, &hosts).ok());  // round-robin
+  ASSERT_TRUE(GridOfHostRows(hosts, 2, &wide).ok());
+  EXPECT_EQ(wide.rows[0], (std::vector<int>{0, 4, 1, 5}));
+  EXPECT_EQ(wide.cols[2], (std::vector<int>{1, 3}));
+  LayoutGrids g;
+  ASSERT_TRUE(MakeLayoutGrids({0, 0, 1, 1, 2, 2, 3, 3}, "", FabricShape(), &g).ok());
+  EXPECT_EQ(TorusWidths(g.shape), (std::vector<int>{2, 4}));
+  EXPECT_EQ(g.torus->OfWidth(4)->rows, plain.rows);
+  EXPECT_EQ(g.torus->OfWidth(4), g.torus->OfWidth(4));  // built once
+  EXPECT_EQ(g.torus->OfWidth(3), nullptr);
+  ASSERT_TRUE(MakeLayoutGrids({0, 0, 1, 1, 2, 2, 3, 3}, "8x1", FabricShape(), &g).ok());
+  EXPECT_TRUE(g.shape.torus_forced);
+  EXPECT_EQ(g.torus->OfWidth(4), nullptr);
+  EXPECT_EQ(g.torus->OfWidth(8), g.torus->Default());
 }
 
 TEST(Grid, FromHostsAndForced) {

@@ -29,7 +29,7 @@ Status DirectGather(const CollectiveContext& ctx, const CollectiveArgs& args) {
 
 // The root's link takes the p - 1 other blocks, one message each.
 double PredictDirectGather(const CostModel& m, const Shape& s, size_t bytes) {
-  const LinkCost& slow = SlowestLink(m, s);
+  const LinkCost slow = SlowestLink(m, s);
   return (s.p - 1) * StepSeconds(slow, static_cast<double>(bytes) / s.p);
 }
 

@@ -107,7 +107,7 @@ Status HostGridAllGather(const CollectiveContext& ctx, const CollectiveArgs& arg
   return OnGrid(ctx, args, ctx.host_grid);
 }
 Status TorusGridAllGather(const CollectiveContext& ctx, const CollectiveArgs& args) {
-  return OnGrid(ctx, args, ctx.torus_grid);
+  return OnGrid(ctx, args, ctx.torus_grids != nullptr ? ctx.torus_grids->Default() : nullptr);
 }
 double PredictHostGridAllGather(const CostModel& m, const Shape& s, size_t bytes) {
   return PredictGridAllGather(m, s, s.per_host, s.hosts, bytes);

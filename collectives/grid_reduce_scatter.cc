@@ -105,7 +105,7 @@ Status HostGridReduceScatter(const CollectiveContext& ctx, const CollectiveArgs&
   return OnGrid(ctx, args, ctx.host_grid);
 }
 Status TorusGridReduceScatter(const CollectiveContext& ctx, const CollectiveArgs& args) {
-  return OnGrid(ctx, args, ctx.torus_grid);
+  return OnGrid(ctx, args, ctx.torus_grids != nullptr ? ctx.torus_grids->Default() : nullptr);
 }
 double PredictHostGridReduceScatter(const CostModel& m, const Shape& s, size_t bytes) {
   return PredictGridReduceScatter(m, s, s.per_host, s.hosts, bytes);

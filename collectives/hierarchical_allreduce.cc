@@ -88,6 +88,7 @@ double HostChainsSeconds(const CostModel& m, int R, double n) {
 double PredictHierarchicalLeaderAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
   const double n = static_cast<double>(bytes);
   LinkCost leaders = LeadersLink(m, s);
+  leaders.beta = SlowestLink(m, s).beta;  // one flow out of each host, through one NIC
   if (m.leaders_alpha > 0) leaders.floor = std::max(leaders.floor, StepSeconds(leaders, kLeadersStepBytes));
   return HostChainsSeconds(m, s.per_host, n) + RingSeconds(s.hosts, n, leaders, 1.0, m.gamma, true);
 }
@@ -103,7 +104,7 @@ double LeadersAlphaOf(const CostModel& m, const Shape& s, size_t bytes, double s
   const double n = static_cast<double>(bytes);
   const int H = s.hosts;
   if (H < 2) return 0;
-  const LinkCost transfers_only{0, m.inter.beta};
+  const LinkCost transfers_only{0, SlowestLink(m, s).beta};
   const double rest = HostChainsSeconds(m, s.per_host, n) + RingSeconds(H, n, transfers_only, 1.0, m.gamma, true);
   return std::max(kLeastLeadersAlpha, (seconds - rest) / (2.0 * (H - 1)));
 }
@@ -121,9 +122,13 @@ double PredictHierarchicalDoublingAllReduce(const CostModel& m, const Shape& s, 
   const int rounds = Log2Floor(s.hosts);
   LinkCost across = LeadersLink(m, s);
   across.alpha = std::min(across.alpha, StepSeconds(ScaledLeadersLink(m, s), 0));
-  const double step = StepSeconds(across, n);
-  return HostChainsSeconds(m, s.per_host, n) + rounds * (step + n * m.gamma) +
-         (s.hosts != (1 << rounds) ? 2 * step : 0);
+  double t = HostChainsSeconds(m, s.per_host, n);
+  for (int k = 0; k < rounds; ++k) {  // one flow out of each host, to the host 2^k away
+    across.beta = AcrossHosts(m, s, 1, XorOut(s, 1 << k)).beta;
+    t += StepSeconds(across, n) + n * m.gamma;
+  }
+  across.beta = SlowestLink(m, s).beta;
+  return t + (s.hosts != (1 << rounds) ? 2 * StepSeconds(across, n) : 0);
 }
 
 }  // namespace tessera

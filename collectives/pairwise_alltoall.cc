@@ -28,7 +28,7 @@ Status PairwiseAlltoAll(const CollectiveContext& ctx, const CollectiveArgs& args
 
 // p - 1 blocks out of every rank through its slowest link, one message each.
 double PredictPairwiseAlltoAll(const CostModel& m, const Shape& s, size_t bytes) {
-  const LinkCost& slow = SlowestLink(m, s);
+  const LinkCost slow = SlowestLink(m, s);
   return (s.p - 1) * StepSeconds(slow, static_cast<double>(bytes) / s.p);
 }
 

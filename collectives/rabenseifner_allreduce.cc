@@ -7,10 +7,12 @@
 // in two halves; each sends the half the other keeps and reduces the half it keeps with
 // what arrives. After lg p rounds each rank holds a 1/p region fully reduced.
 // Allgather: the same pairs in reverse order swap their regions until everyone holds
-// everything. The rounds whose partners share a host go first (HalvingOrder), so the
-// halves that cross hosts are the small ones: on 4 hosts x 2 ranks a rank sends 3/8 of
+// everything. The nearest partners go first (HalvingOrder): those that share a host,
+// then the hosts nearest in order, so the halves that cross hosts are the small ones
+// and the largest of those stay inside racks: on 4 hosts x 2 ranks a rank sends 3/8 of
 // the buffer across hosts per phase, where the classic order (largest distance first)
-// sends 3/4. Non-power-of-two rank counts fold the first
+// sends 3/4; on ABCI's racks of 34 hosts the largest half that leaves a rack is 1/64 of
+// the buffer per GPU, not 1/8. Non-power-of-two rank counts fold the first
 // 2*rem ranks in pairs before and unfold after, as recursive_doubling_allreduce.cc.
 #include <vector>
 
@@ -87,20 +89,23 @@ Status RabenseifnerAllReduce(const CollectiveContext& ctx, const CollectiveArgs&
   return Status::Ok();
 }
 
-// Halving: the largest halves stay inside hosts (the rounds that cross hosts come last);
-// a rank count that is not a power of two adds a whole-buffer fold in and out.
+// Halving, nearest first: the rounds inside hosts, then across hosts at host distance
+// 1, 2, 4, ...: every local rank's flow at once (R flows out of each host), the part
+// that leaves racks growing with the distance (XorOut) as the halves shrink. A rank
+// count that is not a power of two adds a whole-buffer fold in and out between
+// neighbouring ranks (inside a host when hosts hold an even number).
 double PredictRabenseifnerAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
   const int R = s.per_host, rounds = Log2Floor(s.p), cross = CrossHostRounds(s, rounds);
   const double n = static_cast<double>(bytes);
   double t = 0, part = n;
   for (int k = 0; k < rounds; ++k) {
     part /= 2;
-    const bool inter = k >= rounds - cross;
-    const LinkCost& l = inter ? m.inter : m.intra;
-    t += 2 * StepSeconds(l, part * (inter && R > 0 ? R : 1)) + part * m.gamma;
+    const int distance = k - (rounds - cross);  // lg of the hosts between partners, when >= 0
+    const LinkCost l = distance >= 0 ? AcrossHosts(m, s, R > 0 ? R : 1, XorOut(s, 1 << distance)) : m.intra;
+    t += 2 * StepSeconds(l, part) + part * m.gamma;
   }
-  const LinkCost& slow = SlowestLink(m, s);
-  return t + (s.p != (1 << rounds) ? 2 * StepSeconds(slow, n) : 0);
+  const LinkCost fold = R > 0 && R % 2 == 0 ? m.intra : SlowestLink(m, s);
+  return t + (s.p != (1 << rounds) ? 2 * StepSeconds(fold, n) : 0);
 }
 
 }  // namespace tessera

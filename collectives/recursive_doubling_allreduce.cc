@@ -92,12 +92,12 @@ double PredictRecursiveDoublingAllReduce(const CostModel& m, const Shape& s, siz
   const int R = s.per_host, rounds = Log2Floor(s.p), cross = CrossHostRounds(s, rounds);
   double t = 0;
   for (int k = 0; k < rounds; ++k) {
-    const bool inter = k >= rounds - cross;
-    const LinkCost& l = inter ? m.inter : m.intra;
-    t += StepSeconds(l, n * (inter && R > 0 ? R : 1)) + n * m.gamma;
+    const int distance = k - (rounds - cross);  // lg of the hosts between partners, when >= 0
+    const LinkCost l = distance >= 0 ? AcrossHosts(m, s, R > 0 ? R : 1, XorOut(s, 1 << distance)) : m.intra;
+    t += StepSeconds(l, n) + n * m.gamma;
   }
-  const LinkCost& slow = SlowestLink(m, s);
-  return t + (s.p != (1 << rounds) ? 2 * StepSeconds(slow, n) : 0);
+  const LinkCost fold = R > 0 && R % 2 == 0 ? m.intra : SlowestLink(m, s);
+  return t + (s.p != (1 << rounds) ? 2 * StepSeconds(fold, n) : 0);
 }
 
 }  // namespace tessera

@@ -41,17 +41,21 @@ inline int RecursiveDoublingPartner(const RecursiveDoublingPlan& plan, int round
   return RecursiveDoublingRealRank(plan, plan.new_rank ^ (1 << round));
 }
 
-// The order in which recursive halving visits the rounds (bits of new_rank): rounds
-// whose partners share a host first, so that the large halves stay inside hosts and
-// only the small ones cross the network. host_of_rank[real rank] names each rank's
-// host; null (hosts unknown) or a tie keeps the classic order, the largest distance
-// first. The result depends only on (plan.pof2, plan.rem, host_of_rank), so every rank
+// The order in which recursive halving visits the rounds (bits of new_rank): nearest
+// partners first, so that the large halves stay inside hosts, then inside racks, and
+// only the small ones travel far. Rounds whose partners share a host come first; the
+// others by the mean distance between the partners' hosts (hosts are numbered in rank
+// order, and a fabric's racks are runs of consecutive hosts, topology/fabric.h), the
+// nearest first; a tie keeps the classic order, the largest distance first.
+// host_of_rank[real rank] names each rank's host; null (hosts unknown) keeps the classic
+// order. The result depends only on (plan.pof2, plan.rem, host_of_rank), so every rank
 // computes the same order. The allgather that undoes the halving runs it backwards.
 inline std::vector<int> HalvingOrder(const RecursiveDoublingPlan& plan, const std::vector<int>* host_of_rank) {
   int bits = 0;
   while ((1 << bits) < plan.pof2) ++bits;
   std::vector<int> order;
-  std::vector<int> same_host(bits, 0);  // pairs along each bit that share a host
+  std::vector<int> same_host(bits, 0);        // pairs along each bit that share a host
+  std::vector<double> host_distance(bits, 0);  // summed over the pairs along each bit
   for (int b = bits - 1; b >= 0; --b) {
     order.push_back(b);
     if (host_of_rank == nullptr) continue;
@@ -60,10 +64,15 @@ inline std::vector<int> HalvingOrder(const RecursiveDoublingPlan& plan, const st
       if (i > j) continue;
       const int ri = i < plan.rem ? i * 2 + 1 : i + plan.rem;
       const int rj = j < plan.rem ? j * 2 + 1 : j + plan.rem;
-      if ((*host_of_rank)[ri] == (*host_of_rank)[rj]) ++same_host[b];
+      const int hi = (*host_of_rank)[ri], hj = (*host_of_rank)[rj];
+      if (hi == hj) ++same_host[b];
+      host_distance[b] += hi > hj ? hi - hj : hj - hi;
     }
   }
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return same_host[a] > same_host[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    if (same_host[a] != same_host[b]) return same_host[a] > same_host[b];
+    return host_distance[a] < host_distance[b];
+  });
   return order;
 }
 

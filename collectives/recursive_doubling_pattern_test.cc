@@ -44,15 +44,22 @@ TEST(RecursiveDoublingPattern, EveryRankEndsWithEveryContributionOnce) {
   }
 }
 
-TEST(RecursiveDoublingPattern, HalvingOrderKeepsLargeHalvesInsideHosts) {
+TEST(RecursiveDoublingPattern, HalvingOrderVisitsTheNearestPartnersFirst) {
   // Hosts unknown: the classic order, largest distance first.
   EXPECT_EQ(HalvingOrder(PlanRecursiveDoubling(0, 8), nullptr), (std::vector<int>{2, 1, 0}));
-  // 4 hosts x 2 ranks, block placement: the partner at distance 1 shares the host.
+  // 4 hosts x 2 ranks, block placement: the partner at distance 1 shares the host, then
+  // the next host, then the host two away.
   const std::vector<int> block = {0, 0, 1, 1, 2, 2, 3, 3};
-  EXPECT_EQ(HalvingOrder(PlanRecursiveDoubling(5, 8), &block), (std::vector<int>{0, 2, 1}));
-  // Round-robin placement: the partner at distance 4 shares the host.
+  EXPECT_EQ(HalvingOrder(PlanRecursiveDoubling(5, 8), &block), (std::vector<int>{0, 1, 2}));
+  // 16 hosts of one rank: nearest first, so the halves of 1/2 and 1/4 of the buffer
+  // stay among neighbouring hosts (inside a rack of them).
+  std::vector<int> sixteen(16);
+  for (int r = 0; r < 16; ++r) sixteen[r] = r;
+  EXPECT_EQ(HalvingOrder(PlanRecursiveDoubling(3, 16), &sixteen), (std::vector<int>{0, 1, 2, 3}));
+  // Round-robin placement: the partner at distance 4 shares the host; then the
+  // neighbouring host (distance 1), then the host two away.
   const std::vector<int> round_robin = {0, 1, 2, 3, 0, 1, 2, 3};
-  EXPECT_EQ(HalvingOrder(PlanRecursiveDoubling(5, 8), &round_robin), (std::vector<int>{2, 1, 0}));
+  EXPECT_EQ(HalvingOrder(PlanRecursiveDoubling(5, 8), &round_robin), (std::vector<int>{2, 0, 1}));
   // 2 hosts x 4 ranks: two bits inside hosts, kept in the classic order among themselves.
   const std::vector<int> two_hosts = {0, 0, 0, 0, 1, 1, 1, 1};
   EXPECT_EQ(HalvingOrder(PlanRecursiveDoubling(0, 8), &two_hosts), (std::vector<int>{1, 0, 2}));
@@ -62,7 +69,7 @@ TEST(RecursiveDoublingPattern, HalvingOrderKeepsLargeHalvesInsideHosts) {
   EXPECT_EQ(HalvingOrder(PlanRecursiveDoubling(4, 6), &six), (std::vector<int>{0, 1}));
   // Every rank computes the same order.
   for (int r = 0; r < 8; ++r) {
-    EXPECT_EQ(HalvingOrder(PlanRecursiveDoubling(r, 8), &block), (std::vector<int>{0, 2, 1}));
+    EXPECT_EQ(HalvingOrder(PlanRecursiveDoubling(r, 8), &block), (std::vector<int>{0, 1, 2}));
   }
 }
 

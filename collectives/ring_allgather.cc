@@ -37,7 +37,7 @@ Status RingAllGather(const CollectiveContext& ctx, const CollectiveArgs& args) {
 // p - 1 steps of one block, each limited by the slowest link the ring crosses.
 double PredictRingAllGather(const CostModel& m, const Shape& s, size_t bytes) {
   if (s.p <= 1) return 0;
-  const LinkCost& slow = SlowestLink(m, s);
+  const LinkCost slow = SlowestLink(m, s);
   const double block = static_cast<double>(bytes) / s.p;
   return (s.p - 1) * StepSeconds(slow, block);
 }

@@ -48,7 +48,7 @@ Status RingReduceScatter(const CollectiveContext& ctx, const CollectiveArgs& arg
 // blocks reduced.
 double PredictRingReduceScatter(const CostModel& m, const Shape& s, size_t bytes) {
   if (s.p <= 1) return 0;
-  const LinkCost& slow = SlowestLink(m, s);
+  const LinkCost slow = SlowestLink(m, s);
   const double block = static_cast<double>(bytes) / s.p;
   return (s.p - 1) * StepSeconds(slow, block) + (s.p - 1) * block * m.gamma;
 }

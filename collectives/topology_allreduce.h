@@ -11,7 +11,7 @@ namespace tessera {
 
 // The 2D-torus schedule on `grid` (torus_allreduce.cc).
 Status GridAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args, const Grid& grid);
-Status TorusAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);                // ctx.torus_grid
+Status TorusAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);                // ctx.torus_grids
 Status HierarchicalAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);         // ctx.host_grid
 Status HierarchicalLeaderAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args);   // ctx.host_grid
 Status HierarchicalDoublingAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args); // ctx.host_grid
@@ -20,6 +20,11 @@ Status RabenseifnerAllReduce(const CollectiveContext& ctx, const CollectiveArgs&
 // The prediction of GridAllReduce on an X x Y grid of the shape's ranks (rows inside
 // hosts where X divides the ranks per host, GridLinksOf).
 double PredictGridAllReduce(const CostModel& m, const Shape& s, int X, int Y, size_t bytes);
+// The width of the torus grid a call of `bytes` runs on: TESSERA_TORUS's when it forces
+// one, else the width of TorusWidths (and the host grid's) whose grid the model predicts
+// fastest (the first of equals): a row of one host where the buffer is large and hosts
+// few, wider rows where the columns' steps would cost more than the rows' volume.
+int TorusWidthFor(const CostModel& m, const Shape& s, size_t bytes);
 // Their predictions (cost_model.h), each in the algorithm's file. Torus: where the shape
 // has a torus grid; the hierarchical three: on several hosts of equal rank counts.
 double PredictTorusAllReduce(const CostModel& m, const Shape& s, size_t bytes);

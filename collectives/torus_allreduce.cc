@@ -107,9 +107,9 @@ class StreamedGrid {
   // Row ring reduce-scatter, every step in the runs of rs_; run_received_[u]: the last
   // step's receive of run u (into the block this rank owns).
   void RowReduceScatter() {
-    for (int s = 0; s < X_ - 1; ++s) {
-      const int out = RingReduceScatterSendBlock(x_, X_, s), in = RingReduceScatterRecvBlock(x_, X_, s);
-      for (size_t u = 0; u < rs_.size(); ++u) {
+    for (size_t u = 0; u < rs_.size(); ++u) {
+      for (int s = 0; s < X_ - 1; ++s) {
+        const int out = RingReduceScatterSendBlock(x_, X_, s), in = RingReduceScatterRecvBlock(x_, X_, s);
         const Block o = bytes_.Piece(out, rs_[u]), i = bytes_.Piece(in, rs_[u]);
         Add(s == 0 ? Transfer::Send(row_right_, send_ + o.offset, o.count)
                    : Transfer::SendAfter(row_right_, recv_ + o.offset, o.count, run_received_[u]));
@@ -159,9 +159,9 @@ class StreamedGrid {
   // once the column has made its low sub-block final (the last of the run to be).
   void RowAllGather() {
     std::vector<int> received(ag_.size(), -1);
-    for (int s = 0; s < X_ - 1; ++s) {
-      const int out = RingAllGatherSendBlock(x_, X_, s), in = RingAllGatherRecvBlock(x_, X_, s);
-      for (size_t u = 0; u < ag_.size(); ++u) {
+    for (size_t u = 0; u < ag_.size(); ++u) {
+      for (int s = 0; s < X_ - 1; ++s) {
+        const int out = RingAllGatherSendBlock(x_, X_, s), in = RingAllGatherRecvBlock(x_, X_, s);
         const Block o = bytes_.Piece(out, ag_[u]), i = bytes_.Piece(in, ag_[u]);
         const int gate = s == 0 ? final_[static_cast<size_t>(ag_[u].low)] : received[u];
         Add(Transfer::SendAfter(row_right_, recv_ + o.offset, o.count, gate));
@@ -203,8 +203,14 @@ Status GridAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args, c
 }
 
 Status TorusAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args) {
-  if (ctx.torus_grid == nullptr) return InternalError("2D torus: no grid");
-  return GridAllReduce(ctx, args, *ctx.torus_grid);
+  if (ctx.torus_grids == nullptr || ctx.torus_grids->Default() == nullptr) return InternalError("2D torus: no grid");
+  const Grid* grid = ctx.torus_grids->Default();
+  if (ctx.model != nullptr && ctx.shape != nullptr) {
+    const int X = TorusWidthFor(*ctx.model, *ctx.shape, args.count * args.elem_size);
+    grid = ctx.torus_grids->OfWidth(X);
+    if (grid == nullptr) return InternalError("2D torus: no grid of width " + std::to_string(X));
+  }
+  return GridAllReduce(ctx, args, *grid);
 }
 
 // The row's reduce-scatter beside the column's, then the row's allgather beside the
@@ -213,17 +219,32 @@ Status TorusAllReduce(const CollectiveContext& ctx, const CollectiveArgs& args) 
 double PredictGridAllReduce(const CostModel& m, const Shape& s, int X, int Y, size_t bytes) {
   const double n = static_cast<double>(bytes);
   const GridLinks g = GridLinksOf(m, s, X);
-  if (X == 1 || Y == 1) return RingSeconds(X * Y, n, X == 1 ? *g.col : *g.row, X == 1 ? g.share : 1, m.gamma, true);
+  if (X == 1 || Y == 1) return RingSeconds(X * Y, n, X == 1 ? g.col : g.row, 1, m.gamma, true);
   const int most = RunLength(Y), pieces = (Y + most - 1) / most;
-  const double piece_step = StepSeconds(*g.row, n / X / pieces);
+  const double piece_step = StepSeconds(g.row, n / X / pieces);
   const double row = (X - 1) * pieces * piece_step, line = (X - 1) * piece_step;
-  const double col = (Y - 1) * StepSeconds(*g.col, n / X / Y * g.share);
+  const double col = (Y - 1) * StepSeconds(g.col, n / X / Y);
   const double row_reduce = (X - 1.0) / X * n * m.gamma, col_reduce = (Y - 1.0) / Y * n / X * m.gamma;
   return std::max(row + row_reduce, line + col + col_reduce) + std::max(row, col + line);
 }
 
+int TorusWidthFor(const CostModel& m, const Shape& s, size_t bytes) {
+  if (s.torus_forced) return s.torus_x;
+  int best = s.torus_x;
+  double least = PredictGridAllReduce(m, s, s.torus_x, s.torus_y, bytes);
+  for (int X : TorusWidths(s)) {
+    const double t = PredictGridAllReduce(m, s, X, s.p / X, bytes);
+    if (t < least) {
+      least = t;
+      best = X;
+    }
+  }
+  return best;
+}
+
 double PredictTorusAllReduce(const CostModel& m, const Shape& s, size_t bytes) {
-  return PredictGridAllReduce(m, s, s.torus_x, s.torus_y, bytes);
+  const int X = TorusWidthFor(m, s, bytes);
+  return PredictGridAllReduce(m, s, X, s.p / X, bytes);
 }
 
 }  // namespace tessera

@@ -10,6 +10,7 @@
 #include "base/hash.h"
 #include "collectives/algorithms.h"
 #include "collectives/cost_model_probe.h"
+#include "topology/fabric.h"
 #include "topology/host_identity.h"
 #include "topology/layout.h"
 
@@ -219,26 +220,35 @@ Status Communicator::FailRendezvous(const Status& cause) {
   return cause;
 }
 
-// Hosts numbered by first appearance; grids and the cost model's shape from them.
+// Hosts numbered by first appearance; grids and the cost model's shape from them, with
+// the fabric the rank reads (agreed with the model's parameters by the probe).
 // `ranks_per_core`: this rank's kernel's ranks over its cores.
 Status Communicator::InitShape(const std::vector<std::string>& hosts, double ranks_per_core) {
   Layout layout;
   TESSERA_RETURN_IF_ERROR(Layout::FromHostIds(hosts, &layout));
+  Fabric fabric;  // what lies above the hosts: only across hosts does the model price it
+  if (layout.num_hosts() > 1) TESSERA_RETURN_IF_ERROR(ReadFabric(FabricSourcesOf(settings_), &fabric).Annotate("fabric"));
+  fabric_described_ = fabric.described();
   LayoutGrids grids;
-  TESSERA_RETURN_IF_ERROR(MakeLayoutGrids(layout.host_of_rank(), settings_.torus, &grids));
+  TESSERA_RETURN_IF_ERROR(MakeLayoutGrids(layout.host_of_rank(), settings_.torus, fabric.ShapeFor(layout), &grids));
   host_grid_ = std::move(grids.host);
-  torus_grid_ = std::move(grids.torus);
+  torus_grids_ = std::move(grids.torus);
   shape_ = grids.shape;
   if (board_ != nullptr) shape_.board_bytes = board_->capacity();
   if (!settings_.tuning_file.empty()) TESSERA_RETURN_IF_ERROR(CostModel::FromTuningFile(settings_.tuning_file, &model_));
   if (nranks_ > 1) TESSERA_RETURN_IF_ERROR(Probe(ranks_per_core).Annotate("cost-model probe"));
   char sharing[48] = "";
   if (shape_.ranks_per_core > 1) std::snprintf(sharing, sizeof(sharing), ", %.1f ranks per core", shape_.ranks_per_core);
+  char racks[96] = "";
+  if (shape_.hosts > 1) {
+    std::snprintf(racks, sizeof(racks), ", %d NIC(s) a host, racks of %d hosts, uplinks %.0f%%", shape_.fabric.nics,
+                  shape_.fabric.hosts_per_rack, shape_.fabric.uplink_share * 100);
+  }
   Log(log_level_, LogLevel::kInfo,
       "rank " + std::to_string(rank_) + ": " + std::to_string(shape_.hosts) + " host(s), " +
           (shape_.per_host > 0 ? std::to_string(shape_.per_host) + " rank(s) each" : "uneven ranks per host") +
-          (torus_grid_ ? ", torus " + std::to_string(shape_.torus_x) + "x" + std::to_string(shape_.torus_y) : "") +
-          sharing);
+          (shape_.torus_forced ? ", torus " + std::to_string(shape_.torus_x) + "x" + std::to_string(shape_.torus_y) : "") +
+          sharing + racks);
   return Status::Ok();
 }
 
@@ -249,6 +259,7 @@ Status Communicator::Probe(double ranks_per_core) {
   options.tuning_file = !settings_.tuning_file.empty();
   options.ranks_per_core = ranks_per_core;
   options.host_cores = HostCores();
+  options.fabric_described = fabric_described_;
   bool agreed = false;
   TESSERA_RETURN_IF_ERROR(ProbeCostModel(Context(), options, &model_, &shape_, &agreed));
   if (agreed) Log(log_level_, LogLevel::kInfo, "rank " + std::to_string(rank_) + ": cost model " + model_.ToString());
@@ -287,7 +298,9 @@ CollectiveContext Communicator::Context(int64_t now_us) const {
   ctx.exchange.observer = &activity_;
   ctx.exchange.check_calls = settings_.check_calls != 0;
   ctx.host_grid = host_grid_.get();
-  ctx.torus_grid = torus_grid_.get();
+  ctx.torus_grids = torus_grids_.get();
+  ctx.model = &model_;
+  ctx.shape = &shape_;
   ctx.board = board_;
   return ctx;
 }

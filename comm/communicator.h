@@ -166,7 +166,9 @@ class Communicator {
   // The shape of the communicator for algorithm choice, and its grids.
   Shape shape_;
   CostModel model_;
-  std::unique_ptr<Grid> host_grid_, torus_grid_;
+  bool fabric_described_ = false;  // this rank read a fabric description (topology/fabric.h)
+  std::unique_ptr<Grid> host_grid_;
+  std::unique_ptr<TorusGrids> torus_grids_;
   std::unique_ptr<Tracer> tracer_;  // TESSERA_TRACE_DIR only
   // Runs the operations on this membership; created once Init has succeeded.
   std::unique_ptr<Executor> executor_;

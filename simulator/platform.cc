@@ -1,5 +1,6 @@
 #include "simulator/platform.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -162,6 +163,17 @@ CostModel Platform::Model() const {
   m.inter = LinkCost{2 * nic_latency_s + hops * fabric_latency_s + inter.overhead_s, 1.0 / (nics * nic_Bps)};
   m.gamma = 1.0 / reduce_Bps;
   return m;
+}
+
+FabricShape Platform::Fabric() const {
+  FabricShape f;
+  f.nics = nics;
+  if (spines > 0 && nodes_per_leaf > 0) {
+    const double node = std::min(nics * nic_Bps, fabric_Bps);
+    f.hosts_per_rack = nodes_per_leaf;
+    f.uplink_share = std::min(1.0, spines * links_per_spine * fabric_Bps / (nodes_per_leaf * node));
+  }
+  return f;
 }
 
 std::string Platform::Describe() const {

@@ -70,6 +70,10 @@ struct Platform {
   // divides what its parallel column rings measured by their number), gamma of the
   // reduction. docs/scale.md compares its choice with the simulated best.
   CostModel Model() const;
+  // What a fabric description of this machine says (topology/fabric.h): its NICs, its
+  // leaves as racks, and their uplinks (spines x links_per_spine links) over the sum of
+  // their nodes' links (each node's NICs, at most its one link to its leaf).
+  FabricShape Fabric() const;
   std::string Describe() const;
 };
 

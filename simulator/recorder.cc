@@ -11,9 +11,11 @@ constexpr int64_t kRecordTimeoutMs = 120000;
 
 }  // namespace
 
-Status CallRecorder::Create(const Layout& layout, const std::string& torus, std::unique_ptr<CallRecorder>* out) {
+Status CallRecorder::Create(const Layout& layout, const std::string& torus, const FabricShape& fabric,
+                            const CostModel& model, std::unique_ptr<CallRecorder>* out) {
   std::unique_ptr<CallRecorder> r(new CallRecorder());
-  TESSERA_RETURN_IF_ERROR(MakeLayoutGrids(layout.host_of_rank(), torus, &r->grids_));
+  TESSERA_RETURN_IF_ERROR(MakeLayoutGrids(layout.host_of_rank(), torus, fabric, &r->grids_));
+  r->model_ = model;
   *out = std::move(r);
   return Status::Ok();
 }
@@ -60,7 +62,9 @@ Status CallRecorder::RecordRank(const CallSpec& spec, int rank, RankSchedule* ou
   ctx.exchange.progress = nullptr;  // sleep at once
   ctx.exchange.check_calls = false;
   ctx.host_grid = grids_.host.get();
-  ctx.torus_grid = grids_.torus.get();
+  ctx.torus_grids = grids_.torus.get();
+  ctx.model = &model_;
+  ctx.shape = &grids_.shape;
   ctx.local_memory = &recorder;
   CollectiveArgs args;
   args.send = buffers_.send;

@@ -36,10 +36,14 @@ struct CallSpec {
 class CallRecorder {
  public:
   // The layout's grids as a communicator builds them; `torus` as TESSERA_TORUS ("XxY",
-  // empty: the host grid). InvalidArgument for a torus grid that does not fit.
-  static Status Create(const Layout& layout, const std::string& torus, std::unique_ptr<CallRecorder>* out);
+  // empty: the model chooses), `fabric` what lies above the hosts, `model` the cost model
+  // the ranks agreed on (the torus allreduce chooses its grid by it). InvalidArgument
+  // for a torus grid that does not fit.
+  static Status Create(const Layout& layout, const std::string& torus, const FabricShape& fabric,
+                       const CostModel& model, std::unique_ptr<CallRecorder>* out);
 
   const Shape& shape() const { return grids_.shape; }
+  const CostModel& model() const { return model_; }
   const LayoutGrids& grids() const { return grids_; }
 
   // The row `spec` names; InvalidArgument when there is none or it does not apply to
@@ -65,6 +69,7 @@ class CallRecorder {
   Status PrepareBuffers(const CallSpec& spec);
 
   LayoutGrids grids_;
+  CostModel model_;
   ReservedArena arena_;
   Buffers buffers_;
 };

@@ -18,7 +18,7 @@ std::unique_ptr<CallRecorder> MakeRecorder(const std::string& layout_spec, const
   Layout layout;
   EXPECT_TRUE(LayoutFromSpec(layout_spec, &layout).ok()) << layout_spec;
   std::unique_ptr<CallRecorder> recorder;
-  const Status s = CallRecorder::Create(layout, torus, &recorder);
+  const Status s = CallRecorder::Create(layout, torus, FabricShape(), CostModel(), &recorder);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return recorder;
 }
@@ -116,6 +116,7 @@ void CheckDataFlow(CallRecorder* recorder, const CallSpec& spec, const std::stri
         const uint32_t wrote = with.messages[step.first + m.gate].bytes;
         EXPECT_TRUE(src >= dst && src < dst + wrote)
             << what << ": rank " << r << " message " << i << " gated on " << m.gate << " reads other data";
+        EXPECT_EQ(with.GateOffsetOf(step.first + i), src - dst) << what << ": rank " << r << " message " << i;
       }
     }
     if (spec.algorithm == "ring" && recorder->shape().p > 2) {
@@ -185,6 +186,28 @@ TEST(RecorderTest, TorusOnHostGridIsOneExchangeOfThreeRingPhases) {
   EXPECT_EQ(column, 12);
   EXPECT_GT(row_after_column, 0) << DescribeSchedule(s);
   EXPECT_EQ(s.messages[s.steps[0].first].peer, 2);
+}
+
+// A column of 10 hosts takes its sub-blocks in runs of 2 (torus_allreduce.cc): the
+// first column send reads the high sub-block of the row's first run, so it is gated at
+// an offset into that run's receive, and row allgather pieces of 2 sub-blocks leave on
+// the column receive of one. Both are in the schedule as the engine runs them.
+TEST(RecorderTest, TorusRunsRecordTheirGateOffsets) {
+  auto recorder = MakeRecorder("10x2");
+  CheckDataFlow(recorder.get(), AllReduce("torus", 40000), "torus 2x10");
+  RankSchedule s;
+  ASSERT_TRUE(recorder->RecordRank(AllReduce("torus", 40000), 3, &s).ok());
+  ASSERT_EQ(s.gate_offsets.size(), 1u) << DescribeSchedule(s);
+  const Message& send = s.messages[s.gate_offsets[0].message];
+  EXPECT_EQ(s.gate_offsets[0].offset, send.bytes) << "one sub-block into a run of two";
+  int longer_than_gate = 0;
+  for (const Step& step : s.steps) {
+    for (uint32_t i = 0; i < step.count; ++i) {
+      const Message& m = s.messages[step.first + i];
+      if (m.gate >= 0 && m.bytes > s.messages[step.first + m.gate].bytes) ++longer_than_gate;
+    }
+  }
+  EXPECT_GT(longer_than_gate, 0) << DescribeSchedule(s);
 }
 
 TEST(RecorderTest, MismatchedSchedulesAreNamed) {

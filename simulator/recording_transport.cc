@@ -120,6 +120,7 @@ void ScheduleRecorder::CloseExchange() {
     schedule_.steps.push_back(step);
   }
   done_.clear();
+  data_.clear();
   waited_for_.clear();
   begun_receives_.clear();
   stall_handled_ = false;
@@ -140,6 +141,7 @@ Status ScheduleRecorder::OnBegin(int peer, bool is_send, const void* data, size_
   schedule_.messages.push_back(m);
   if (keep_addresses_) schedule_.addresses.push_back(reinterpret_cast<uintptr_t>(data));
   done_.push_back(kActive);
+  data_.push_back(reinterpret_cast<uintptr_t>(data));
   if (!is_send) begun_receives_.push_back(*index);
   return Status::Ok();
 }
@@ -165,8 +167,25 @@ void ScheduleRecorder::OnSendProgress(int send, size_t available, int queried, b
     failure_ = InternalError("send " + std::to_string(send) + " to rank " + std::to_string(m.peer) +
                              " waited on receives " + std::to_string(m.gate) + " and " + std::to_string(queried));
   }
+  if (m.gate < 0) NoteGate(send, queried);
   m.gate = queried;
   waited_for_.push_back(queried);
+}
+
+// Where send's data starts in what its gate receive writes: kept when not at its start.
+void ScheduleRecorder::NoteGate(int send, int receive) {
+  const uint32_t gate_bytes = schedule_.messages[exchange_first_ + receive].bytes;
+  const uintptr_t from = data_[receive], data = data_[send];
+  if (data < from || data - from >= gate_bytes) {
+    if (failure_.ok()) {
+      failure_ = InternalError("send " + std::to_string(send) + " is gated on receive " + std::to_string(receive) +
+                               " but reads none of the " + std::to_string(gate_bytes) + " bytes it writes");
+    }
+    return;
+  }
+  if (data > from) {
+    schedule_.gate_offsets.push_back(GateOffset{exchange_first_ + static_cast<uint32_t>(send), static_cast<uint32_t>(data - from)});
+  }
 }
 
 void ScheduleRecorder::OnRecvProgress(int receive, bool* progressed, bool* done) {
@@ -204,6 +223,7 @@ Status ScheduleRecorder::Finish(RankSchedule* out) {
   TESSERA_RETURN_IF_ERROR(failure_);
   schedule_.steps.shrink_to_fit();  // thousands of ranks' schedules are held at once
   schedule_.messages.shrink_to_fit();
+  schedule_.gate_offsets.shrink_to_fit();
   *out = std::move(schedule_);
   schedule_ = RankSchedule();
   return Status::Ok();

@@ -13,7 +13,10 @@
 // the engine is about to sleep (it calls AddWaits), the recorder completes the receives
 // that stuck sends wait for, or, if none, every receive begun (the exchange could not
 // end otherwise), and the engine goes on without sleeping. Sends complete as soon as
-// all their bytes are available. The schedules of the algorithms in collectives/ are
+// all their bytes are available. Where a send's data starts inside its gate's bytes
+// (Transfer::gate_offset) comes from their addresses: the send's data less the
+// receive's destination; a send whose data is not inside its gate's fails the
+// recording. The schedules of the algorithms in collectives/ are
 // checked against their data flow by simulator:recorder_test.
 //
 // Exchange boundaries: the engine calls SetCall on a link before it begins the link's
@@ -81,6 +84,7 @@ class ScheduleRecorder : public LocalMemory {
 
  private:
   void CloseExchange();
+  void NoteGate(int send, int receive);
 
   ReservedArena* arena_;
   bool keep_addresses_;
@@ -90,6 +94,7 @@ class ScheduleRecorder : public LocalMemory {
   uint32_t exchange_first_ = 0;
   int queried_ = -1;          // receive whose ready_bytes was asked since the last Progress call
   std::vector<uint8_t> done_;        // by message of the open exchange
+  std::vector<uintptr_t> data_;      // by message of the open exchange: what it reads or writes
   std::vector<int> waited_for_;      // receives that stuck sends named since the last stall
   std::vector<int> begun_receives_;  // receives begun and not done
   bool stall_handled_ = false;

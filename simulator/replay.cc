@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 
 #include <simgrid/s4u.hpp>
@@ -34,12 +35,14 @@ struct World {
   uint32_t max_chunks = 0;
   SimGridPlatform hosts;
   std::vector<double> finish_s;
+  std::vector<uint8_t> finished;  // by rank: its actor ran its whole schedule
 };
 
 // A message of the exchange being replayed, as it moves. Its chunks: the first is the
 // part that wakes the receiver (its class's wake_bytes), the others chunk_bytes each.
 struct Transfer {
   const Message* m = nullptr;
+  uint64_t gate_offset = 0;  // send: where its data starts in its gate's bytes
   uint64_t first = 1, chunk = 1;
   uint32_t chunks = 1;
   uint32_t started = 0;    // chunks put (send) or gets posted (receive)
@@ -53,8 +56,12 @@ struct Transfer {
   // Bytes in chunks 0 .. n-1.
   uint64_t Covered(uint32_t n) const { return n == 0 ? 0 : std::min<uint64_t>(m->bytes, first + (n - 1) * chunk); }
   uint64_t ChunkBytes(uint32_t k) const { return Covered(k + 1) - Covered(k); }
-  // What a gated send may read of this receive at `now`.
-  uint64_t ReadyBytes(double now) const { return done ? m->bytes : (now >= noticed ? Covered(final) : 0); }
+  // What a gated send may read of this receive at `now`; once it is done, a send may
+  // read past its end (its data continues in bytes made final before, as the
+  // engine's Available says).
+  uint64_t ReadyBytes(double now) const {
+    return done ? std::numeric_limits<uint64_t>::max() : (now >= noticed ? Covered(final) : 0);
+  }
   // The first chunk is small and a second may fly beside it; otherwise one at a time.
   bool MayStart() const { return started < chunks && (in_flight == 0 || (started == 1 && first < chunk)); }
 };
@@ -81,7 +88,8 @@ class RankActor {
 
   void operator()() {
     const RankSchedule& s = (*w_->schedules)[rank_];
-    for (const Step& step : s.steps) {
+    for (step_ = 0; step_ < s.steps.size(); ++step_) {
+      const Step& step = s.steps[step_];
       if (step.kind == Step::kCopy) {
         Compute(step.copy_bytes * (w_->platform->reduce_Bps / w_->platform->copy_Bps))->wait();
       } else {
@@ -89,6 +97,25 @@ class RankActor {
       }
     }
     w_->finish_s[rank_] = sg4::Engine::get_clock();
+    w_->finished[rank_] = 1;
+  }
+
+  // Where this rank stopped, for a replay that could not complete: its step and the
+  // first messages of that exchange still waiting, with what each waits for.
+  std::string DescribeStop() const {
+    const RankSchedule& s = (*w_->schedules)[rank_];
+    std::string out = "rank " + std::to_string(rank_) + " stopped in step " + std::to_string(step_) + " of " +
+                      std::to_string(s.steps.size());
+    if (step_ >= s.steps.size() || s.steps[step_].kind == Step::kCopy) return out;
+    out += " (an exchange of " + std::to_string(transfers_.size()) + " messages, " + std::to_string(remaining_) +
+           " not done)";
+    int shown = 0;
+    for (const Queue& q : queues_) {
+      if (q.head == q.items.size() || shown == 3) continue;
+      out += shown++ == 0 ? ": " : "; ";
+      out += DescribeWait(q, transfers_[q.items[q.head]]);
+    }
+    return out;
   }
 
  private:
@@ -119,6 +146,7 @@ class RankActor {
     for (uint32_t i = 0; i < step.count; ++i) {
       Transfer& t = transfers_[i];
       t.m = &s.messages[step.first + i];
+      if (t.m->gate >= 0) t.gate_offset = s.GateOffsetOf(step.first + i);
       Chunk(&t);
       size_t q = 0;
       while (q < queues_.size() && !(queues_[q].peer == t.m->peer && queues_[q].is_send == (t.m->is_send != 0))) ++q;
@@ -134,8 +162,21 @@ class RankActor {
     }
   }
 
+  std::string DescribeWait(const Queue& q, const Transfer& t) const {
+    std::string out = std::string(q.is_send ? "send of " : "receive of ") + std::to_string(t.m->bytes) + " B " +
+                      (q.is_send ? "to" : "from") + " rank " + std::to_string(q.peer) + ", " +
+                      std::to_string(t.moved) + " of " + std::to_string(t.chunks) + " chunks moved";
+    if (!q.is_send || t.m->gate < 0) return out;
+    const Transfer& g = transfers_[t.m->gate];
+    return out + ", gated on the receive of " + std::to_string(g.m->bytes) + " B from rank " +
+           std::to_string(g.m->peer) + " (" + std::to_string(g.final) + " of " + std::to_string(g.chunks) +
+           " chunks final" + (t.gate_offset > 0 ? ", from byte " + std::to_string(t.gate_offset) : "") + ")";
+  }
+
   bool GateAllows(const Transfer& t, double now) const {
-    return t.m->gate < 0 || transfers_[t.m->gate].ReadyBytes(now) >= t.Covered(t.started + 1);
+    if (t.m->gate < 0) return true;
+    const uint64_t ready = transfers_[t.m->gate].ReadyBytes(now);
+    return ready >= t.gate_offset && ready - t.gate_offset >= t.Covered(t.started + 1);
   }
 
   // Starts every chunk that may start now.
@@ -233,7 +274,23 @@ class RankActor {
   std::vector<sg4::ActivityPtr> pending_;
   std::vector<Tag> tags_;
   uint32_t remaining_ = 0;
+  size_t step_ = 0;
 };
+
+// A replay in which some rank never finished (SimGrid found no activity that could
+// ever complete): an error naming how many, when, and where the first few stopped.
+Status Unfinished(const World& w, const std::vector<std::shared_ptr<RankActor>>& actors, double clock_s) {
+  std::vector<int> stuck;
+  for (int r = 0; r < static_cast<int>(w.finished.size()); ++r) {
+    if (!w.finished[r]) stuck.push_back(r);
+  }
+  if (stuck.empty()) return Status::Ok();
+  std::string text = "the replay cannot complete: " + std::to_string(stuck.size()) + " of " +
+                     std::to_string(w.finished.size()) + " ranks wait for messages that never come (at " +
+                     std::to_string(clock_s * 1e6) + " us of simulated time)";
+  for (size_t k = 0; k < stuck.size() && k < 3; ++k) text += "; " + actors[stuck[k]]->DescribeStop();
+  return InternalError(text);
+}
 
 // The child's side: the whole simulation, its result written to `fd`.
 Status Simulate(const Platform& platform, const Layout& layout, const ScheduleSource& source,
@@ -271,11 +328,15 @@ Status Simulate(const Platform& platform, const Layout& layout, const ScheduleSo
   world.schedules = &schedules;
   world.max_chunks = options.max_chunks;
   world.finish_s.assign(layout.nranks(), 0);
+  world.finished.assign(layout.nranks(), 0);
   TESSERA_RETURN_IF_ERROR(BuildSimGridPlatform(platform, layout, &world.hosts));
+  std::vector<std::shared_ptr<RankActor>> actors;  // outlive the engine's run, to say where they stopped
   for (int r = 0; r < layout.nranks(); ++r) {
-    sg4::Actor::create("rank" + std::to_string(r), world.hosts.rank_hosts[r], RankActor(&world, r));
+    actors.push_back(std::make_shared<RankActor>(&world, r));
+    sg4::Actor::create("rank" + std::to_string(r), world.hosts.rank_hosts[r], [a = actors.back()] { (*a)(); });
   }
   engine.run();
+  TESSERA_RETURN_IF_ERROR(Unfinished(world, actors, sg4::Engine::get_clock()));
   result->finish_s = world.finish_s;
   result->seconds = *std::max_element(world.finish_s.begin(), world.finish_s.end());
   result->simgrid_hosts = engine.get_host_count();
@@ -350,6 +411,12 @@ Status Receive(int fd, ReplayResult* r) {
 
 }  // namespace
 
+ReplayOptions ReplayOptionsFor(const AlgorithmInfo& algorithm) {
+  ReplayOptions options;
+  options.max_chunks = algorithm.pipelined ? 0 : 4;
+  return options;
+}
+
 Status Replay(const Platform& platform, const Layout& layout, const ScheduleSource& schedules, ReplayResult* out,
               const ReplayOptions& options) {
   std::fflush(stdout);  // else the child would print what the parent has buffered
@@ -379,7 +446,8 @@ Status Replay(const Platform& platform, const Layout& layout, const ScheduleSour
   if (!s.ok()) {
     const std::string how = WIFSIGNALED(wstatus) ? "killed by signal " + std::to_string(WTERMSIG(wstatus))
                                                  : "exit status " + std::to_string(WEXITSTATUS(wstatus));
-    return s.code() == Code::kInternalError ? Status(s.code(), s.message() + " (" + how + ")") : s;
+    const bool clean_exit = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
+    return clean_exit ? s : Status(s.code(), s.message() + " (" + how + ")");
   }
   *out = std::move(r);
   return Status::Ok();

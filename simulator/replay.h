@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "collectives/algorithms.h"
 #include "simulator/platform.h"
 #include "simulator/schedule.h"
 #include "topology/layout.h"
@@ -56,6 +57,10 @@ struct ReplayOptions {
   // sparing SimGrid millions of activities at tens of thousands of ranks.
   uint32_t max_chunks = 0;
 };
+
+// The options a simulation of `algorithm` runs with: schedules that do not stream
+// (algorithms.h: not `pipelined`) move each message in at most 4 chunks.
+ReplayOptions ReplayOptionsFor(const AlgorithmInfo& algorithm);
 
 // Runs one simulation of the call in a child process (SimGrid's engine can run once
 // per process) and returns its result. InvalidArgument when the layout does not fit

@@ -1,7 +1,8 @@
 // The replay against closed forms on trivial platforms: a ring allreduce moving whole
 // blocks (store and forward: 2(p-1) steps of latency + block / rate, plus the
 // reductions), a chain broadcast pipelined in chunks ((n/c + p - 2) chunk times), and
-// the platform's refusals.
+// the platform's refusals; gated sends on hand-written schedules (an offset into the
+// gate, a send longer than its gate) and a replay that cannot complete.
 #include "simulator/replay.h"
 
 #include <gtest/gtest.h>
@@ -54,7 +55,7 @@ ReplayResult Simulated(const Platform& platform, const std::string& layout_spec,
   ReplayResult result;
   const Status s = Replay(platform, layout, [&](std::vector<RankSchedule>* out) {
     std::unique_ptr<CallRecorder> recorder;
-    TESSERA_RETURN_IF_ERROR(CallRecorder::Create(layout, "", &recorder));
+    TESSERA_RETURN_IF_ERROR(CallRecorder::Create(layout, "", FabricShape(), CostModel(), &recorder));
     return recorder->RecordAll(spec, out);
   }, &result);
   EXPECT_TRUE(s.ok()) << s.ToString();
@@ -96,6 +97,84 @@ TEST(ReplayTest, TheReceiversOverheadRunsFromTheFirstBytes) {
     const double expected = std::max(arrived, noticed);
     EXPECT_NEAR(r.seconds, expected, expected * 1e-6) << "overhead " << o_us << " us: simulated " << r.seconds;
   }
+}
+
+// A hand-written schedule of one exchange per rank: (peer, bytes, is_send, gate).
+RankSchedule OneExchange(const std::vector<Message>& messages) {
+  RankSchedule s;
+  s.messages = messages;
+  Step step;
+  step.count = static_cast<uint32_t>(messages.size());
+  s.steps.push_back(step);
+  return s;
+}
+
+Message Msg(int peer, uint32_t bytes, bool is_send, int gate = -1) {
+  Message m;
+  m.peer = peer;
+  m.bytes = bytes;
+  m.is_send = is_send ? 1 : 0;
+  m.gate = gate;
+  return m;
+}
+
+Status ReplaySchedules(const Platform& platform, const std::string& layout_spec, std::vector<RankSchedule> all,
+                       ReplayResult* result) {
+  Layout layout;
+  EXPECT_TRUE(LayoutFromSpec(layout_spec, &layout).ok());
+  return Replay(platform, layout, [&](std::vector<RankSchedule>* out) {
+    *out = all;
+    return Status::Ok();
+  }, result);
+}
+
+// Rank 1 forwards the last quarter of what it receives from rank 0 (a gate offset, as
+// the torus's first column send): the forward waits for the fourth chunk, not the
+// first. Chunks of c move one at a time per queue, T each.
+TEST(ReplayTest, ASendGatedAtAnOffsetWaitsForThoseBytes) {
+  const double c = 1e6, T = kHopS + c / 1e9;
+  std::vector<RankSchedule> all = {
+      OneExchange({Msg(1, 4000000, true)}),
+      OneExchange({Msg(0, 4000000, false), Msg(2, 1000000, true, 0)}),
+      OneExchange({Msg(1, 1000000, false)}),
+  };
+  all[1].gate_offsets.push_back(GateOffset{1, 3000000});
+  ReplayResult r;
+  const Status s = ReplaySchedules(Trivial("1000000", 100), "3x1", all, &r);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_NEAR(r.seconds, 5 * T, 5 * T * 1e-6) << "simulated " << r.seconds;
+}
+
+// A send longer than its gate (the torus's row allgather piece of several sub-blocks
+// leaves on the column receive of the last one): once the gate is done, the send may
+// read all of its data, as the engine's Available says.
+TEST(ReplayTest, ASendLongerThanItsGateLeavesOnceTheGateIsDone) {
+  std::vector<RankSchedule> all = {
+      OneExchange({Msg(1, 1000000, true)}),
+      OneExchange({Msg(0, 1000000, false), Msg(2, 3000000, true, 0)}),
+      OneExchange({Msg(1, 3000000, false)}),
+  };
+  ReplayResult r;
+  const Status s = ReplaySchedules(Trivial("1000000", 100), "3x1", all, &r);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const double T = kHopS + 1e6 / 1e9;
+  EXPECT_NEAR(r.seconds, 4 * T, 4 * T * 1e-6) << "simulated " << r.seconds;
+}
+
+// Two ranks each forwarding what only the other would send: no time, but an error that
+// says the replay cannot complete and where each rank stopped.
+TEST(ReplayTest, AReplayThatCannotCompleteFailsNamingWhereRanksStopped) {
+  std::vector<RankSchedule> all = {
+      OneExchange({Msg(1, 1000, false), Msg(1, 1000, true, 0)}),
+      OneExchange({Msg(0, 1000, false), Msg(0, 1000, true, 0)}),
+  };
+  ReplayResult r;
+  const Status s = ReplaySchedules(Trivial("1000000", 100), "2x1", all, &r);
+  EXPECT_EQ(s.code(), Code::kInternalError) << s.ToString();
+  EXPECT_NE(s.message().find("cannot complete: 2 of 2 ranks"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("rank 0 stopped in step 0 of 1"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("gated on the receive of 1000 B from rank 1"), std::string::npos) << s.ToString();
+  EXPECT_EQ(r.seconds, 0);
 }
 
 TEST(ReplayTest, RefusesANodeOverItsRanks) {

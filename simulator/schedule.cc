@@ -1,5 +1,6 @@
 #include "simulator/schedule.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "base/hash.h"
@@ -43,6 +44,14 @@ Status FirstDifference(const std::vector<RankSchedule>& ranks, int from, int to)
 }
 
 Status CheckGates(const RankSchedule& s, int rank) {
+  for (size_t k = 0; k < s.gate_offsets.size(); ++k) {
+    const GateOffset& g = s.gate_offsets[k];
+    const bool ordered = k == 0 || s.gate_offsets[k - 1].message < g.message;
+    if (!ordered || g.message >= s.messages.size() || s.messages[g.message].gate < 0) {
+      return InvalidArgument("rank " + std::to_string(rank) + ": a gate offset for message " +
+                             std::to_string(g.message) + ", which is not a gated send (or out of order)");
+    }
+  }
   for (const Step& step : s.steps) {
     for (uint32_t i = 0; i < step.count; ++i) {
       const Message& m = s.messages[step.first + i];
@@ -65,9 +74,15 @@ uint64_t RankSchedule::BytesSent() const {
   return total;
 }
 
+uint32_t RankSchedule::GateOffsetOf(uint32_t index) const {
+  const auto it = std::lower_bound(gate_offsets.begin(), gate_offsets.end(), index,
+                                   [](const GateOffset& g, uint32_t i) { return g.message < i; });
+  return it != gate_offsets.end() && it->message == index ? it->offset : 0;
+}
+
 size_t RankSchedule::MemoryBytes() const {
   return steps.capacity() * sizeof(Step) + messages.capacity() * sizeof(Message) +
-         addresses.capacity() * sizeof(uintptr_t);
+         gate_offsets.capacity() * sizeof(GateOffset) + addresses.capacity() * sizeof(uintptr_t);
 }
 
 Status CheckSchedulesMatch(const std::vector<RankSchedule>& ranks) {
@@ -112,7 +127,9 @@ std::string DescribeSchedule(const RankSchedule& s) {
       const Message& m = s.messages[step.first + i];
       out += "  " + std::to_string(i) + (m.is_send ? ": send " : (m.reduces ? ": recv-reduce " : ": recv ")) +
              std::to_string(m.bytes) + " B " + (m.is_send ? "to " : "from ") + std::to_string(m.peer) +
-             (m.gate >= 0 ? " after " + std::to_string(m.gate) : "") + "\n";
+             (m.gate >= 0 ? " after " + std::to_string(m.gate) : "") +
+             (s.GateOffsetOf(step.first + i) > 0 ? " from byte " + std::to_string(s.GateOffsetOf(step.first + i)) : "") +
+             "\n";
     }
   }
   return out;

@@ -42,14 +42,26 @@ struct Step {
   uint64_t copy_bytes = 0;  // copy
 };
 
+// Where a gated send's data starts inside what its gate receive writes, when not at its
+// start (Transfer::gate_offset in transport/exchange.h): the send moves byte k once the
+// gate has made bytes through offset + k final. Rare (the torus's first column send),
+// so kept beside the messages rather than in each.
+struct GateOffset {
+  uint32_t message = 0;  // index into RankSchedule::messages
+  uint32_t offset = 0;
+};
+
 struct RankSchedule {
   std::vector<Step> steps;
   std::vector<Message> messages;
+  std::vector<GateOffset> gate_offsets;  // by message index, ascending
   // Only when the recorder is asked for them (tests): by message, the address of the
   // data a send reads and a receive writes, in the recorder's reserved address space.
   std::vector<uintptr_t> addresses;
 
   uint64_t BytesSent() const;
+  // The gate offset of message `index` (0 for most).
+  uint32_t GateOffsetOf(uint32_t index) const;
   size_t MemoryBytes() const;  // what the vectors hold
 };
 

@@ -13,7 +13,10 @@
 // would choose, and a comment line with the simulated best. --json FILE also writes
 // every simulation as one JSON object per line, with what it cost to run.
 // --record-only records the schedules and says what that cost; --choice-only prints the
-// cost model's predictions and choice alone.
+// cost model's predictions and choice alone; --contenders simulates, of the asked rows,
+// those the model predicts within kContenderSpread (3x) of its best (algorithms.h), as
+// TESSERA_AUTOTUNE measures them in a job.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -39,6 +42,7 @@ struct Options {
   std::vector<std::string> algos;  // empty: every row that applies
   bool record_only = false;
   bool choice_only = false;
+  bool contenders = false;  // only the rows the model predicts within kContenderSpread of its best
   tessera_bench::PerfOptions perf;
 };
 
@@ -46,6 +50,7 @@ const char kUsage[] =
     "usage: simulate --platform FILE --layout HxR|LAYOUT_FILE [--torus XxY] [--algo a,b,...]\n"
     "                [--collective allreduce|allgather|reduce-scatter|broadcast|reduce]\n"
     "                [--half-wire float32|half] [--tuning FILE] [--json FILE] [--record-only | --choice-only]\n"
+    "                [--contenders]\n"
     "                [-b MIN] [-e MAX] [-f FACTOR] [-d TYPE]  (nccl-tests' flags)\n";
 
 std::vector<std::string> Split(const std::string& s) {
@@ -80,6 +85,7 @@ Status ParseOptions(int argc, char** argv, Options* o) {
     else if (a == "--collective") TESSERA_RETURN_IF_ERROR(value(&o->collective));
     else if (a == "--record-only") o->record_only = true;
     else if (a == "--choice-only") o->choice_only = true;
+    else if (a == "--contenders") o->contenders = true;
     else if (a == "--algo") {
       TESSERA_RETURN_IF_ERROR(value(&algos));
       o->algos = Split(algos);
@@ -125,23 +131,21 @@ void PrintRecording(size_t bytes, const Row& row) {
               row.replay.schedule_bytes / 1e6, row.replay.record_wall_s, row.replay.max_rss_bytes / 1e6);
 }
 
-void WriteJson(FILE* f, const Options& o, const Shape& s, size_t bytes, const Row& row, const std::string& chosen) {
+void WriteJson(FILE* f, const Options& o, const std::string& platform_name, const Shape& s, size_t bytes, const Row& row,
+               const std::string& chosen) {
   if (f == nullptr) return;
   std::fprintf(f,
-               "{\"platform\": \"%s\", \"layout\": \"%s\", \"ranks\": %d, \"hosts\": %d, \"torus\": \"%dx%d\", "
+               "{\"platform\": \"%s\", \"platform_name\": \"%s\", \"layout\": \"%s\", \"ranks\": %d, \"hosts\": %d, \"torus\": \"%dx%d\", "
                "\"collective\": \"%s\", \"bytes\": %zu, \"algorithm\": \"%s\", \"seconds\": %.9g, "
                "\"predicted_seconds\": %.9g, \"auto_choice\": \"%s\", \"messages\": %llu, \"schedule_bytes\": %llu, "
                "\"record_wall_s\": %.3f, \"replay_wall_s\": %.3f, \"max_rss_bytes\": %llu}\n",
-               o.platform.c_str(), o.layout.c_str(), s.p, s.hosts, s.torus_x, s.torus_y, o.collective.c_str(), bytes,
+               o.platform.c_str(), platform_name.c_str(), o.layout.c_str(), s.p, s.hosts, s.torus_x, s.torus_y, o.collective.c_str(), bytes,
                row.algo.c_str(), row.seconds, row.predicted_s, chosen.c_str(),
                static_cast<unsigned long long>(row.replay.messages),
                static_cast<unsigned long long>(row.replay.schedule_bytes), row.replay.record_wall_s,
                row.replay.replay_wall_s, static_cast<unsigned long long>(row.replay.max_rss_bytes));
   std::fflush(f);
 }
-
-// Schedules that do not stream move each message in at most this many chunks (replay.h).
-constexpr uint32_t kChunksOfRounds = 4;
 
 // Everything one run of the command simulates on.
 struct Setup {
@@ -167,9 +171,9 @@ Status Prepare(const Options& o, Setup* s) {
   if (!OpKindByName(o.collective, &s->c)) {
     return InvalidArgument("--collective " + o.collective + " is not a collective of algorithms.h");
   }
-  TESSERA_RETURN_IF_ERROR(CallRecorder::Create(s->layout, o.torus, &s->recorder));
   s->model = s->platform.Model();
   if (!o.tuning.empty()) TESSERA_RETURN_IF_ERROR(CostModel::FromTuningFile(o.tuning, &s->model));
+  TESSERA_RETURN_IF_ERROR(CallRecorder::Create(s->layout, o.torus, s->platform.Fabric(), s->model, &s->recorder));
   s->type = o.perf.types[0];
   s->type_size = tessera_bench::ElementSize(s->type);
   const bool half = s->type == tessera_bench::DataType::kFloat16 || s->type == tessera_bench::DataType::kBfloat16;
@@ -205,9 +209,8 @@ Status SimulateOne(const Setup& s, const AlgorithmInfo& a, size_t bytes, Row* ro
   spec.elem_size = s.wire;
   row->algo = a.name;
   row->predicted_s = a.predict(s.model, s.shape(), PredictedBytes(s.c, s.shape().p, spec.count, s.wire));
-  ReplayOptions options;
+  ReplayOptions options = ReplayOptionsFor(a);
   options.record_only = s.o->record_only;
-  options.max_chunks = a.pipelined ? 0 : kChunksOfRounds;
   TESSERA_RETURN_IF_ERROR(Replay(s.platform, s.layout, [&](std::vector<RankSchedule>* out) {
     return s.recorder->RecordAll(spec, out);
   }, &row->replay, options).Annotate(a.name));
@@ -215,9 +218,19 @@ Status SimulateOne(const Setup& s, const AlgorithmInfo& a, size_t bytes, Row* ro
   return Status::Ok();
 }
 
+// A simulation that failed (a replay that cannot complete, a schedule that does not
+// fit): said on stdout where its row would be, and on stderr; never printed as a time.
+void PrintFailure(size_t bytes, const std::string& algo, const Status& s) {
+  std::printf("# %zu B %s: FAILED: %s\n", bytes, algo.c_str(), s.ToString().c_str());
+  std::fflush(stdout);
+  std::fprintf(stderr, "simulate: %zu B %s: %s\n", bytes, algo.c_str(), s.ToString().c_str());
+}
+
 // Every asked algorithm on `bytes`, then the cost model's choice (simulated too if it
-// was not asked for) beside the simulated best.
-Status SimulateSize(const Setup& s, size_t bytes) {
+// was not asked for) beside the simulated best. `failed` counts the simulations that
+// did not complete; the others are still printed.
+Status SimulateSize(const Setup& s, size_t bytes, int* failed) {
+  const int failed_before = *failed;
   const size_t count = bytes / s.type_size;
   std::string why;
   const Selection choice =
@@ -228,37 +241,64 @@ Status SimulateSize(const Setup& s, size_t bytes) {
   }
   const char* type = tessera_bench::DataTypeName(s.type);
   std::vector<Row> done;
-  for (const AlgorithmInfo* a : s.rows) {
+  std::vector<std::string> tried;
+  std::vector<const AlgorithmInfo*> rows = s.rows;
+  if (s.o->contenders) {  // the asked rows the model predicts within kContenderSpread of its best
+    const std::vector<const AlgorithmInfo*> near =
+        Contenders(s.c, s.model, s.shape(), PredictedBytes(s.c, s.shape().p, count, s.wire));
+    rows.erase(std::remove_if(rows.begin(), rows.end(), [&](const AlgorithmInfo* a) {
+                 return std::find(near.begin(), near.end(), a) == near.end();
+               }), rows.end());
+  }
+  for (const AlgorithmInfo* a : rows) {
     Row row;
-    TESSERA_RETURN_IF_ERROR(SimulateOne(s, *a, bytes, &row));
+    tried.push_back(a->name);
+    const Status st = SimulateOne(s, *a, bytes, &row);
+    if (!st.ok()) {
+      PrintFailure(bytes, a->name, st);
+      ++*failed;
+      continue;
+    }
     if (s.o->record_only) {
       PrintRecording(bytes, row);
       continue;
     }
     PrintRow(bytes, count, type, row, s.factor());
     std::fflush(stdout);
-    WriteJson(s.json, *s.o, s.shape(), bytes, row, choice.algo->name);
+    WriteJson(s.json, *s.o, s.platform.name, s.shape(), bytes, row, choice.algo->name);
     done.push_back(row);
   }
-  if (done.empty()) return Status::Ok();
-  size_t best = 0, chosen = done.size();
+  if (s.o->record_only || tried.empty()) return Status::Ok();
+  if (std::find(tried.begin(), tried.end(), choice.algo->name) == tried.end()) {
+    // Not asked for: simulated for this row, and a candidate for the best too.
+    Row pick;
+    const Status st = SimulateOne(s, *choice.algo, bytes, &pick);
+    if (st.ok()) {
+      WriteJson(s.json, *s.o, s.platform.name, s.shape(), bytes, pick, choice.algo->name);
+      done.push_back(pick);
+    } else {
+      PrintFailure(bytes, choice.algo->name, st);
+      ++*failed;
+    }
+  }
+  size_t chosen = done.size();
   for (size_t i = 0; i < done.size(); ++i) {
-    if (done[i].seconds < done[best].seconds) best = i;
     if (done[i].algo == choice.algo->name) chosen = i;
   }
-  Row pick;
-  if (chosen < done.size()) {
-    pick = done[chosen];
-  } else {  // not asked for: simulated for this row, and a candidate for the best too
-    TESSERA_RETURN_IF_ERROR(SimulateOne(s, *choice.algo, bytes, &pick));
-    done.push_back(pick);
-    if (pick.seconds < done[best].seconds) best = done.size() - 1;
+  if (chosen == done.size()) {
+    std::printf("#   the cost model's choice, %s, did not complete: no comparison\n", choice.algo->name);
+    return Status::Ok();
   }
-  const std::string name = pick.algo;
-  pick.algo = "auto: " + name;
+  size_t best = 0;
+  for (size_t i = 0; i < done.size(); ++i) {
+    if (done[i].seconds < done[best].seconds) best = i;
+  }
+  Row pick = done[chosen];
+  pick.algo = "auto: " + done[chosen].algo;
   PrintRow(bytes, count, type, pick, s.factor());
-  std::printf("#   simulated best: %s; the cost model's choice, %s, takes %.3fx its time\n", done[best].algo.c_str(),
-              name.c_str(), pick.seconds / done[best].seconds);
+  std::printf("#   simulated best: %s; the cost model's choice, %s, takes %.3fx its time%s\n", done[best].algo.c_str(),
+              done[chosen].algo.c_str(), done[chosen].seconds / done[best].seconds,
+              *failed > failed_before ? " (of the algorithms that completed)" : "");
   return Status::Ok();
 }
 
@@ -266,11 +306,13 @@ Status Run(const Options& o) {
   Setup s;
   Status st = Prepare(o, &s);
   if (st.ok() && !o.choice_only && !o.record_only) PrintHeader(s);
+  int failed = 0;
   for (size_t bytes : tessera_bench::SizeSeries(o.perf)) {
     if (!st.ok()) break;
-    st = SimulateSize(s, bytes);
+    st = SimulateSize(s, bytes, &failed);
   }
   if (s.json != nullptr) std::fclose(s.json);
+  if (st.ok() && failed > 0) return InternalError(std::to_string(failed) + " simulation(s) failed (above)");
   return st;
 }
 

@@ -127,6 +127,45 @@ TEST(TopologyFile, EmulatesHostsFromALayoutFile) {
   EXPECT_EQ("", Failures(bad));
 }
 
+// A layout file's fabric lines (topology/fabric.h): 4 hosts x 2 ranks in 2 racks whose
+// uplinks carry a third of their hosts' links, 2 NICs a host. Every rank agrees on the
+// fabric, and the model's choice and the schedules it shapes (Rabenseifner's
+// nearest-first halving, the torus's width) are exact on it. Racks that differ between
+// ranks fail creation on every rank, naming the fabrics.
+TEST(TopologyFile, FabricOfTwoRacksIsAgreedAndExact) {
+  const std::string path = testing::TempDir() + "/layout-racks.txt";
+  {
+    std::ofstream f(path);
+    f << "tessera-layout 1\nfabric nics 2\nfabric rack r0 a0 a1\nfabric rack r1 b0 b1\n"
+         "a0 0 1\na1 2 3\nb0 4 5\nb1 6 7\n";
+  }
+  RankOptions opts;
+  opts.timeout = std::chrono::milliseconds(120000);
+  opts.env["TESSERA_TOPO_FILE"] = path;
+  opts.env["TESSERA_RACK_UPLINK_PERCENT"] = "33";
+  for (const char* algo : {"", "rabenseifner", "torus", "hierarchical"}) {
+    if (algo[0] != '\0') opts.env["TESSERA_ALGO"] = algo;
+    auto results = RunRanks(8, [](int rank, tesseraComm_t comm) { return Check(rank, comm, 8); }, opts);
+    EXPECT_EQ("", Failures(results)) << (algo[0] != '\0' ? algo : "the model's choice");
+  }
+  opts.env.erase("TESSERA_ALGO");
+  opts.env_for_rank = [](int rank) {
+    EnvVars env;
+    if (rank == 5) env["TESSERA_RACK_UPLINK_PERCENT"] = "50";
+    return env;
+  };
+  auto bad = RunRanksRaw(8, [](const RankContext& ctx) {
+    tesseraComm_t comm = nullptr;
+    tesseraResult_t r = tesseraCommInitRank(&comm, ctx.nranks, ctx.ids[0], ctx.rank);
+    const std::string msg = tesseraGetLastError(nullptr);
+    if (r == tesseraSuccess) return std::string("init succeeded with rank 5's uplinks differing");
+    return msg.find("different fabrics") != std::string::npos && msg.find("rank 5") != std::string::npos
+               ? std::string()
+               : "message lacks the fabrics: " + msg;
+  }, opts);
+  EXPECT_EQ("", Failures(bad));
+}
+
 // Counts the "send to" events of every trace file in `dir`, per file.
 std::vector<int> SendsPerRank(const std::string& dir) {
   std::vector<int> sends;

@@ -226,7 +226,7 @@ Status ParseLayoutFile(const std::string& text, const std::string& source, Layou
       }
       continue;
     }
-    if (tokens.empty()) continue;  // blank or comment
+    if (tokens.empty() || tokens[0] == "fabric") continue;  // blank, comment, or the fabric's (fabric.h)
     const std::string& host = tokens[0];
     if (host.size() > kMaxLayoutHostNameBytes) {
       return error_at(line_number, "host name is longer than " + std::to_string(kMaxLayoutHostNameBytes) + " bytes");

@@ -14,6 +14,9 @@
 //   # one line per host: its name, then its ranks
 //   host0 0 1
 //   host1 2 3
+//
+// Lines that begin with `fabric` describe what lies above the hosts (fabric.h); the
+// layout skips them, so no host is named `fabric`.
 #ifndef TESSERA_TOPOLOGY_LAYOUT_H_
 #define TESSERA_TOPOLOGY_LAYOUT_H_
 
