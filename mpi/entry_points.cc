@@ -13,6 +13,7 @@
 #include <tessera/tessera.h>
 
 #include <cstring>
+#include <vector>
 
 #include "mpi/call_counts.h"
 #include "mpi/datatypes.h"
@@ -104,15 +105,13 @@ int ReduceScatterBlock(const void* sendbuf, void* recvbuf, int recvcount, MPI_Da
     return Finish(Collective::kReduceScatterBlock, m,
                   tesseraReduceScatter(sendbuf, recvbuf, count, type, tessera_op, m.comm, nullptr));
   }
-  // In place, MPI's block lands at the front of recvbuf; tessera's in place at this rank's
-  // offset, from where it moves to the front.
+  // In place, the block lands at the front of recvbuf and the rest of recvbuf stays as
+  // it was (as Open MPI leaves it): tessera writes it aside, from where it is copied.
   int size = 0;
   PMPI_Type_size(datatype, &size);
-  char* base = static_cast<char*>(recvbuf);
-  const size_t block = count * static_cast<size_t>(size);
-  char* own = base + static_cast<size_t>(m.rank) * block;
-  const tesseraResult_t result = tesseraReduceScatter(base, own, count, type, tessera_op, m.comm, nullptr);
-  if (result == tesseraSuccess && own != base) std::memmove(base, own, block);
+  std::vector<char> block(count * static_cast<size_t>(size));
+  const tesseraResult_t result = tesseraReduceScatter(recvbuf, block.data(), count, type, tessera_op, m.comm, nullptr);
+  if (result == tesseraSuccess && !block.empty()) std::memcpy(recvbuf, block.data(), block.size());
   return Finish(Collective::kReduceScatterBlock, m, result);
 }
 
