@@ -31,10 +31,14 @@ int CodeWithMessage(tesseraResult_t result, const std::string& message) {
 }  // namespace
 
 int RaiseTesseraError(Collective collective, const Mirror& mirror, tesseraResult_t result) {
-  const std::string message = std::string(MpiName(collective)) + " on " + mirror.name + " (rank " +
-                              std::to_string(mirror.rank) + " of " + std::to_string(mirror.nranks) +
-                              ") through tessera: " + tesseraGetErrorString(result) + ": " +
-                              tesseraGetLastError(mirror.comm);
+  // MPI cuts error strings at MPI_MAX_ERROR_STRING (256 in Open MPI): the culprit that
+  // tessera's diagnosis names goes first, before the long explanation.
+  const std::string detail = tesseraGetLastError(mirror.comm);
+  const size_t tag = detail.find("[culprit: ");
+  const std::string culprit = tag == std::string::npos ? "" : " " + detail.substr(tag, detail.find(']', tag) - tag + 1);
+  const std::string message = std::string("tessera ") + tesseraGetErrorString(result) + culprit + " in " +
+                              MpiName(collective) + " on " + mirror.name + " (rank " + std::to_string(mirror.rank) +
+                              " of " + std::to_string(mirror.nranks) + "): " + detail;
   const int code = CodeWithMessage(result, message);
   PMPI_Comm_call_errhandler(mirror.mpi_comm, code);
   return code;

@@ -5,8 +5,9 @@
 // added to MPI on the first failure (MPI_Add_error_class). Before the handler runs, the
 // code's string is set to this failure's message (MPI_Add_error_string replaces it), so
 // MPI_ERRORS_ARE_FATAL prints it, and a program under MPI_ERRORS_RETURN reads it with
-// MPI_Error_string. The message names the MPI call, the communicator and the rank, then
-// carries tessera's own (the peer, and the culprit where tessera's diagnosis found one).
+// MPI_Error_string. The message names the culprit where tessera's diagnosis found one,
+// the MPI call, the communicator and the rank, then carries tessera's own, cut at
+// MPI_MAX_ERROR_STRING (tessera's log has it whole).
 #ifndef TESSERA_MPI_ERRORS_H_
 #define TESSERA_MPI_ERRORS_H_
 

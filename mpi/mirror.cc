@@ -51,8 +51,10 @@ int Keyval() {
 std::string NameOf(MPI_Comm comm) {
   char name[MPI_MAX_OBJECT_NAME] = {0};
   int length = 0;
-  if (PMPI_Comm_get_name(comm, name, &length) != MPI_SUCCESS || length == 0) return "a communicator";
-  return std::string(name, static_cast<size_t>(length));
+  if (PMPI_Comm_get_name(comm, name, &length) == MPI_SUCCESS && length > 0) {
+    return std::string(name, static_cast<size_t>(length));
+  }
+  return "MPI communicator #" + std::to_string(PMPI_Comm_c2f(comm));  // its Fortran handle
 }
 
 // What rank 0 sends the others: the id, or that it could not make one.

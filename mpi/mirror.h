@@ -31,7 +31,7 @@ struct Mirror {
   Route why_not = Route::kRouted;  // when comm is null: kCommunicator or kUnavailable
   int rank = 0;
   int nranks = 0;
-  std::string name;  // the communicator's MPI name ("MPI_COMM_WORLD"), or "a communicator"
+  std::string name;  // the communicator's MPI name ("MPI_COMM_WORLD"), or "MPI communicator #3"
 };
 
 // The mirror of comm, created on first use (collectively: see above). Cheap on the calls
