@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """OSU collective latency with and without libtessera_mpi.so, beside tessera's own *_perf.
 
-  mpi/osu_compare.py --osu OSU_BLOCKING_DIR --layout 2|4|HOSTSxRANKS [--cluster-sh SH]
+  mpi/osu_compare.py --osu OSU_BLOCKING_DIR --layout 2|4|HOSTSxRANKS [--cluster-name NAME]
                      [--max-bytes 4194304] [--validate]
 
 For osu_allreduce (MPI_FLOAT), osu_bcast and osu_allgather, in one run and in turn:
@@ -12,7 +12,7 @@ Markdown table a collective: size, the three latencies in us, and the ratios
 tessera_mpi / Open MPI and tessera_mpi / tessera's own. --validate runs OSU's own
 validation (-c) for MPI_CHAR, MPI_INT and MPI_FLOAT both ways instead, and prints the
 pass counts. A layout HOSTSxRANKS runs on the emulated cluster (tools/cluster; the
-cluster named `tessera` must be up with at least HOSTS hosts).
+cluster NAME, default `tessera`, must be up with at least HOSTS hosts).
 
 Building OSU is not part of tessera (docs/mpi.md gives the commands). Run it under the
 exclusive CPU lock when the figures are to be reported.
@@ -37,7 +37,8 @@ def launcher(args, env):
         xs += ["-x", f"{key}={value}"]
     if "x" in args.layout:
         hosts, ranks = args.layout.split("x")
-        return ["bash", args.cluster_sh, "run", "--hosts", hosts, "--ranks-per-host", ranks] + xs + ["--"]
+        return ["bash", args.cluster_sh, "run", "--name", args.cluster_name, "--hosts", hosts, "--ranks-per-host",
+                ranks] + xs + ["--"]
     return ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", args.layout] + xs
 
 
@@ -127,6 +128,7 @@ def main():
     parser.add_argument("--osu", required=True, help="OSU's c/mpi/collective/blocking folder, built")
     parser.add_argument("--layout", required=True, help="ranks on this host (2, 4) or HOSTSxRANKS")
     parser.add_argument("--cluster-sh", default=os.path.join(ROOT, "tools", "cluster", "cluster.sh"))
+    parser.add_argument("--cluster-name", default="tessera", help="the emulated cluster's name (cluster.sh --name)")
     parser.add_argument("--max-bytes", type=int, default=4 << 20)
     parser.add_argument("--validate", action="store_true")
     args = parser.parse_args()
