@@ -12,13 +12,14 @@
 #include <mpi.h>
 #include <tessera/tessera.h>
 
-#include <cstring>
-#include <vector>
+#include <memory>
 
 #include "mpi/call_counts.h"
 #include "mpi/datatypes.h"
 #include "mpi/errors.h"
 #include "mpi/mirror.h"
+#include "mpi/requests.h"
+#include "mpi/routed_call.h"
 #include "mpi/settings.h"
 
 namespace tessera_mpi {
@@ -54,130 +55,50 @@ Decision Counted(Collective collective, Decision decision) {
   return decision;
 }
 
-int Finish(Collective collective, const Mirror& mirror, tesseraResult_t result) {
-  return result == tesseraSuccess ? MPI_SUCCESS : RaiseTesseraError(collective, mirror, result);
+// The decision for data movement: any datatypes (datatypes.h), counts not negative.
+Decision DecideMovement(Collective collective, MPI_Comm comm, bool bad_count) {
+  return bad_count ? Decision{nullptr, Route::kArgument} : Decide(collective, comm);
 }
 
-// Moves bytes with `run` (a tessera call over the views) between staged or direct views;
-// the send view is packed before, the receive view unpacked after.
-template <typename Run>
-int MoveBytes(Collective collective, const Mirror& mirror, ByteView* send, ByteView* recv, Run run) {
-  int rc = send != nullptr ? send->PackIn() : MPI_SUCCESS;
-  if (rc != MPI_SUCCESS) return RaiseMpiError(mirror, rc);
-  const tesseraResult_t result = run();
-  if (result != tesseraSuccess) return RaiseTesseraError(collective, mirror, result);
-  rc = recv != nullptr ? recv->UnpackOut() : MPI_SUCCESS;
-  return rc == MPI_SUCCESS ? MPI_SUCCESS : RaiseMpiError(mirror, rc);
+// A non-blocking collective also needs MPI_THREAD_MULTIPLE (requests.h) and the mirror's
+// non-blocking communicator.
+Decision DecideNonBlocking(Decision blocking, tesseraComm_t* async) {
+  if (blocking.mirror == nullptr) return blocking;
+  if (!CurrentSettings().thread_multiple) return {nullptr, Route::kThreadLevel};
+  *async = AsyncCommOf(*blocking.mirror);
+  return *async != nullptr ? blocking : Decision{nullptr, Route::kUnavailable};
 }
 
-int Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  tesseraDataType_t type;
-  tesseraRedOp_t tessera_op;
-  const Decision d =
-      Counted(Collective::kAllreduce, DecideReduction(Collective::kAllreduce, comm, count, datatype, op, &type, &tessera_op));
-  if (d.mirror == nullptr) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-  const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-  return Finish(Collective::kAllreduce, *d.mirror,
-                tesseraAllReduce(send, recvbuf, static_cast<size_t>(count), type, tessera_op, d.mirror->comm, nullptr));
+// Runs a prepared call now on the mirror's communicator; `prepared` is Prepare*'s code.
+int RunNow(RoutedCall* call, int prepared) {
+  const Mirror& m = *call->mirror;
+  if (prepared != MPI_SUCCESS) return RaiseMpiError(m, prepared);
+  const tesseraResult_t result = Issue(call, m.comm);
+  if (result != tesseraSuccess) return RaiseTesseraError(call->collective, m, result);
+  const int rc = Finish(call);
+  return rc == MPI_SUCCESS ? MPI_SUCCESS : RaiseMpiError(m, rc);
 }
 
-int Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm) {
-  tesseraDataType_t type;
-  tesseraRedOp_t tessera_op;
-  const Decision d =
-      Counted(Collective::kReduce, DecideReduction(Collective::kReduce, comm, count, datatype, op, &type, &tessera_op));
-  if (d.mirror == nullptr) return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
-  const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;  // MPI_IN_PLACE: the root's
-  return Finish(Collective::kReduce, *d.mirror,
-                tesseraReduce(send, recvbuf, static_cast<size_t>(count), type, tessera_op, root, d.mirror->comm, nullptr));
+// Posts a prepared call on the non-blocking communicator, as *request.
+int RunLater(std::unique_ptr<RoutedCall> call, int prepared, tesseraComm_t async, MPI_Request* request) {
+  const Mirror& m = *call->mirror;
+  if (prepared != MPI_SUCCESS) return RaiseMpiError(m, prepared);
+  const int rc = StartRequest(std::move(call), async, request);
+  return rc == MPI_SUCCESS ? MPI_SUCCESS : RaiseMpiError(m, rc);
 }
 
-int ReduceScatterBlock(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
-                       MPI_Comm comm) {
-  tesseraDataType_t type;
-  tesseraRedOp_t tessera_op;
-  const Decision d = Counted(Collective::kReduceScatterBlock, DecideReduction(Collective::kReduceScatterBlock, comm,
-                                                                              recvcount, datatype, op, &type, &tessera_op));
-  if (d.mirror == nullptr) return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
-  const Mirror& m = *d.mirror;
-  const size_t count = static_cast<size_t>(recvcount);
-  if (sendbuf != MPI_IN_PLACE) {
-    return Finish(Collective::kReduceScatterBlock, m,
-                  tesseraReduceScatter(sendbuf, recvbuf, count, type, tessera_op, m.comm, nullptr));
-  }
-  // In place, the block lands at the front of recvbuf and the rest of recvbuf stays as
-  // it was (as Open MPI leaves it): tessera writes it aside, from where it is copied.
-  int size = 0;
-  PMPI_Type_size(datatype, &size);
-  std::vector<char> block(count * static_cast<size_t>(size));
-  const tesseraResult_t result = tesseraReduceScatter(recvbuf, block.data(), count, type, tessera_op, m.comm, nullptr);
-  if (result == tesseraSuccess && !block.empty()) std::memcpy(recvbuf, block.data(), block.size());
-  return Finish(Collective::kReduceScatterBlock, m, result);
+RoutedCall Blank(Collective collective, const Mirror* mirror) {
+  RoutedCall call;
+  call.collective = collective;
+  call.mirror = mirror;
+  return call;
 }
 
-int Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-  const Decision d =
-      Counted(Collective::kBcast, count < 0 ? Decision{nullptr, Route::kArgument} : Decide(Collective::kBcast, comm));
-  if (d.mirror == nullptr) return PMPI_Bcast(buffer, count, datatype, root, comm);
-  const Mirror& m = *d.mirror;
-  ByteView view;
-  const int rc = view.Init(buffer, count, datatype, comm);
-  if (rc != MPI_SUCCESS) return RaiseMpiError(m, rc);
-  const bool is_root = root == m.rank;
-  return MoveBytes(Collective::kBcast, m, is_root ? &view : nullptr, is_root ? nullptr : &view, [&] {
-    return tesseraBcast(view.data(), view.bytes(), tesseraUint8, root, m.comm, nullptr);
-  });
-}
-
-int Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-              MPI_Datatype recvtype, MPI_Comm comm) {
-  const bool in_place = sendbuf == MPI_IN_PLACE;
-  const bool bad_count = recvcount < 0 || (!in_place && sendcount < 0);
-  const Decision d = Counted(Collective::kAllgather,
-                             bad_count ? Decision{nullptr, Route::kArgument} : Decide(Collective::kAllgather, comm));
-  if (d.mirror == nullptr) return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  const Mirror& m = *d.mirror;
-  ByteView recv, send;
-  int rc = recv.Init(recvbuf, static_cast<long long>(recvcount) * m.nranks, recvtype, comm);
-  if (rc == MPI_SUCCESS && !in_place) rc = send.Init(sendbuf, sendcount, sendtype, comm);
-  if (rc != MPI_SUCCESS) return RaiseMpiError(m, rc);
-  const size_t block = recv.bytes() / static_cast<size_t>(m.nranks);
-  if (!in_place && send.bytes() != block) return RaiseMpiError(m, MPI_ERR_TRUNCATE);
-  // In place, this rank's block already sits in recvbuf (and is packed with the rest).
-  ByteView* source = in_place ? &recv : &send;
-  return MoveBytes(Collective::kAllgather, m, source, &recv, [&] {
-    const char* from = in_place ? recv.data() + static_cast<size_t>(m.rank) * block : send.data();
-    return tesseraAllGather(from, recv.data(), block, tesseraUint8, m.comm, nullptr);
-  });
-}
-
-int Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-             MPI_Datatype recvtype, MPI_Comm comm) {
-  const bool in_place = sendbuf == MPI_IN_PLACE;
-  const bool bad_count = recvcount < 0 || (!in_place && sendcount < 0);
-  const Decision d =
-      Counted(Collective::kAlltoall, bad_count ? Decision{nullptr, Route::kArgument} : Decide(Collective::kAlltoall, comm));
-  if (d.mirror == nullptr) return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  const Mirror& m = *d.mirror;
-  ByteView recv, send;
-  int rc = recv.Init(recvbuf, static_cast<long long>(recvcount) * m.nranks, recvtype, comm);
-  if (rc == MPI_SUCCESS && !in_place) rc = send.Init(sendbuf, static_cast<long long>(sendcount) * m.nranks, sendtype, comm);
-  if (rc != MPI_SUCCESS) return RaiseMpiError(m, rc);
-  if (!in_place && send.bytes() != recv.bytes()) return RaiseMpiError(m, MPI_ERR_TRUNCATE);
-  const size_t block = recv.bytes() / static_cast<size_t>(m.nranks);
-  ByteView* source = in_place ? &recv : &send;  // in place: tessera copies the input aside
-  return MoveBytes(Collective::kAlltoall, m, source, &recv, [&] {
-    return tesseraAlltoAll(source->data(), recv.data(), block, tesseraUint8, m.comm, nullptr);
-  });
-}
-
-// A one-byte allreduce: no rank has its result before every rank has contributed.
-int Barrier(MPI_Comm comm) {
-  const Decision d = Counted(Collective::kBarrier, Decide(Collective::kBarrier, comm));
-  if (d.mirror == nullptr) return PMPI_Barrier(comm);
-  unsigned char token = 0;
-  return Finish(Collective::kBarrier, *d.mirror,
-                tesseraAllReduce(&token, &token, 1, tesseraUint8, tesseraMax, d.mirror->comm, nullptr));
+std::unique_ptr<RoutedCall> NewCall(Collective collective, const Mirror* mirror) {
+  auto call = std::make_unique<RoutedCall>();
+  call->collective = collective;
+  call->mirror = mirror;
+  return call;
 }
 
 int AfterInit(int rc) {
@@ -189,6 +110,7 @@ int Finalize() {
   int rank = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   DestroyMirrors();
+  StopRequests();
   PrintCallCounts(rank);
   return PMPI_Finalize();
 }
@@ -196,44 +118,180 @@ int Finalize() {
 }  // namespace
 }  // namespace tessera_mpi
 
+namespace tmpi = tessera_mpi;
+using tmpi::Collective;
+
 extern "C" {
 
-int MPI_Init(int* argc, char*** argv) { return tessera_mpi::AfterInit(PMPI_Init(argc, argv)); }
-
-int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
-  return tessera_mpi::AfterInit(PMPI_Init_thread(argc, argv, required, provided));
+int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  tesseraDataType_t type;
+  tesseraRedOp_t top;
+  const tmpi::Decision d = tmpi::Counted(
+      Collective::kAllreduce, tmpi::DecideReduction(Collective::kAllreduce, comm, count, datatype, op, &type, &top));
+  if (d.mirror == nullptr) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+  tmpi::RoutedCall call = tmpi::Blank(Collective::kAllreduce, d.mirror);
+  return tmpi::RunNow(&call, tmpi::PrepareAllreduce(&call, sendbuf, recvbuf, count, type, top));
 }
 
-int MPI_Finalize(void) { return tessera_mpi::Finalize(); }
-
-int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  return tessera_mpi::Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                   MPI_Request* request) {
+  tesseraDataType_t type;
+  tesseraRedOp_t top;
+  tesseraComm_t async = nullptr;
+  const tmpi::Decision d = tmpi::Counted(
+      Collective::kIallreduce,
+      tmpi::DecideNonBlocking(tmpi::DecideReduction(Collective::kIallreduce, comm, count, datatype, op, &type, &top),
+                              &async));
+  if (d.mirror == nullptr) return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+  auto call = tmpi::NewCall(Collective::kIallreduce, d.mirror);
+  const int prepared = tmpi::PrepareAllreduce(call.get(), sendbuf, recvbuf, count, type, top);
+  return tmpi::RunLater(std::move(call), prepared, async, request);
 }
 
 int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
                MPI_Comm comm) {
-  return tessera_mpi::Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+  tesseraDataType_t type;
+  tesseraRedOp_t top;
+  const tmpi::Decision d = tmpi::Counted(
+      Collective::kReduce, tmpi::DecideReduction(Collective::kReduce, comm, count, datatype, op, &type, &top));
+  if (d.mirror == nullptr) return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+  tmpi::RoutedCall call = tmpi::Blank(Collective::kReduce, d.mirror);
+  return tmpi::RunNow(&call, tmpi::PrepareReduce(&call, sendbuf, recvbuf, count, type, top, root));
+}
+
+int MPI_Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                MPI_Comm comm, MPI_Request* request) {
+  tesseraDataType_t type;
+  tesseraRedOp_t top;
+  tesseraComm_t async = nullptr;
+  const tmpi::Decision d =
+      tmpi::Counted(Collective::kIreduce,
+                    tmpi::DecideNonBlocking(
+                        tmpi::DecideReduction(Collective::kIreduce, comm, count, datatype, op, &type, &top), &async));
+  if (d.mirror == nullptr) return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+  auto call = tmpi::NewCall(Collective::kIreduce, d.mirror);
+  const int prepared = tmpi::PrepareReduce(call.get(), sendbuf, recvbuf, count, type, top, root);
+  return tmpi::RunLater(std::move(call), prepared, async, request);
 }
 
 int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
                              MPI_Comm comm) {
-  return tessera_mpi::ReduceScatterBlock(sendbuf, recvbuf, recvcount, datatype, op, comm);
+  tesseraDataType_t type;
+  tesseraRedOp_t top;
+  const tmpi::Decision d =
+      tmpi::Counted(Collective::kReduceScatterBlock,
+                    tmpi::DecideReduction(Collective::kReduceScatterBlock, comm, recvcount, datatype, op, &type, &top));
+  if (d.mirror == nullptr) return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+  tmpi::RoutedCall call = tmpi::Blank(Collective::kReduceScatterBlock, d.mirror);
+  return tmpi::RunNow(&call, tmpi::PrepareReduceScatterBlock(&call, sendbuf, recvbuf, recvcount, datatype, type, top));
+}
+
+int MPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
+                              MPI_Comm comm, MPI_Request* request) {
+  tesseraDataType_t type;
+  tesseraRedOp_t top;
+  tesseraComm_t async = nullptr;
+  const tmpi::Decision d = tmpi::Counted(
+      Collective::kIreduceScatterBlock,
+      tmpi::DecideNonBlocking(
+          tmpi::DecideReduction(Collective::kIreduceScatterBlock, comm, recvcount, datatype, op, &type, &top), &async));
+  if (d.mirror == nullptr) return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
+  auto call = tmpi::NewCall(Collective::kIreduceScatterBlock, d.mirror);
+  const int prepared = tmpi::PrepareReduceScatterBlock(call.get(), sendbuf, recvbuf, recvcount, datatype, type, top);
+  return tmpi::RunLater(std::move(call), prepared, async, request);
 }
 
 int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-  return tessera_mpi::Bcast(buffer, count, datatype, root, comm);
+  const tmpi::Decision d = tmpi::Counted(Collective::kBcast, tmpi::DecideMovement(Collective::kBcast, comm, count < 0));
+  if (d.mirror == nullptr) return PMPI_Bcast(buffer, count, datatype, root, comm);
+  tmpi::RoutedCall call = tmpi::Blank(Collective::kBcast, d.mirror);
+  return tmpi::RunNow(&call, tmpi::PrepareBcast(&call, buffer, count, datatype, root));
+}
+
+int MPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request* request) {
+  tesseraComm_t async = nullptr;
+  const tmpi::Decision d = tmpi::Counted(
+      Collective::kIbcast, tmpi::DecideNonBlocking(tmpi::DecideMovement(Collective::kIbcast, comm, count < 0), &async));
+  if (d.mirror == nullptr) return PMPI_Ibcast(buffer, count, datatype, root, comm, request);
+  auto call = tmpi::NewCall(Collective::kIbcast, d.mirror);
+  const int prepared = tmpi::PrepareBcast(call.get(), buffer, count, datatype, root);
+  return tmpi::RunLater(std::move(call), prepared, async, request);
 }
 
 int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                   MPI_Datatype recvtype, MPI_Comm comm) {
-  return tessera_mpi::Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  const bool bad_count = recvcount < 0 || (sendbuf != MPI_IN_PLACE && sendcount < 0);
+  const tmpi::Decision d =
+      tmpi::Counted(Collective::kAllgather, tmpi::DecideMovement(Collective::kAllgather, comm, bad_count));
+  if (d.mirror == nullptr) return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  tmpi::RoutedCall call = tmpi::Blank(Collective::kAllgather, d.mirror);
+  return tmpi::RunNow(&call, tmpi::PrepareAllgather(&call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype));
+}
+
+int MPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  const bool bad_count = recvcount < 0 || (sendbuf != MPI_IN_PLACE && sendcount < 0);
+  tesseraComm_t async = nullptr;
+  const tmpi::Decision d =
+      tmpi::Counted(Collective::kIallgather,
+                    tmpi::DecideNonBlocking(tmpi::DecideMovement(Collective::kIallgather, comm, bad_count), &async));
+  if (d.mirror == nullptr) {
+    return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+  }
+  auto call = tmpi::NewCall(Collective::kIallgather, d.mirror);
+  const int prepared = tmpi::PrepareAllgather(call.get(), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
+  return tmpi::RunLater(std::move(call), prepared, async, request);
 }
 
 int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                  MPI_Datatype recvtype, MPI_Comm comm) {
-  return tessera_mpi::Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  const bool bad_count = recvcount < 0 || (sendbuf != MPI_IN_PLACE && sendcount < 0);
+  const tmpi::Decision d =
+      tmpi::Counted(Collective::kAlltoall, tmpi::DecideMovement(Collective::kAlltoall, comm, bad_count));
+  if (d.mirror == nullptr) return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  tmpi::RoutedCall call = tmpi::Blank(Collective::kAlltoall, d.mirror);
+  return tmpi::RunNow(&call, tmpi::PrepareAlltoall(&call, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype));
 }
 
-int MPI_Barrier(MPI_Comm comm) { return tessera_mpi::Barrier(comm); }
+int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  const bool bad_count = recvcount < 0 || (sendbuf != MPI_IN_PLACE && sendcount < 0);
+  tesseraComm_t async = nullptr;
+  const tmpi::Decision d =
+      tmpi::Counted(Collective::kIalltoall,
+                    tmpi::DecideNonBlocking(tmpi::DecideMovement(Collective::kIalltoall, comm, bad_count), &async));
+  if (d.mirror == nullptr) {
+    return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+  }
+  auto call = tmpi::NewCall(Collective::kIalltoall, d.mirror);
+  const int prepared = tmpi::PrepareAlltoall(call.get(), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
+  return tmpi::RunLater(std::move(call), prepared, async, request);
+}
+
+int MPI_Barrier(MPI_Comm comm) {
+  const tmpi::Decision d = tmpi::Counted(Collective::kBarrier, tmpi::DecideMovement(Collective::kBarrier, comm, false));
+  if (d.mirror == nullptr) return PMPI_Barrier(comm);
+  tmpi::RoutedCall call = tmpi::Blank(Collective::kBarrier, d.mirror);
+  tmpi::PrepareBarrier(&call);
+  return tmpi::RunNow(&call, MPI_SUCCESS);
+}
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
+  tesseraComm_t async = nullptr;
+  const tmpi::Decision d = tmpi::Counted(
+      Collective::kIbarrier, tmpi::DecideNonBlocking(tmpi::DecideMovement(Collective::kIbarrier, comm, false), &async));
+  if (d.mirror == nullptr) return PMPI_Ibarrier(comm, request);
+  auto call = tmpi::NewCall(Collective::kIbarrier, d.mirror);
+  tmpi::PrepareBarrier(call.get());
+  return tmpi::RunLater(std::move(call), MPI_SUCCESS, async, request);
+}
+
+int MPI_Init(int* argc, char*** argv) { return tmpi::AfterInit(PMPI_Init(argc, argv)); }
+
+int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  return tmpi::AfterInit(PMPI_Init_thread(argc, argv, required, provided));
+}
+
+int MPI_Finalize(void) { return tmpi::Finalize(); }
 
 }  // extern "C"

@@ -30,7 +30,7 @@ int CodeWithMessage(tesseraResult_t result, const std::string& message) {
 
 }  // namespace
 
-int RaiseTesseraError(Collective collective, const Mirror& mirror, tesseraResult_t result) {
+int TesseraErrorCode(Collective collective, const Mirror& mirror, tesseraResult_t result) {
   // MPI cuts error strings at MPI_MAX_ERROR_STRING (256 in Open MPI): the culprit that
   // tessera's diagnosis names goes first, before the long explanation.
   const std::string detail = tesseraGetLastError(mirror.comm);
@@ -39,7 +39,11 @@ int RaiseTesseraError(Collective collective, const Mirror& mirror, tesseraResult
   const std::string message = std::string("tessera ") + tesseraGetErrorString(result) + culprit + " in " +
                               MpiName(collective) + " on " + mirror.name + " (rank " + std::to_string(mirror.rank) +
                               " of " + std::to_string(mirror.nranks) + "): " + detail;
-  const int code = CodeWithMessage(result, message);
+  return CodeWithMessage(result, message);
+}
+
+int RaiseTesseraError(Collective collective, const Mirror& mirror, tesseraResult_t result) {
+  const int code = TesseraErrorCode(collective, mirror, result);
   PMPI_Comm_call_errhandler(mirror.mpi_comm, code);
   return code;
 }

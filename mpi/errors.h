@@ -19,6 +19,10 @@
 
 namespace tessera_mpi {
 
+// The MPI error code of `result` (not tesseraSuccess) of `collective` on `mirror`'s
+// communicator, its string set to this failure's message.
+int TesseraErrorCode(Collective collective, const Mirror& mirror, tesseraResult_t result);
+
 // Reports `result` (not tesseraSuccess) of `collective` on `mirror`'s communicator through
 // its error handler and returns the MPI error code, for the entry point to return.
 int RaiseTesseraError(Collective collective, const Mirror& mirror, tesseraResult_t result);

@@ -6,6 +6,8 @@
 #include <mutex>
 #include <vector>
 
+#include "mpi/requests.h"
+
 namespace tessera_mpi {
 namespace {
 
@@ -34,6 +36,11 @@ int DeleteMirror(MPI_Comm, int, void* value, void*) {
       }
     }
     g_epoch.fetch_add(1, std::memory_order_acq_rel);
+  }
+  if (mirror->async_comm != nullptr) {
+    tesseraCommFinalize(mirror->async_comm);  // waits for the calls posted on it
+    DrainRequests(mirror->async_comm);         // and for their requests to complete
+    tesseraCommDestroy(mirror->async_comm);
   }
   if (mirror->comm != nullptr) tesseraCommDestroy(mirror->comm);
   delete mirror;
@@ -148,6 +155,30 @@ const Mirror* MirrorOf(MPI_Comm comm) {
   const Mirror* mirror = LookUpOrCreate(comm);
   if (mirror != nullptr) t_cache = {comm, mirror, epoch};
   return mirror;
+}
+
+tesseraComm_t AsyncCommOf(const Mirror& mirror) {
+  if (mirror.async_tried) return mirror.async_comm;
+  mirror.async_tried = true;
+  const std::string name = mirror.name + " (non-blocking)";
+  tesseraConfig_t config = TESSERA_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  config.commName = name.c_str();
+  tesseraComm_t async = nullptr;
+  const tesseraResult_t result = tesseraCommSplit(mirror.comm, 0, mirror.rank, &async, &config);
+  const std::string error = result == tesseraSuccess ? "" : tesseraGetLastError(mirror.comm);
+  int mine = async != nullptr, all = 0;
+  if (PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, mirror.mpi_comm) != MPI_SUCCESS) all = 0;
+  if (all) {
+    mirror.async_comm = async;
+    return async;
+  }
+  if (async != nullptr) tesseraCommDestroy(async);
+  if (!mine) {
+    std::fprintf(stderr, "tessera_mpi: rank %d of %s: no non-blocking tessera communicator (%s); its non-blocking "
+                 "collectives stay on Open MPI\n", mirror.rank, mirror.name.c_str(), error.c_str());
+  }
+  return nullptr;
 }
 
 void DestroyMirrors() {

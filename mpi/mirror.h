@@ -12,7 +12,8 @@
 // The mirror is kept as an attribute of the MPI communicator, so MPI_Comm_free (and
 // MPI_Comm_disconnect) destroys it; MPI_Comm_dup and the other constructors do not copy
 // it (MPI_COMM_NULL_COPY_FN), so every new communicator gets its own on first use;
-// MPI_Finalize destroys the rest (DestroyMirrors).
+// MPI_Finalize destroys the rest (DestroyMirrors). A mirror destroyed with non-blocking
+// calls in flight waits for them (MPI lets a program free a communicator before they end).
 #ifndef TESSERA_MPI_MIRROR_H_
 #define TESSERA_MPI_MIRROR_H_
 
@@ -32,12 +33,22 @@ struct Mirror {
   int rank = 0;
   int nranks = 0;
   std::string name;  // the communicator's MPI name ("MPI_COMM_WORLD"), or "MPI communicator #3"
+  // The non-blocking communicator of the non-blocking collectives (AsyncCommOf). MPI has
+  // a communicator's collectives called in one order, so no two threads make it at once.
+  mutable tesseraComm_t async_comm = nullptr;
+  mutable bool async_tried = false;
 };
 
 // The mirror of comm, created on first use (collectively: see above). Cheap on the calls
 // after the first: a per-thread cache of the last communicator. Null for MPI_COMM_NULL.
 // Thread-safe: different threads may use different communicators at once, as MPI allows.
 const Mirror* MirrorOf(MPI_Comm comm);
+
+// The mirror's non-blocking tessera communicator (tesseraConfig_t.blocking = 0): split
+// from mirror.comm on the first non-blocking call (collective like that call), then kept
+// with the mirror. Null where any rank could not make it (each such rank says why on
+// stderr): the communicator's non-blocking calls then go to Open MPI.
+tesseraComm_t AsyncCommOf(const Mirror& mirror);
 
 // Destroys every mirror that remains, before PMPI_Finalize.
 void DestroyMirrors();

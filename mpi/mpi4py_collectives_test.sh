@@ -46,6 +46,9 @@ run() {
   if [ "$library" = tessera ]; then
     grep -q '^tessera_mpi: rank 0: MPI_Allreduce [0-9]* (tessera [1-9]' "$OUT/$name" ||
       fail "$name: no MPI_Allreduce ran on tessera"
+    # mpi4py initialises MPI_THREAD_MULTIPLE: its non-blocking tests run on tessera too.
+    grep -q '^tessera_mpi: rank 0: MPI_Iallreduce [0-9]* (tessera [1-9]' "$OUT/$name" ||
+      fail "$name: no MPI_Iallreduce ran on tessera"
   fi
 }
 

@@ -24,6 +24,13 @@ constexpr CollectiveRow kCollectiveTable[kCollectives] = {
     {Collective::kReduceScatterBlock, "MPI_Reduce_scatter_block", "reduce_scatter_block"},
     {Collective::kAlltoall, "MPI_Alltoall", "alltoall"},
     {Collective::kBarrier, "MPI_Barrier", "barrier"},
+    {Collective::kIallreduce, "MPI_Iallreduce", "iallreduce"},
+    {Collective::kIreduce, "MPI_Ireduce", "ireduce"},
+    {Collective::kIbcast, "MPI_Ibcast", "ibcast"},
+    {Collective::kIallgather, "MPI_Iallgather", "iallgather"},
+    {Collective::kIreduceScatterBlock, "MPI_Ireduce_scatter_block", "ireduce_scatter_block"},
+    {Collective::kIalltoall, "MPI_Ialltoall", "ialltoall"},
+    {Collective::kIbarrier, "MPI_Ibarrier", "ibarrier"},
 };
 
 constexpr unsigned kAll = (1u << kCollectives) - 1;
@@ -61,6 +68,7 @@ const char* RouteName(Route r) {
     case Route::kDatatype: return "datatype";
     case Route::kOperator: return "operator";
     case Route::kArgument: return "argument";
+    case Route::kThreadLevel: return "thread level";
   }
   return "?";
 }
@@ -98,7 +106,8 @@ bool ParseCollectives(const char* value, unsigned* routed, std::string* error) {
     }
     if (!known) {
       *error = "unknown item \"" + std::string(remove ? "-" : "") + item +
-               "\" (want all, none, or [-]allreduce, reduce, bcast, allgather, reduce_scatter_block, alltoall, barrier)";
+               "\" (want all, none, or [-]allreduce, reduce, bcast, allgather, reduce_scatter_block, alltoall, barrier, "
+               "or one of these with an i before it: iallreduce, ...)";
       return false;
     }
   }
@@ -110,16 +119,20 @@ const Settings& CurrentSettings() { return MutableSettings(); }
 
 void AgreeOnSettings() {
   Settings& s = MutableSettings();
-  // {routed, ~routed} reduced with MPI_MIN: the ranks agree when min == ~(min of ~routed).
-  unsigned mine[2] = {s.routed, ~s.routed}, least[2] = {0, 0};
+  int provided = MPI_THREAD_SINGLE;
+  PMPI_Query_thread(&provided);
+  s.thread_multiple = provided == MPI_THREAD_MULTIPLE;
+  // {agreed, ~agreed} reduced with MPI_MIN: the ranks agree when min == ~(min of ~agreed).
+  const unsigned agreed = s.routed | (s.thread_multiple ? 1u << 31 : 0u);
+  unsigned mine[2] = {agreed, ~agreed}, least[2] = {0, 0};
   if (PMPI_Allreduce(mine, least, 2, MPI_UNSIGNED, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) return;
   if (least[0] == ~least[1]) return;
   int rank = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (rank == 0) {
     std::fprintf(stderr,
-                 "tessera_mpi: TESSERA_MPI_COLLECTIVES differs between ranks of MPI_COMM_WORLD; routing nothing "
-                 "to tessera (set it alike on every rank, e.g. with mpirun -x)\n");
+                 "tessera_mpi: TESSERA_MPI_COLLECTIVES or the thread level differs between ranks of "
+                 "MPI_COMM_WORLD; routing nothing to tessera (set it alike on every rank, e.g. with mpirun -x)\n");
   }
   s.routed = 0;
 }

@@ -8,7 +8,8 @@
 
 namespace tessera_mpi {
 
-// The MPI collectives this library can route, in the order of the table in settings.cc.
+// The MPI collectives this library can route, in the order of the table in settings.cc:
+// the blocking ones, then their non-blocking forms in the same order.
 enum class Collective {
   kAllreduce,
   kReduce,
@@ -17,8 +18,20 @@ enum class Collective {
   kReduceScatterBlock,
   kAlltoall,
   kBarrier,
+  kIallreduce,
+  kIreduce,
+  kIbcast,
+  kIallgather,
+  kIreduceScatterBlock,
+  kIalltoall,
+  kIbarrier,
 };
-constexpr int kCollectives = 7;
+constexpr int kCollectives = 14;
+constexpr int kBlockingCollectives = 7;
+
+// The non-blocking form of a blocking collective.
+inline Collective NonBlocking(Collective c) { return static_cast<Collective>(static_cast<int>(c) + kBlockingCollectives); }
+inline bool IsNonBlocking(Collective c) { return static_cast<int>(c) >= kBlockingCollectives; }
 
 // "MPI_Allreduce", ...
 const char* MpiName(Collective c);
@@ -35,13 +48,17 @@ enum class Route {
   kDatatype,       // a reduction over a datatype tessera has no type for (derived, short, ...)
   kOperator,       // a user-defined or logical/bitwise/loc operator
   kArgument,       // a negative count or another argument Open MPI will report
+  kThreadLevel,    // a non-blocking collective where MPI was not initialised with MPI_THREAD_MULTIPLE
 };
-constexpr int kRoutes = 7;
+constexpr int kRoutes = 8;
 const char* RouteName(Route r);
 
 struct Settings {
   unsigned routed = 0;  // bit (1 << Collective) set: routed to tessera
   bool stats = false;   // print the counts of routed and fallen-back calls at MPI_Finalize
+  // Non-blocking calls complete on a thread of this library, which needs
+  // MPI_THREAD_MULTIPLE (MPI_Grequest_complete from that thread).
+  bool thread_multiple = false;
   bool Routes(Collective c) const { return (routed >> static_cast<int>(c)) & 1u; }
 };
 
@@ -56,10 +73,10 @@ bool ParseCollectives(const char* value, unsigned* routed, std::string* error);
 // TESSERA_MPI_COLLECTIVES routes nothing, with a warning on stderr.
 const Settings& CurrentSettings();
 
-// Called once MPI is initialised: the ranks of MPI_COMM_WORLD compare their settings (a
-// PMPI_Allreduce). Where they differ, no rank routes anything, and rank 0 says so on
-// stderr: every rank must make the same choice, or a routed call on one rank would meet
-// Open MPI's on another.
+// Called once MPI is initialised: reads the thread level, and the ranks of
+// MPI_COMM_WORLD compare their settings and thread levels (a PMPI_Allreduce). Where they
+// differ, no rank routes anything, and rank 0 says so on stderr: every rank must make the
+// same choice, or a routed call on one rank would meet Open MPI's on another.
 void AgreeOnSettings();
 
 }  // namespace tessera_mpi
