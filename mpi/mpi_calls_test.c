@@ -6,11 +6,14 @@
  *
  *   mpirun -np 4 [-x LD_PRELOAD=bazel-bin/mpi/libtessera_mpi.so] mpi_calls_test
  *   mpirun -np 2 -x LD_PRELOAD=... -x TESSERA_TIMEOUT_MS=2000 mpi_calls_test --late-rank
+ *   mpirun -np 2 -x LD_PRELOAD=... mpi_calls_test --thread-multiple
  *
  * Every rank prints "FAIL: ..." for each wrong value; rank 0 ends with
  * "mpi_calls: N passed, M failed" over all ranks, and every rank exits 1 if M > 0.
  * --late-rank: rank 1 joins an allreduce 3 s late, on a communicator that returns errors;
  * rank 0 prints what its call returned ("late-rank: rank 0: ...").
+ * --thread-multiple: MPI_Init_thread(MPI_THREAD_MULTIPLE) in place of MPI_Init (the
+ * library routes non-blocking collectives only then); the checks are the same.
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -160,6 +163,54 @@ static void CheckMovement(MPI_Comm comm, const char* name) {
   double last_arrival = 0;
   MPI_Allreduce(&arrived, &last_arrival, 1, MPI_DOUBLE, MPI_MAX, comm);
   CHECK(left >= last_arrival, "%s barrier: left %.6f s before the last rank arrived", name, last_arrival - left);
+}
+
+/* The non-blocking collectives, all in flight at once beside a blocking allreduce, then
+ * waited for together; an allreduce on a dup freed once it is done (freeing it before
+ * the wait, as MPI allows, crashes Open MPI 4.1's own libnbc). */
+static void CheckNonBlocking(MPI_Comm comm, const char* name) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  enum { kN = 1000 };
+  static double sum[kN], red[kN];
+  static int bc[kN], gathered[16], rsb_in[3 * 16], rsb_out[3], a2a_in[16], a2a_out[16];
+  for (int i = 0; i < kN; ++i) sum[i] = red[i] = ValueOf(rank, i), bc[i] = rank == 0 ? ValueOf(0, i) : -1;
+  for (int i = 0; i < 3 * size; ++i) rsb_in[i] = ValueOf(rank, i);
+  for (int j = 0; j < size; ++j) a2a_in[j] = 1000 * rank + j;
+  const int root = size - 1;
+  MPI_Request requests[7];
+  CheckOk(MPI_Iallreduce(MPI_IN_PLACE, sum, kN, MPI_DOUBLE, MPI_SUM, comm, &requests[0]), "MPI_Iallreduce");
+  CheckOk(MPI_Ibcast(bc, kN, MPI_INT, 0, comm, &requests[1]), "MPI_Ibcast");
+  const int mine = 100 + rank;
+  CheckOk(MPI_Iallgather(&mine, 1, MPI_INT, gathered, 1, MPI_INT, comm, &requests[2]), "MPI_Iallgather");
+  CheckOk(MPI_Ireduce_scatter_block(rsb_in, rsb_out, 3, MPI_INT, MPI_MAX, comm, &requests[3]),
+          "MPI_Ireduce_scatter_block");
+  CheckOk(MPI_Ialltoall(a2a_in, 1, MPI_INT, a2a_out, 1, MPI_INT, comm, &requests[4]), "MPI_Ialltoall");
+  CheckOk(MPI_Ireduce(rank == root ? MPI_IN_PLACE : red, rank == root ? red : NULL, kN, MPI_DOUBLE, MPI_MIN, root, comm,
+                      &requests[5]),
+          "MPI_Ireduce");
+  CheckOk(MPI_Ibarrier(comm, &requests[6]), "MPI_Ibarrier");
+  int blocking = rank, most = -1;
+  CheckOk(MPI_Allreduce(&blocking, &most, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  CheckOk(MPI_Waitall(7, requests, MPI_STATUSES_IGNORE), "MPI_Waitall");
+  long bad = most != size - 1;
+  for (int i = 0; i < kN; ++i) bad += sum[i] != Expected("sum", size, i) || bc[i] != ValueOf(0, i);
+  for (int i = 0; rank == root && i < kN; ++i) bad += red[i] != Expected("min", size, i);
+  for (int i = 0; i < 3; ++i) bad += rsb_out[i] != Expected("max", size, 3 * rank + i);
+  for (int r = 0; r < size; ++r) bad += a2a_out[r] != 1000 * r + rank || gathered[r] != 100 + r;
+  CHECK(bad == 0, "%s non-blocking collectives: %ld wrong", name, bad);
+  MPI_Comm dup;
+  MPI_Comm_dup(comm, &dup);
+  static double big[1 << 18];
+  for (int i = 0; i < (1 << 18); ++i) big[i] = ValueOf(rank, i);
+  MPI_Request request;
+  CheckOk(MPI_Iallreduce(MPI_IN_PLACE, big, 1 << 18, MPI_DOUBLE, MPI_MAX, dup, &request), "MPI_Iallreduce");
+  CheckOk(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait");
+  MPI_Comm_free(&dup);
+  bad = 0;
+  for (int i = 0; i < (1 << 18); ++i) bad += big[i] != Expected("max", size, i);
+  CHECK(bad == 0, "%s non-blocking allreduce on a dup: %ld wrong", name, bad);
 }
 
 /* Data movement with derived datatypes that differ between ranks of one signature: the
@@ -324,7 +375,12 @@ static void LateRank(void) {
 }
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  if (argc > 1 && !strcmp(argv[1], "--thread-multiple")) {
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  } else {
+    MPI_Init(&argc, &argv);
+  }
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   if (argc > 1 && !strcmp(argv[1], "--late-rank")) {
@@ -332,6 +388,7 @@ int main(int argc, char** argv) {
   } else {
     CheckReductions(MPI_COMM_WORLD, "world");
     CheckMovement(MPI_COMM_WORLD, "world");
+    CheckNonBlocking(MPI_COMM_WORLD, "world");
     CheckDerivedMovement(MPI_COMM_WORLD);
     CheckFallbacks(MPI_COMM_WORLD);
     CheckCommunicators();

@@ -87,6 +87,14 @@ for layout in $layouts; do
   at_least "$name" MPI_Allreduce datatype 3    # contiguous matrices, MPI_FLOAT_INT, MPI_SHORT; MPI_BYTE
   at_least "$name" MPI_Allreduce operator 1    # MPI_LAND
   at_least "$name" MPI_Allreduce communicator 2  # MPI_COMM_SELF, the intercommunicator
+  at_least "$name" MPI_Iallreduce "thread level" 2  # MPI_Init: non-blocking stays on Open MPI
+  # With MPI_THREAD_MULTIPLE the non-blocking collectives run on tessera.
+  run "thread_multiple_$layout" "$layout" -x "LD_PRELOAD=$LIB" -x TESSERA_MPI_STATS=1 -- --thread-multiple
+  passed "thread_multiple_$layout"
+  for collective in MPI_Iallreduce MPI_Ireduce MPI_Ibcast MPI_Iallgather MPI_Ireduce_scatter_block MPI_Ialltoall \
+                    MPI_Ibarrier; do
+    at_least "thread_multiple_$layout" "$collective" tessera 1
+  done
 done
 
 if [ -z "$CLUSTER" ]; then
