@@ -2,7 +2,7 @@
 """OSU collective latency with and without libtessera_mpi.so, beside tessera's own *_perf.
 
   mpi/osu_compare.py --osu OSU_BLOCKING_DIR --layout 2|4|HOSTSxRANKS [--cluster-name NAME]
-                     [--max-bytes 4194304] [--validate]
+                     [--max-bytes 4194304] [--validate [--programs allreduce,bcast,...]]
 
 For osu_allreduce (MPI_FLOAT), osu_bcast and osu_allgather, in one run and in turn:
 the OSU program on Open MPI, the same program with the library preloaded, and
@@ -111,7 +111,7 @@ def validate(args):
           " size that fails)\n")
     print("| program | type | Open MPI | tessera_mpi |")
     print("|---|---|---:|---:|")
-    for name in ("allreduce", "bcast", "allgather", "reduce", "alltoall", "reduce_scatter_block"):
+    for name in args.programs.split(","):
         for typ in ("mpi_char", "mpi_int", "mpi_float"):
             options = ["-c", "-T", typ, "-m", f"1:{args.max_bytes}", "-i", "20", "-x", "2"]
             counts = []
@@ -131,6 +131,8 @@ def main():
     parser.add_argument("--cluster-name", default="tessera", help="the emulated cluster's name (cluster.sh --name)")
     parser.add_argument("--max-bytes", type=int, default=4 << 20)
     parser.add_argument("--validate", action="store_true")
+    parser.add_argument("--programs", default="allreduce,bcast,allgather,reduce,alltoall,reduce_scatter_block",
+                        help="--validate: the OSU programs to run (osu_NAME), comma-separated")
     args = parser.parse_args()
     validate(args) if args.validate else compare(args)
 
