@@ -27,6 +27,7 @@ LAYERS = [
 # programs, the tests. Besides comm/ (through //:tessera), they use these folders:
 APPLICATION_USES = {
     "bench": ["elementwise"],
+    "mpi": [],  # libtessera_mpi.so: Open MPI's collectives on the public API only
     "nccl": ["comm"],
     "simulator": ["base", "collectives", "topology", "transport"],
     "tests": [layer[0] for layer in LAYERS],
@@ -64,5 +65,5 @@ def layer_users(folder):
 # The sources the layering test reads: every folder of the library and every application.
 LAYERING_SOURCES = ["//%s:sources" % layer[0] for layer in LAYERS] + [
     "//%s:sources" % app
-    for app in ["bench", "nccl", "pytorch", "simulator", "tools", "trainer"]
+    for app in ["bench", "mpi", "nccl", "pytorch", "simulator", "tools", "trainer"]
 ]

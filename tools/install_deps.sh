@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing tessera needs: Debian's packages, then the torch 2.x
 # virtual environment from the Python package index (pinned in
-# pytorch/requirements-torch2.txt).
+# pytorch/requirements-torch2.txt), and mpi4py's test suite (pinned in
+# mpi/requirements-mpi4py-tests.txt).
 # Idempotent: when every package is already installed and the environment matches the
 # pinned file it changes nothing and runs neither apt-get nor pip. Needs root (CI runs as
 # root) only when something is missing.
@@ -17,6 +18,7 @@ PACKAGES=(
   libbenchmark-dev  # //third_party:benchmark
   libopenmpi-dev    # //third_party:mpi (Open MPI 4.1 C API)
   openmpi-bin       # mpirun, for tests and benchmarks against Open MPI
+  python3-mpi4py    # mpi4py 3.1.4: its collective tests run on //mpi:libtessera_mpi.so
   libhwloc-dev      # //third_party:hwloc
   hwloc             # lstopo, to look at a machine's topology
   libpmix-dev       # //third_party:pmix
@@ -99,5 +101,33 @@ install_torch2_venv() {
   echo "install_deps: made ${venv}."
 }
 
+# mpi4py's test suite: the test/ folder of the pinned source distribution, at
+# MPI4PY_TESTS_DIR (mpi/mpi4py_tests.bzl), kept until the pinned file changes. pip of the
+# torch 2.x environment downloads it (it has the setuptools that reading its metadata
+# needs); nothing is installed.
+install_mpi4py_tests() {
+  local dir requirements=mpi/requirements-mpi4py-tests.txt want work
+  dir="$(sed -n 's/^MPI4PY_TESTS_DIR = "\(.*\)"$/\1/p' mpi/mpi4py_tests.bzl)"
+  want="$(sha256sum "${requirements}" | cut -d' ' -f1)"
+  if [[ "$(cat "${dir}/.requirements.sha256" 2>/dev/null || true)" == "${want}" ]]; then
+    echo "install_deps: ${dir} holds the tests of ${requirements}."
+    return
+  fi
+  need_root "${dir}"
+  work="$(mktemp -d)"
+  local venv
+  venv="$(sed -n 's/^TORCH2_VENV = "\(.*\)"$/\1/p' third_party/torch2.bzl)"
+  "${venv}/bin/pip" download --quiet --no-input --disable-pip-version-check --no-deps --no-binary :all: \
+    --no-build-isolation -r "${requirements}" -d "${work}"
+  tar -xzf "${work}"/mpi4py-*.tar.gz -C "${work}"
+  rm -rf "${dir}"
+  mkdir -p "$(dirname "${dir}")"
+  mv "${work}"/mpi4py-*/test "${dir}"
+  rm -rf "${work}"
+  echo "${want}" >"${dir}/.requirements.sha256"
+  echo "install_deps: put mpi4py's tests in ${dir}."
+}
+
 install_debian_packages
 install_torch2_venv
+install_mpi4py_tests
