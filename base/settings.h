@@ -241,7 +241,23 @@ constexpr const char* kAgreeAll = "all";
   X(int64_t, diagnosis_ms, "TESSERA_DIAGNOSIS_MS", 500, kAgreeNone,                      \
     "When a call fails because of a peer (timeout, peer gone, peer's failure), how long "\
     "this rank asks the others' watch services where they are before naming the "       \
-    "culprit (docs/diagnosis.md). 0: no watch service and no diagnosis.")
+    "culprit (docs/diagnosis.md). 0: no watch service and no diagnosis.")              \
+  X(int64_t, straggler_window, "TESSERA_STRAGGLER_WINDOW", 1000, kAgreeNone,             \
+    "Collectives the straggler verdict looks back on (docs/diagnosis.md#stragglers): "  \
+    "each rank keeps how long it stalled on whom in each, and rank 0 names the rank "  \
+    "that arrived last in TESSERA_STRAGGLER_SHARE percent of the last this many. 0: "  \
+    "nothing kept, no verdict (rank 0's value decides; needs the watch service).")      \
+  X(int64_t, straggler_share, "TESSERA_STRAGGLER_SHARE", 50, kAgreeNone,                 \
+    "Percent of the window's collectives a rank must have arrived last in (by 1 ms or " \
+    "more) to be named the straggler; it is no longer named once it falls below.")     \
+  X(int64_t, straggler_period_ms, "TESSERA_STRAGGLER_PERIOD_MS", 1000, kAgreeNone,       \
+    "How often rank 0 collects every rank's account of its collectives and judges; "   \
+    "the other ranks learn the verdict one period later.")                              \
+  X(int64_t, metrics_port, "TESSERA_METRICS_PORT", 0, kAgreeNone,                        \
+    "TCP port of the metrics server (docs/diagnosis.md#metrics): /metrics in the "      \
+    "Prometheus text format and /health as JSON, from a thread of its own. A rank "     \
+    "serves on this port plus its index among its host's ranks (one server per "       \
+    "process, for all its communicators). Needs libmicrohttpd12. 0: no server.")
 // clang-format on
 
 // Each row's default as a compile-time constant (SettingDefaults::ucx_chunk_bytes; text

@@ -40,6 +40,43 @@ TEST(Activity, ShowsTheCallItsWaitAndTheLastOneDone) {
   EXPECT_EQ(s.since_progress_us, -1);
 }
 
+// A stall runs from the last progress Waiting names to Resumed (or the call's end), is
+// counted on the peers waited for, and the call's CallTiming keeps it.
+TEST(Activity, CountsStallsByPeerAndKeepsEachCallsTiming) {
+  Activity a;
+  a.SetRanks(4, true);
+  a.CallBegan(Call(1), 5000);
+  const int peers[] = {2, 3};
+  a.Waiting(peers, 2, 10000);
+  a.Waiting(peers + 1, 1, 10000);  // the same stall, now on rank 3 alone
+  a.Resumed(14000);
+  a.CallEnded(CallOutcome::kDone, 15000);
+  a.CallBegan(Call(2), 20000);
+  a.Waiting(peers, 1, NowMicros());  // ended by the call's end
+  a.CallEnded(CallOutcome::kDone, 30000);
+  a.CallBegan(Call(3), 40000);
+  a.CallEnded(CallOutcome::kFailed, 41000);  // no timing for a failed call
+  const std::vector<CallTiming> t = a.Timings();
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].seq, 1u);
+  EXPECT_EQ(t[0].stalled_us, 4000u);
+  EXPECT_EQ(t[0].waited_on, 3);
+  EXPECT_EQ(t[0].began_us, 5000);
+  EXPECT_EQ(t[1].seq, 2u);
+  EXPECT_EQ(t[1].waited_on, 2);
+  EXPECT_EQ(a.PeerStalls()[3], 4000);
+  EXPECT_EQ(a.PeerStalls()[2], int64_t{t[1].stalled_us});
+  EXPECT_EQ(a.Stalled(), 4000 + int64_t{t[1].stalled_us});
+}
+
+TEST(Activity, KeepsNoTimingsWhenStragglersAreOff) {
+  Activity a;
+  a.SetRanks(2, false);
+  a.CallBegan(Call(1), NowMicros());
+  a.CallEnded(CallOutcome::kDone, NowMicros());
+  EXPECT_TRUE(a.Timings().empty());
+}
+
 TEST(Activity, BrokenStaysBroken) {
   Activity a;
   a.CallBegan(Call(1), NowMicros());
