@@ -244,12 +244,13 @@ constexpr const char* kAgreeAll = "all";
     "culprit (docs/diagnosis.md). 0: no watch service and no diagnosis.")              \
   X(int64_t, straggler_window, "TESSERA_STRAGGLER_WINDOW", 1000, kAgreeNone,             \
     "Collectives the straggler verdict looks back on (docs/diagnosis.md#stragglers): "  \
-    "each rank keeps how long it stalled on whom in each, and rank 0 names the rank "  \
-    "that arrived last in TESSERA_STRAGGLER_SHARE percent of the last this many. 0: "  \
-    "nothing kept, no verdict (rank 0's value decides; needs the watch service).")      \
+    "each rank keeps how long it stalled on whom in those it stalled in, and rank 0 "  \
+    "judges who arrived last in each of the last this many. 0: nothing kept, no "      \
+    "verdict (rank 0's value decides; needs the watch service).")                      \
   X(int64_t, straggler_share, "TESSERA_STRAGGLER_SHARE", 50, kAgreeNone,                 \
     "Percent of the window's collectives a rank must have arrived last in (by 1 ms or " \
-    "more) to be named the straggler; it is no longer named once it falls below.")     \
+    "more), or of the others' waiting on late ranks that must have been on it, to be "  \
+    "named the straggler; it is no longer named once it falls below both.")            \
   X(int64_t, straggler_period_ms, "TESSERA_STRAGGLER_PERIOD_MS", 1000, kAgreeNone,       \
     "How often rank 0 collects every rank's account of its collectives and judges; "   \
     "the other ranks learn the verdict one period later.")                              \

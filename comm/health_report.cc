@@ -34,8 +34,10 @@ void FillHealth(const HealthSnapshot& h, tesseraHealth_t* out, double* peer_stal
   const StragglerVerdict& v = h.straggler;
   out->straggler = v.rank;
   out->windowCalls = static_cast<int>(v.window_calls);
-  out->stragglerShare = v.named() && v.window_calls > 0 ? static_cast<double>(v.last_calls) / v.window_calls : 0.0;
-  out->stragglerLagSeconds = v.named() ? static_cast<double>(v.median_lag_us) / 1e6 : 0.0;
+  out->lateCalls = static_cast<int>(v.last_calls);
+  out->stragglerLagSeconds = static_cast<double>(v.median_lag_us) / 1e6;
+  out->waitShare = v.wait_permille / 1000.0;
+  out->timeShare = v.cost_permille / 1000.0;
   const size_t text = std::min(h.straggler_text.size(), sizeof(out->verdict) - 1);
   std::memcpy(out->verdict, h.straggler_text.data(), text);
   out->verdict[text] = '\0';

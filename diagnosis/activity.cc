@@ -50,7 +50,7 @@ void Activity::CallEnded(CallOutcome outcome, int64_t now) {
   const bool ok = outcome == CallOutcome::kDone;
   if (!in_call_.get() || broken_.load(std::memory_order_acquire)) return;
   if (stalling_) EndStall(NowMicros());  // a wait that failed, or several exchanges
-  if (ok && running_seq_ != 0 && timings_) RecordTiming();
+  if (ok && running_seq_ != 0 && call_stalled_us_ >= kMinLagUs && timings_) RecordTiming();
   call_lock_.BeginWrite();
   if (ok && running_seq_ != 0) last_done_seq_.set(running_seq_);
   in_call_.set(false);
@@ -102,6 +102,7 @@ void Activity::RecordTiming() {
   t.waited_on.set(call_waited_on_);
   t.began_us.set(running_began_us_);
   t.lock.EndWrite();
+  timings_written_.store(timings_written_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
 void Activity::SetRanks(int nranks, bool timings) {
@@ -111,10 +112,13 @@ void Activity::SetRanks(int nranks, bool timings) {
   if (timings) timings_.reset(new TimingSlot[kTimingSlots]);
 }
 
-std::vector<CallTiming> Activity::Timings() const {
-  std::vector<CallTiming> out;
+RankTimings Activity::Timings() const {
+  RankTimings out;
   if (!timings_) return out;
-  out.reserve(kTimingSlots);
+  // The last call done first: every account of a call up to it is in the ring by now,
+  // unless a later one took its slot (then it was older than all those read).
+  call_lock_.Read([&] { out.last_seq = last_done_seq_.get(); });
+  out.stalls.reserve(kTimingSlots);
   for (size_t i = 0; i < kTimingSlots; ++i) {
     CallTiming c;
     timings_[i].lock.Read([&] {
@@ -124,9 +128,12 @@ std::vector<CallTiming> Activity::Timings() const {
       c.waited_on = timings_[i].waited_on.get();
       c.began_us = timings_[i].began_us.get();
     });
-    if (c.seq != 0) out.push_back(c);
+    if (c.seq != 0 && c.seq <= out.last_seq) out.stalls.push_back(c);
   }
-  std::sort(out.begin(), out.end(), [](const CallTiming& a, const CallTiming& b) { return a.seq < b.seq; });
+  std::sort(out.stalls.begin(), out.stalls.end(), [](const CallTiming& a, const CallTiming& b) { return a.seq < b.seq; });
+  if (timings_written_.load(std::memory_order_acquire) > kTimingSlots && !out.stalls.empty()) {
+    out.covered_from = out.stalls.front().seq;  // older accounts were overwritten
+  }
   return out;
 }
 

@@ -6,10 +6,10 @@
 // thread-safe; CallBegan and CallEnded take no lock (the call's state is a seqlock,
 // base/seqlock.h): they are on every call's path.
 //
-// For straggler detection (straggler.h) it also keeps, per collective, this rank's
-// account of it (a CallTiming: how long it stalled on peers, on whom) in a ring of the
-// last kTimingSlots, the time stalled on each peer so far, and the verdict the
-// communicator's judge (straggler_judge.h) last handed out.
+// For straggler detection (straggler.h) it also keeps, for each collective in which
+// this rank stalled on peers for kMinLagUs or more, its account of it (a CallTiming: how
+// long, on whom) in a ring of the last kTimingSlots, the time stalled on each peer so
+// far, and the verdict the communicator's judge (straggler_judge.h) last handed out.
 #ifndef TESSERA_DIAGNOSIS_ACTIVITY_H_
 #define TESSERA_DIAGNOSIS_ACTIVITY_H_
 
@@ -70,8 +70,8 @@ class Activity : public CallObserver, public ExchangeObserver {
   // Before the first call: the communicator's size (the peers stalls are counted on),
   // and whether collectives leave a CallTiming (TESSERA_STRAGGLER_WINDOW > 0).
   void SetRanks(int nranks, bool timings);
-  // The CallTimings in the ring, oldest first.
-  std::vector<CallTiming> Timings() const;
+  // The CallTimings in the ring, oldest first, and the calls they cover.
+  RankTimings Timings() const;
   // Microseconds stalled on each peer so far (index: rank), and in all.
   std::vector<int64_t> PeerStalls() const;
   int64_t Stalled() const { return stalled_total_us_.load(std::memory_order_relaxed); }
@@ -115,6 +115,7 @@ class Activity : public CallObserver, public ExchangeObserver {
   std::atomic<int64_t> stalled_total_us_{0};
   std::unique_ptr<TimingSlot[]> timings_;  // kTimingSlots, or null: no timings
   size_t next_timing_ = 0;
+  std::atomic<uint64_t> timings_written_{0};
 
   mutable std::mutex mu_;  // the rest
   std::atomic<bool> broken_{false};  // for good: the call's part stays as it was

@@ -41,8 +41,9 @@ TEST(Activity, ShowsTheCallItsWaitAndTheLastOneDone) {
 }
 
 // A stall runs from the last progress Waiting names to Resumed (or the call's end), is
-// counted on the peers waited for, and the call's CallTiming keeps it.
-TEST(Activity, CountsStallsByPeerAndKeepsEachCallsTiming) {
+// counted on the peers waited for, and a call stalled in for a millisecond or more
+// leaves its CallTiming.
+TEST(Activity, CountsStallsByPeerAndKeepsTheCallsStalledIn) {
   Activity a;
   a.SetRanks(4, true);
   a.CallBegan(Call(1), 5000);
@@ -52,29 +53,57 @@ TEST(Activity, CountsStallsByPeerAndKeepsEachCallsTiming) {
   a.Resumed(14000);
   a.CallEnded(CallOutcome::kDone, 15000);
   a.CallBegan(Call(2), 20000);
-  a.Waiting(peers, 1, NowMicros());  // ended by the call's end
-  a.CallEnded(CallOutcome::kDone, 30000);
-  a.CallBegan(Call(3), 40000);
-  a.CallEnded(CallOutcome::kFailed, 41000);  // no timing for a failed call
-  const std::vector<CallTiming> t = a.Timings();
-  ASSERT_EQ(t.size(), 2u);
-  EXPECT_EQ(t[0].seq, 1u);
-  EXPECT_EQ(t[0].stalled_us, 4000u);
-  EXPECT_EQ(t[0].waited_on, 3);
-  EXPECT_EQ(t[0].began_us, 5000);
-  EXPECT_EQ(t[1].seq, 2u);
-  EXPECT_EQ(t[1].waited_on, 2);
+  a.Waiting(peers, 1, 20000);
+  a.Resumed(20500);  // half a millisecond: no account
+  a.CallEnded(CallOutcome::kDone, 21000);
+  a.CallBegan(Call(3), 30000);
+  a.Waiting(peers, 1, NowMicros() - 3000);  // ended by the call's end
+  a.CallEnded(CallOutcome::kDone, 31000);
+  a.CallBegan(Call(4), 40000);
+  a.Waiting(peers, 1, 40000);
+  a.Resumed(45000);
+  a.CallEnded(CallOutcome::kFailed, 46000);  // no account of a failed call
+  const RankTimings t = a.Timings();
+  EXPECT_EQ(t.last_seq, 3u);
+  EXPECT_EQ(t.covered_from, 1u);
+  ASSERT_EQ(t.stalls.size(), 2u);
+  EXPECT_EQ(t.stalls[0].seq, 1u);
+  EXPECT_EQ(t.stalls[0].stalled_us, 4000u);
+  EXPECT_EQ(t.stalls[0].waited_on, 3);
+  EXPECT_EQ(t.stalls[0].began_us, 5000);
+  EXPECT_EQ(t.stalls[1].seq, 3u);
+  EXPECT_EQ(t.stalls[1].waited_on, 2);
+  EXPECT_GE(t.stalls[1].stalled_us, 3000u);
   EXPECT_EQ(a.PeerStalls()[3], 4000);
-  EXPECT_EQ(a.PeerStalls()[2], int64_t{t[1].stalled_us});
-  EXPECT_EQ(a.Stalled(), 4000 + int64_t{t[1].stalled_us});
+  EXPECT_EQ(a.PeerStalls()[2], 500 + int64_t{t.stalls[1].stalled_us} + 5000);
+  EXPECT_EQ(a.Stalled(), 4000 + 500 + int64_t{t.stalls[1].stalled_us} + 5000);
+}
+
+// Once the ring has wrapped, the accounts cover the calls from its oldest on.
+TEST(Activity, AWrappedRingSaysWhatItCovers) {
+  Activity a;
+  a.SetRanks(2, true);
+  const int peer = 1;
+  for (uint32_t seq = 1; seq <= Activity::kTimingSlots + 10; ++seq) {
+    a.CallBegan(Call(seq), 0);
+    a.Waiting(&peer, 1, 1000 * int64_t{seq});
+    a.Resumed(1000 * int64_t{seq} + 2000);
+    a.CallEnded(CallOutcome::kDone, 0);
+  }
+  const RankTimings t = a.Timings();
+  EXPECT_EQ(t.stalls.size(), Activity::kTimingSlots);
+  EXPECT_EQ(t.covered_from, 11u);
+  EXPECT_EQ(t.last_seq, Activity::kTimingSlots + 10);
 }
 
 TEST(Activity, KeepsNoTimingsWhenStragglersAreOff) {
   Activity a;
   a.SetRanks(2, false);
   a.CallBegan(Call(1), NowMicros());
+  const int peer = 1;
+  a.Waiting(&peer, 1, 0);
   a.CallEnded(CallOutcome::kDone, NowMicros());
-  EXPECT_TRUE(a.Timings().empty());
+  EXPECT_TRUE(a.Timings().stalls.empty());
 }
 
 TEST(Activity, BrokenStaysBroken) {

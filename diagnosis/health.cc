@@ -24,10 +24,12 @@ std::string List(const std::vector<T>& items, F each) {
 std::string StragglerJson(const HealthSnapshot& h) {
   const StragglerVerdict& v = h.straggler;
   if (!v.named()) return "null";
-  char share[16];
-  std::snprintf(share, sizeof(share), "%.3f", v.window_calls > 0 ? static_cast<double>(v.last_calls) / v.window_calls : 0.0);
-  return "{\"rank\": " + std::to_string(v.rank) + ", \"share\": " + share + ", \"window_calls\": " +
-         std::to_string(v.window_calls) + ", \"median_lag_s\": " + Seconds(v.median_lag_us) + ", \"waiters\": " +
+  char shares[64];
+  std::snprintf(shares, sizeof(shares), "\"wait_share\": %.3f, \"time_share\": %.3f", v.wait_permille / 1000.0,
+                v.cost_permille / 1000.0);
+  return "{\"rank\": " + std::to_string(v.rank) + ", \"window_calls\": " + std::to_string(v.window_calls) +
+         ", \"late_calls\": " + std::to_string(v.last_calls) + ", " + shares + ", \"median_lag_s\": " +
+         Seconds(v.median_lag_us) + ", \"waiters\": " +
          List(v.waiters, [](int32_t r) { return std::to_string(r); }) + ", \"text\": " + JsonString(h.straggler_text) +
          "}";
 }

@@ -23,37 +23,45 @@ std::vector<int> HostIndex(const std::vector<std::string>& hosts) {
 }  // namespace
 
 StragglerCourt::StragglerCourt(const std::vector<std::string>& hosts, const StragglerOptions& options)
-    : host_of_(HostIndex(hosts)), window_(options.window, options.share_percent, static_cast<int>(hosts.size())) {}
+    : host_of_(HostIndex(hosts)),
+      window_(options.window, options.share_percent, static_cast<int>(hosts.size())),
+      heard_(hosts.size(), false),
+      last_seq_(hosts.size(), 0),
+      gap_after_(hosts.size(), 0),
+      gap_before_(hosts.size(), 0) {}
 
-void StragglerCourt::Take(int rank, const CallTiming& t) {
-  if (t.seq <= floor_) return;
-  newest_ = std::max(newest_, t.seq);
-  Pending& p = pending_[t.seq];
-  if (p.judged) return;
-  if (p.by_rank.empty()) p.by_rank.assign(host_of_.size(), CallTiming{});
-  if (p.by_rank[rank].seq == 0) ++p.accounts;
-  p.by_rank[rank] = t;
-}
-
-void StragglerCourt::Hear(const std::vector<std::vector<CallTiming>>& timings) {
-  for (size_t r = 0; r < timings.size() && r < host_of_.size(); ++r) {
-    for (const CallTiming& t : timings[r]) Take(static_cast<int>(r), t);
+void StragglerCourt::Hear(const std::vector<RankTimings>& accounts, const std::vector<bool>& answered,
+                          int64_t now_us) {
+  const size_t n = host_of_.size();
+  for (size_t r = 0; r < n && r < accounts.size(); ++r) {
+    if (!answered[r]) continue;
+    const RankTimings& t = accounts[r];
+    if (t.covered_from > last_seq_[r] + 1) {  // a gap
+      gap_after_[r] = last_seq_[r];
+      gap_before_[r] = t.covered_from;
+    }
+    heard_[r] = true;
+    last_seq_[r] = std::max(last_seq_[r], t.last_seq);
+    for (const CallTiming& c : t.stalls) {
+      if (c.seq <= judged_ || c.seq > t.last_seq) continue;
+      std::vector<CallTiming>& call = stalls_[c.seq];
+      if (call.empty()) call.assign(n, CallTiming{});
+      call[r] = c;
+    }
   }
-  for (auto& [seq, p] : pending_) {
-    if (p.judged || p.accounts < host_of_.size()) continue;
-    window_.Add(JudgeCall(p.by_rank, host_of_));
-    p.judged = true;
-    p.by_rank.clear();
-    ++judged_;
+  if (std::find(heard_.begin(), heard_.end(), false) != heard_.end()) return;
+  const uint32_t through = *std::min_element(last_seq_.begin(), last_seq_.end());
+  if (through <= judged_) return;
+  const uint32_t from = judged_ + 1;
+  while (!stalls_.empty() && stalls_.begin()->first <= through) {
+    const uint32_t seq = stalls_.begin()->first;
+    bool whole = true;
+    for (size_t r = 0; r < n; ++r) whole = whole && (seq <= gap_after_[r] || seq >= gap_before_[r]);
+    if (whole) window_.Add(JudgeCall(seq, stalls_.begin()->second, host_of_));
+    stalls_.erase(stalls_.begin());
   }
-  // A call older than every rank's ring can hold is complete by now or never will be.
-  const uint32_t hopeless = newest_ > Activity::kTimingSlots ? newest_ - Activity::kTimingSlots : 0;
-  while (!pending_.empty()) {
-    auto first = pending_.begin();
-    if (!first->second.judged && first->first > hopeless) break;
-    floor_ = first->first;
-    pending_.erase(first);
-  }
+  window_.Advance(from, through, now_us);
+  judged_ = through;
 }
 
 // --- StragglerJudge ---------------------------------------------------------------------
@@ -94,20 +102,21 @@ void StragglerJudge::Round() {
   std::vector<bool> skip(n, false);
   skip[who_.rank] = true;
   std::vector<PeerAnswer> answers;
-  std::vector<std::vector<CallTiming>> timings;
+  std::vector<RankTimings> timings;
   QueryTimings(who_.watch, skip, who_.secret, who_.rank, court_.Verdict(), Deadline::AfterMs(ask_ms), &answers,
                &timings);
   timings[who_.rank] = mine_->Timings();
-  court_.Hear(timings);
+  std::vector<bool> answered(n);
+  for (size_t r = 0; r < n; ++r) answered[r] = r == static_cast<size_t>(who_.rank) || answers[r].kind == PeerAnswer::Kind::kAnswered;
+  court_.Hear(timings, answered, NowMicros());
   const StragglerVerdict v = court_.Verdict();
   mine_->SetStraggler(v);
   if (v.rank == told_.rank) return;
   const std::string me = "rank " + std::to_string(who_.rank) + ": ";
   if (told_.named() && !v.named()) {
     Log(options_.log_level, LogLevel::kWarn,
-        me + "straggler no longer: rank " + std::to_string(told_.rank) + " (no rank arrived last in " +
-            std::to_string(options_.share_percent) + "% of the last " + std::to_string(v.window_calls) +
-            " collectives)");
+        me + "straggler no longer: rank " + std::to_string(told_.rank) + " (over the last " +
+            std::to_string(v.window_calls) + " collectives no rank delays the others enough)");
   }
   if (v.named()) Log(options_.log_level, LogLevel::kWarn, me + "straggler: " + StragglerText(v, who_.pids, who_.hosts));
   told_ = v;

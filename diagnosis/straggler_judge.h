@@ -34,28 +34,28 @@ struct StragglerOptions {
   LogLevel log_level = LogLevel::kWarn;
 };
 
-// The judging itself, without the thread and the network (tested alone).
+// The judging itself, without the thread and the network (tested alone): every rank's
+// accounts, round after round, into the window. A call is judged once every rank has
+// answered past it; a call that a rank's ring no longer covered when it answered (it
+// was silent for long) counts as one nobody was late in.
 class StragglerCourt {
  public:
   StragglerCourt(const std::vector<std::string>& hosts, const StragglerOptions& options);
-  // One round's accounts: timings[r] holds rank r's (empty: it did not answer).
-  void Hear(const std::vector<std::vector<CallTiming>>& timings);
+  // One round's answers at `now_us` (the judge's clock): accounts[r] where answered[r].
+  void Hear(const std::vector<RankTimings>& accounts, const std::vector<bool>& answered, int64_t now_us);
   StragglerVerdict Verdict() const { return window_.Verdict(); }
-  size_t judged() const { return judged_; }
+  uint32_t judged() const { return judged_; }  // every call up to here
 
  private:
-  struct Pending {
-    std::vector<CallTiming> by_rank;
-    size_t accounts = 0;
-    bool judged = false;
-  };
-  void Take(int rank, const CallTiming& t);
   std::vector<int> host_of_;
   StragglerWindow window_;
-  std::map<uint32_t, Pending> pending_;
-  uint32_t floor_ = 0;     // every call up to it is judged or dropped
-  uint32_t newest_ = 0;
-  size_t judged_ = 0;
+  std::vector<bool> heard_;             // by rank: answered at least once
+  std::vector<uint32_t> last_seq_;      // by rank, as of its latest answer
+  // By rank: the calls between these two its accounts miss (its ring had moved on by
+  // the time it answered), else 0, 0.
+  std::vector<uint32_t> gap_after_, gap_before_;
+  std::map<uint32_t, std::vector<CallTiming>> stalls_;  // calls not judged yet, by rank
+  uint32_t judged_ = 0;
 };
 
 class StragglerJudge {

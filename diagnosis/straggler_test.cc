@@ -2,6 +2,7 @@
 // the court that pieces every rank's accounts together over rounds.
 #include "diagnosis/straggler.h"
 
+#include <functional>
 #include <random>
 
 #include "diagnosis/straggler_judge.h"
@@ -24,8 +25,12 @@ std::vector<CallTiming> Call(uint32_t seq, const std::vector<uint32_t>& stalls, 
 
 const std::vector<int> kTwoByTwo = {0, 0, 1, 1};
 
+LastArrival Judge(uint32_t seq, const std::vector<uint32_t>& stalls, std::vector<int64_t> began = {}) {
+  return JudgeCall(seq, Call(seq, stalls, std::move(began)), kTwoByTwo);
+}
+
 TEST(JudgeCall, TheRankThatStalledLeastArrivedLast) {
-  const LastArrival a = JudgeCall(Call(7, {38000, 37500, 37900, 0}), kTwoByTwo);
+  const LastArrival a = Judge(7, {38000, 37500, 37900, 0});
   EXPECT_EQ(a.seq, 7u);
   EXPECT_EQ(a.rank, 3);
   EXPECT_EQ(a.lag_us, 38000);
@@ -33,62 +38,103 @@ TEST(JudgeCall, TheRankThatStalledLeastArrivedLast) {
 }
 
 TEST(JudgeCall, StallsBelowAMillisecondNameNobody) {
-  EXPECT_EQ(JudgeCall(Call(1, {900, 0, 300, 0}), kTwoByTwo).rank, -1);
-  EXPECT_EQ(JudgeCall(Call(1, {0, 0, 0, 0}), kTwoByTwo).rank, -1);
+  EXPECT_EQ(Judge(1, {900, 0, 300, 0}).rank, -1);
+  EXPECT_EQ(Judge(1, {0, 0, 0, 0}).rank, -1);
 }
 
 // Two ranks of one host stalled about as little: the one that began later (their clock
 // is one) arrived last.
 TEST(JudgeCall, OneHostsRanksAreOrderedByTheirClock) {
-  EXPECT_EQ(JudgeCall(Call(1, {20000, 20000, 300, 0}, {0, 0, 5000, 4000}), kTwoByTwo).rank, 2);
-  EXPECT_EQ(JudgeCall(Call(1, {20000, 20000, 0, 300}, {0, 0, 4000, 5000}), kTwoByTwo).rank, 3);
+  EXPECT_EQ(Judge(1, {20000, 20000, 1200, 1100}, {0, 0, 5000, 4000}).rank, 2);
+  EXPECT_EQ(Judge(1, {20000, 20000, 1100, 1200}, {0, 0, 4000, 5000}).rank, 3);
 }
 
 // Ranks of different hosts are never ordered by their clocks: the least stalled.
 TEST(JudgeCall, RanksOfDifferentHostsAreOrderedByTheirStalls) {
-  EXPECT_EQ(JudgeCall(Call(1, {200, 20000, 0, 20000}, {999999, 0, 0, 0}), kTwoByTwo).rank, 2);
+  EXPECT_EQ(Judge(1, {200, 20000, 0, 20000}, {999999, 0, 0, 0}).rank, 2);
 }
 
-TEST(StragglerWindow, NamesTheRankLastInTheShareAndItsMedianLag) {
-  StragglerWindow w(100, 50, 4);
-  for (uint32_t seq = 1; seq <= 100; ++seq) {
-    if (seq % 10 == 0) {
-      w.Add(JudgeCall(Call(seq, {0, 0, 0, 0}), kTwoByTwo));  // balanced
-    } else {
-      const uint32_t lag = 30000 + 1000 * (seq % 10);
-      w.Add(JudgeCall(Call(seq, {lag, lag, lag, 0}), kTwoByTwo));
+// Feeds `w` calls from..to, where late(seq) gives the stalls of a call someone was late
+// in (empty: nobody), one Advance per `batch` calls, 10 ms of the judge's clock apart.
+template <typename Late>
+void Feed(StragglerWindow* w, uint32_t from, uint32_t to, Late late, uint32_t batch = 100) {
+  for (uint32_t b = from; b <= to; b += batch) {
+    const uint32_t end = std::min(to, b + batch - 1);
+    for (uint32_t seq = b; seq <= end; ++seq) {
+      const std::vector<uint32_t> stalls = late(seq);
+      if (!stalls.empty()) w->Add(Judge(seq, stalls));
     }
+    w->Advance(b, end, 10000 * int64_t{end});
   }
+}
+
+TEST(StragglerWindow, NamesTheRankLateAtEveryStepWithItsMedianLag) {
+  StragglerWindow w(100, 50, 4);
+  Feed(&w, 1, 100, [](uint32_t seq) {
+    const uint32_t lag = 30000 + 1000 * (seq % 10);
+    return seq % 10 == 0 ? std::vector<uint32_t>{} : std::vector<uint32_t>{lag, lag, lag, 0};
+  }, 10);
   const StragglerVerdict v = w.Verdict();
   ASSERT_TRUE(v.named());
   EXPECT_EQ(v.rank, 3);
   EXPECT_EQ(v.window_calls, 100u);
   EXPECT_EQ(v.last_calls, 90u);
   EXPECT_EQ(v.median_lag_us, 35000);
+  EXPECT_EQ(v.wait_permille, 1000u);
   EXPECT_EQ(v.waiters, (std::vector<int32_t>{0, 1, 2}));
   EXPECT_EQ(StragglerText(v, {10, 11, 12, 13}, {"a", "a", "b", "b"}),
-            "rank 3 (pid 13, host b) arrived last in 90% of the last 100 collectives, a median of 35.0 ms after "
-            "the first; ranks 0-2 waited on it");
+            "rank 3 (pid 13, host b) arrived last in 90 of the last 100 collectives, a median of 35.0 ms after the "
+            "first (100% of the waiting on late ranks, " + std::to_string(v.cost_permille / 10) +
+            "% of the time); ranks 0-2 waited on it");
 }
 
-TEST(StragglerWindow, ABalancedJobNamesNobody) {
+// Late now and then, by much (a rank stopped 200 ms every second): few calls, most of
+// the waiting and of the time.
+TEST(StragglerWindow, NamesTheRankThatCostsTheMostTime) {
   StragglerWindow w(1000, 50, 4);
-  std::mt19937 random(56);
-  for (uint32_t seq = 1; seq <= 10000; ++seq) {
-    std::vector<uint32_t> stalls(4, 0);
-    if (random() % 5 == 0) stalls[random() % 4] = 5000;  // one rank held up now and then
-    w.Add(JudgeCall(Call(seq, stalls), kTwoByTwo));
-    ASSERT_FALSE(w.Verdict().named()) << seq;
+  Feed(&w, 1, 1000, [](uint32_t seq) {
+    if (seq % 100 == 0) return std::vector<uint32_t>{200000, 200000, 200000, 0};
+    if (seq % 37 == 0) return std::vector<uint32_t>{0, 3000, 3000, 3000};  // rank 0 now and then, a little
+    return std::vector<uint32_t>{};
+  });
+  const StragglerVerdict v = w.Verdict();
+  ASSERT_TRUE(v.named());
+  EXPECT_EQ(v.rank, 3);
+  EXPECT_EQ(v.last_calls, 10u);
+  EXPECT_GT(v.wait_permille, 900u);
+  EXPECT_GE(v.cost_permille, 150u);  // 2 s of 10 s
+}
+
+// Every rank held up now and then (descheduled on shared cores): the others wait on it.
+TEST(StragglerWindow, ABalancedJobNamesNobody) {
+  for (uint32_t every : {500, 50, 5}) {
+    StragglerWindow w(1000, 50, 4);
+    std::mt19937 random(56);
+    int64_t now = 0;
+    for (uint32_t seq = 1; seq <= 10000; ++seq) {
+      now += 100;  // a call
+      if (random() % every == 0) {
+        const uint32_t lag = 1000 + random() % 4000;
+        std::vector<uint32_t> stalls(4, lag);
+        stalls[random() % 4] = 0;
+        w.Add(Judge(seq, stalls));
+        now += lag;
+      }
+      w.Advance(seq, seq, now);
+      ASSERT_FALSE(w.Verdict().named()) << "one late call in " << every << ", call " << seq << ": rank "
+                                        << w.Verdict().rank;
+    }
   }
 }
 
 TEST(StragglerWindow, TooFewCallsNameNobodyAndARecoveredRankIsDropped) {
   StragglerWindow w(100, 50, 2);
-  for (uint32_t seq = 1; seq < StragglerWindow::kMinVerdictCalls; ++seq) w.Add(JudgeCall(Call(seq, {5000, 0}), {0, 0}));
+  auto late = [](uint32_t) { return std::vector<uint32_t>{5000, 0}; };
+  Feed(&w, 1, StragglerWindow::kMinVerdictCalls - 1, late, 1);
   EXPECT_FALSE(w.Verdict().named());
-  w.Add(JudgeCall(Call(50, {5000, 0}), {0, 0}));
+  Feed(&w, StragglerWindow::kMinVerdictCalls, StragglerWindow::kMinVerdictCalls, late, 1);
   EXPECT_EQ(w.Verdict().rank, 1);
-  for (uint32_t seq = 51; seq <= 150; ++seq) w.Add(JudgeCall(Call(seq, {0, 0}), {0, 0}));
+  Feed(&w, 51, 150, [](uint32_t) { return std::vector<uint32_t>{}; });
   EXPECT_FALSE(w.Verdict().named());
   EXPECT_EQ(w.calls(), 100u);
 }
@@ -99,45 +145,56 @@ TEST(RankRanges, RunsOfRanks) {
   EXPECT_EQ(RankRanges({}), "");
 }
 
+// Rank r's accounts of calls 1..last in which it stalled, as `stalls(seq)` says.
+RankTimings Accounts(int r, uint32_t last, const std::function<std::vector<uint32_t>(uint32_t)>& stalls) {
+  RankTimings t;
+  t.last_seq = last;
+  for (uint32_t seq = 1; seq <= last; ++seq) {
+    const std::vector<uint32_t> s = stalls(seq);
+    if (!s.empty() && s[r] >= kMinLagUs) t.stalls.push_back(CallTiming{seq, 0, 0, s[r], 0});
+  }
+  return t;
+}
+
 // Accounts that arrive over several rounds (a rank that did not answer in time) still
-// make whole calls; a call judged once is not judged again when the rings repeat it.
+// make whole calls, and a call judged once is not judged again when the rings repeat it.
 TEST(StragglerCourt, PiecesCallsTogetherOverRounds) {
   StragglerOptions options;
   options.window = 100;
   StragglerCourt court({"a", "a", "b", "b"}, options);
-  std::vector<std::vector<CallTiming>> accounts(4);
-  for (uint32_t seq = 1; seq <= 60; ++seq) {
-    const std::vector<CallTiming> call = Call(seq, {9000, 9000, 0, 9000});
-    for (int r = 0; r < 4; ++r) accounts[r].push_back(call[r]);
-  }
-  std::vector<std::vector<CallTiming>> first = accounts;
-  first[2].clear();  // rank 2 is silent this round
-  court.Hear(first);
+  auto late2 = [](uint32_t) { return std::vector<uint32_t>{9000, 9000, 0, 9000}; };
+  std::vector<RankTimings> accounts;
+  for (int r = 0; r < 4; ++r) accounts.push_back(Accounts(r, 60, late2));
+  court.Hear(accounts, {true, true, false, true}, 1000000);  // rank 2 is silent
   EXPECT_EQ(court.judged(), 0u);
-  court.Hear(accounts);
+  court.Hear(accounts, {true, true, true, true}, 2000000);
   EXPECT_EQ(court.judged(), 60u);
-  court.Hear(accounts);  // the same rings again
-  EXPECT_EQ(court.judged(), 60u);
+  court.Hear(accounts, {true, true, true, true}, 3000000);  // the same rings again
   const StragglerVerdict v = court.Verdict();
   EXPECT_EQ(v.rank, 2);
   EXPECT_EQ(v.last_calls, 60u);
+  EXPECT_EQ(v.window_calls, 60u);
 }
 
-// A call that a rank's ring no longer holds is dropped, not kept waiting for ever.
-TEST(StragglerCourt, DropsCallsThatCanNoLongerBeWhole) {
+// Calls up to the lowest rank's last one are judged; a call outside a rank's ring when it
+// answered (a gap) counts as one nobody was late in.
+TEST(StragglerCourt, JudgesUpToTheSlowestRankAndSkipsGaps) {
   StragglerOptions options;
+  options.window = 1000;
   StragglerCourt court({"a", "b"}, options);
-  std::vector<std::vector<CallTiming>> accounts(2);
-  accounts[0].push_back(Call(1, {0, 0})[0]);  // rank 1 never accounts for call 1
-  court.Hear(accounts);
-  accounts[0].clear();
-  for (uint32_t seq = 2; seq <= 2 + Activity::kTimingSlots; ++seq) {
-    const std::vector<CallTiming> call = Call(seq, {0, 0});
-    accounts[0].push_back(call[0]);
-    accounts[1].push_back(call[1]);
-  }
-  court.Hear(accounts);
-  EXPECT_EQ(court.judged(), Activity::kTimingSlots + 1);
+  auto late1 = [](uint32_t) { return std::vector<uint32_t>{5000, 0}; };
+  std::vector<RankTimings> accounts = {Accounts(0, 80, late1), Accounts(1, 70, late1)};
+  court.Hear(accounts, {true, true}, 1000000);
+  EXPECT_EQ(court.judged(), 70u);
+  EXPECT_EQ(court.Verdict().last_calls, 70u);
+  accounts = {Accounts(0, 200, late1), Accounts(1, 200, late1)};
+  accounts[0].covered_from = 150;  // rank 0's ring lost calls 81..149
+  accounts[0].stalls.erase(accounts[0].stalls.begin(), accounts[0].stalls.begin() + 149);
+  court.Hear(accounts, {true, true}, 2000000);
+  EXPECT_EQ(court.judged(), 200u);
+  const StragglerVerdict v = court.Verdict();
+  EXPECT_EQ(v.window_calls, 200u);
+  EXPECT_EQ(v.last_calls, 80u + 51u);  // 1..80 (rank 0's first answer had them), then 150..200
 }
 
 }  // namespace

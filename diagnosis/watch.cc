@@ -52,6 +52,8 @@ struct VerdictWire {
   uint32_t last_calls;
   uint32_t waiters;
   int64_t median_lag_us;
+  uint32_t wait_permille;
+  uint32_t cost_permille;
 };
 static_assert(sizeof(VerdictWire) + 4 * kMaxVerdictWaiters == kMaxStragglerVerdictBytes, "the verdict's bound");
 
@@ -59,6 +61,8 @@ struct TimingsHeader {
   uint64_t magic;
   int32_t rank;
   uint32_t count;
+  uint32_t last_seq;
+  uint32_t covered_from;
 };
 
 struct TimingWire {
@@ -141,8 +145,9 @@ Status DecodeSnapshot(const std::string& bytes, int* rank, int* pid, ActivitySna
 }
 
 std::string EncodeStragglerVerdict(const StragglerVerdict& v) {
-  VerdictWire w{v.rank, v.window_calls, v.last_calls,
-                static_cast<uint32_t>(std::min(v.waiters.size(), kMaxVerdictWaiters)), v.median_lag_us};
+  VerdictWire w{v.rank,           v.window_calls,    v.last_calls,
+                static_cast<uint32_t>(std::min(v.waiters.size(), kMaxVerdictWaiters)),
+                v.median_lag_us,  v.wait_permille,   v.cost_permille};
   std::string out;
   Append(&out, w);
   for (uint32_t i = 0; i < w.waiters; ++i) Append(&out, v.waiters[i]);
@@ -157,7 +162,8 @@ Status DecodeStragglerVerdict(const std::string& bytes, int nranks, StragglerVer
     return InvalidArgument("a straggler verdict of " + std::to_string(bytes.size()) + " bytes with " +
                            std::to_string(w.waiters) + " waiters");
   }
-  if (w.rank < -1 || w.rank >= nranks || w.last_calls > w.window_calls || w.median_lag_us < 0) {
+  if (w.rank < -1 || w.rank >= nranks || w.last_calls > w.window_calls || w.median_lag_us < 0 ||
+      w.wait_permille > 1000 || w.cost_permille > 1000) {
     return InvalidArgument("a straggler verdict out of range");
   }
   StragglerVerdict out;
@@ -165,6 +171,8 @@ Status DecodeStragglerVerdict(const std::string& bytes, int nranks, StragglerVer
   out.window_calls = w.window_calls;
   out.last_calls = w.last_calls;
   out.median_lag_us = w.median_lag_us;
+  out.wait_permille = w.wait_permille;
+  out.cost_permille = w.cost_permille;
   const char* p = bytes.data() + sizeof(w);
   ReadRanks(&p, w.waiters, &out.waiters);
   for (int32_t r : out.waiters) {
@@ -174,18 +182,18 @@ Status DecodeStragglerVerdict(const std::string& bytes, int nranks, StragglerVer
   return Status::Ok();
 }
 
-std::string EncodeTimings(int rank, const std::vector<CallTiming>& timings) {
-  const size_t n = std::min(timings.size(), Activity::kTimingSlots);
+std::string EncodeTimings(int rank, const RankTimings& timings) {
+  const size_t n = std::min(timings.stalls.size(), Activity::kTimingSlots);
   std::string out;
-  Append(&out, TimingsHeader{kTimingsMagic, rank, static_cast<uint32_t>(n)});
+  Append(&out, TimingsHeader{kTimingsMagic, rank, static_cast<uint32_t>(n), timings.last_seq, timings.covered_from});
   for (size_t i = 0; i < n; ++i) {
-    const CallTiming& t = timings[i];
+    const CallTiming& t = timings.stalls[i];
     Append(&out, TimingWire{t.seq, t.stalled_us, t.waited_on, t.kind, {0, 0, 0}, t.began_us});
   }
   return out;
 }
 
-Status DecodeTimings(const std::string& bytes, int* rank, std::vector<CallTiming>* timings) {
+Status DecodeTimings(const std::string& bytes, int* rank, RankTimings* timings) {
   TimingsHeader h;
   if (bytes.size() < sizeof(h)) return InvalidArgument("timings reply of " + std::to_string(bytes.size()) + " bytes");
   std::memcpy(&h, bytes.data(), sizeof(h));
@@ -194,12 +202,15 @@ Status DecodeTimings(const std::string& bytes, int* rank, std::vector<CallTiming
     return InvalidArgument("timings reply of " + std::to_string(bytes.size()) + " bytes for " +
                            std::to_string(h.count) + " calls");
   }
+  if (h.covered_from == 0) return InvalidArgument("timings reply covering calls from 0");
   *rank = h.rank;
-  timings->resize(h.count);
+  timings->last_seq = h.last_seq;
+  timings->covered_from = h.covered_from;
+  timings->stalls.resize(h.count);
   for (uint32_t i = 0; i < h.count; ++i) {
     TimingWire w;
     std::memcpy(&w, bytes.data() + sizeof(h) + i * sizeof(w), sizeof(w));
-    (*timings)[i] = CallTiming{w.seq, w.kind, w.waited_on, w.stalled_us, w.began_us};
+    timings->stalls[i] = CallTiming{w.seq, w.kind, w.waited_on, w.stalled_us, w.began_us};
   }
   return Status::Ok();
 }
@@ -491,14 +502,14 @@ void QueryPeers(const std::vector<SocketAddress>& peers, const std::vector<bool>
 
 void QueryTimings(const std::vector<SocketAddress>& peers, const std::vector<bool>& skip, uint64_t secret,
                   int my_rank, const StragglerVerdict& verdict, const Deadline& deadline,
-                  std::vector<PeerAnswer>* answers, std::vector<std::vector<CallTiming>>* timings) {
-  timings->assign(peers.size(), {});
+                  std::vector<PeerAnswer>* answers, std::vector<RankTimings>* timings) {
+  timings->assign(peers.size(), RankTimings());
   auto decode = [timings](int peer, const std::string& reply, PeerAnswer* a) {
     int rank = -1;
     const Status s = DecodeTimings(reply, &rank, &(*timings)[peer]);
     a->kind = s.ok() && rank == peer ? PeerAnswer::Kind::kAnswered : PeerAnswer::Kind::kBadReply;
     a->error = s.ok() ? (rank == peer ? "" : "answered as rank " + std::to_string(rank)) : s.message();
-    if (a->kind != PeerAnswer::Kind::kAnswered) (*timings)[peer].clear();
+    if (a->kind != PeerAnswer::Kind::kAnswered) (*timings)[peer] = RankTimings();
     return true;
   };
   const std::string v = EncodeStragglerVerdict(verdict);

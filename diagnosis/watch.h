@@ -55,13 +55,13 @@ Status DecodeWatchRequest(const std::string& bytes, uint64_t secret, WatchReques
 // (at most kMaxVerdictWaiters waiters travel). Decoding checks the bounds (the bytes
 // come from the network) and that the ranks lie in [0, nranks).
 constexpr size_t kMaxVerdictWaiters = 256;
-constexpr size_t kMaxStragglerVerdictBytes = 24 + 4 * kMaxVerdictWaiters;
+constexpr size_t kMaxStragglerVerdictBytes = 32 + 4 * kMaxVerdictWaiters;
 std::string EncodeStragglerVerdict(const StragglerVerdict& v);
 Status DecodeStragglerVerdict(const std::string& bytes, int nranks, StragglerVerdict* v);
-// A kTimings reply: the rank and its CallTimings (at most Activity::kTimingSlots).
-std::string EncodeTimings(int rank, const std::vector<CallTiming>& timings);
-Status DecodeTimings(const std::string& bytes, int* rank, std::vector<CallTiming>* timings);
-constexpr size_t kMaxTimingsReplyBytes = 16 + 24 * Activity::kTimingSlots;
+// A kTimings reply: the rank and its accounts (at most Activity::kTimingSlots).
+std::string EncodeTimings(int rank, const RankTimings& timings);
+Status DecodeTimings(const std::string& bytes, int* rank, RankTimings* timings);
+constexpr size_t kMaxTimingsReplyBytes = 24 + 24 * Activity::kTimingSlots;
 
 // Makes signal `signo` (e.g. SIGUSR1) ask every watch service of the process that was
 // started with dump_on_signal to run its dump (within kSignalCheckMs). The handler only
@@ -148,10 +148,10 @@ void AskPeers(const std::vector<SocketAddress>& peers, const std::vector<bool>& 
 void QueryPeers(const std::vector<SocketAddress>& peers, const std::vector<bool>& skip, uint64_t secret, int my_rank,
                 WatchRequest request, const Deadline& deadline, bool stop_on_verdict, std::vector<PeerAnswer>* answers);
 
-// AskPeers for each peer's CallTimings (into (*timings)[rank]), handing each `verdict`.
+// AskPeers for each peer's accounts (into (*timings)[rank]), handing each `verdict`.
 void QueryTimings(const std::vector<SocketAddress>& peers, const std::vector<bool>& skip, uint64_t secret,
                   int my_rank, const StragglerVerdict& verdict, const Deadline& deadline,
-                  std::vector<PeerAnswer>* answers, std::vector<std::vector<CallTiming>>* timings);
+                  std::vector<PeerAnswer>* answers, std::vector<RankTimings>* timings);
 
 }  // namespace tessera
 

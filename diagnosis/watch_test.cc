@@ -59,15 +59,17 @@ TEST(WatchTest, TimingsAreAnsweredAndTheVerdictHandedOver) {
   verdict.median_lag_us = 2500;
   verdict.waiters = {0};
   std::vector<PeerAnswer> answers;
-  std::vector<std::vector<CallTiming>> timings;
+  std::vector<RankTimings> timings;
   QueryTimings({SocketAddress{}, w1->address()}, {true, false}, kSecret, 0, verdict, Deadline::AfterMs(2000), &answers,
                &timings);
   ASSERT_EQ(answers[1].kind, PeerAnswer::Kind::kAnswered) << answers[1].error;
-  ASSERT_EQ(timings[1].size(), 3u);
-  EXPECT_EQ(timings[1][2].seq, 3u);
-  EXPECT_EQ(timings[1][2].stalled_us, 2500u);
-  EXPECT_EQ(timings[1][2].waited_on, 0);
-  EXPECT_EQ(timings[1][2].began_us, 300);
+  EXPECT_EQ(timings[1].last_seq, 3u);
+  EXPECT_EQ(timings[1].covered_from, 1u);
+  ASSERT_EQ(timings[1].stalls.size(), 3u);
+  EXPECT_EQ(timings[1].stalls[2].seq, 3u);
+  EXPECT_EQ(timings[1].stalls[2].stalled_us, 2500u);
+  EXPECT_EQ(timings[1].stalls[2].waited_on, 0);
+  EXPECT_EQ(timings[1].stalls[2].began_us, 300);
   const StragglerVerdict handed = a1.Straggler();
   EXPECT_EQ(handed.rank, 1);
   EXPECT_EQ(handed.last_calls, 70u);

@@ -99,13 +99,14 @@ void StragglerFamilies(Page* p) {
            LabelValue(h.straggler_host) + "\"";
   };
   p->Family("tessera_straggler", "gauge",
-            "The straggler named by the verdict: the share of the window's collectives it arrived last in "
+            "The straggler named by the verdict: the share of the window's waiting on late ranks that was on it "
             "(no sample: none named).",
             [p, named](const HealthSnapshot& h, const std::string& who) {
-              const StragglerVerdict& v = h.straggler;
-              if (v.named() && v.window_calls > 0) {
-                p->Sample("tessera_straggler", named(h, who), Number(static_cast<double>(v.last_calls) / v.window_calls));
-              }
+              if (h.straggler.named()) p->Sample("tessera_straggler", named(h, who), Number(h.straggler.wait_permille / 1000.0));
+            });
+  p->Family("tessera_straggler_late_calls", "gauge", "Of the window's collectives, those the straggler arrived last in.",
+            [p, named](const HealthSnapshot& h, const std::string& who) {
+              if (h.straggler.named()) p->Sample("tessera_straggler_late_calls", named(h, who), std::to_string(h.straggler.last_calls));
             });
   p->Family("tessera_straggler_lag_seconds", "gauge",
             "The straggler's median lag behind the first rank, over the calls it arrived last in.",

@@ -11,8 +11,10 @@
 //   tessera_call_duration_seconds{kind}                histogram (tick clock: 1-4 ms a call)
 //   tessera_stalled_seconds_total                      stalled waiting on peers
 //   tessera_peer_stalled_seconds_total{peer}           ... while that peer was pending
-//   tessera_straggler{straggler, straggler_host}       share of the window's calls it
-//                                                      arrived last in; absent: none named
+//   tessera_straggler{straggler, straggler_host}       share of the window's waiting on
+//                                                      late ranks that was on it; absent:
+//                                                      none named
+//   tessera_straggler_late_calls{straggler, ...}       the window's calls it was last in
 //   tessera_straggler_lag_seconds{straggler, ...}      median of how much after the first
 //   tessera_straggler_judge                            1 on the rank that judges
 //   tessera_broken                                     1 once a call failed communicating

@@ -32,9 +32,10 @@ TEST(Exposition, HistogramsAreCumulativeAndTheStragglerOnlyWhenNamed) {
 TEST(Exposition, HealthPageIsJson) {
   const std::string page = HealthPage(SamplePage());
   EXPECT_EQ(page.rfind("{\"communicators\": [{\"comm_id\": \"0123456789abcdef\"", 0), 0u);
-  EXPECT_NE(page.find("\"straggler\": {\"rank\": 3, \"share\": 0.910, \"window_calls\": 1000, \"median_lag_s\": "
-                      "0.038000, \"waiters\": [0, 1, 2]"),
-            std::string::npos);
+  EXPECT_NE(page.find("\"straggler\": {\"rank\": 3, \"window_calls\": 1000, \"late_calls\": 910, \"wait_share\": "
+                      "0.910, \"time_share\": 0.350, \"median_lag_s\": 0.038000, \"waiters\": [0, 1, 2]"),
+            std::string::npos)
+      << page;
   EXPECT_NE(page.find("\"straggler\": null"), std::string::npos);
   EXPECT_NE(page.find("\"host\": \"node \\\"a\\\"\\\\1\""), std::string::npos);
 }

@@ -21,6 +21,8 @@ std::vector<HealthSnapshot> SamplePage() {
   a.straggler.window_calls = 1000;
   a.straggler.last_calls = 910;
   a.straggler.median_lag_us = 38000;
+  a.straggler.wait_permille = 910;
+  a.straggler.cost_permille = 350;
   a.straggler.waiters = {0, 1, 2};
   a.straggler_host = "node-b";
   a.judge = true;

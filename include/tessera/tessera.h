@@ -270,20 +270,24 @@ typedef struct {
   unsigned long long bytes;    /* this rank's input bytes of the calls done */
   double callSeconds;          /* the calls' time (on a clock of 1-4 ms ticks) */
   double stalledSeconds;       /* time this rank's calls stalled waiting on peers */
-  /* The straggler: the rank that arrived last in at least TESSERA_STRAGGLER_SHARE
-   * percent of the last TESSERA_STRAGGLER_WINDOW collectives, judged by rank 0 and
-   * handed to every rank (at most TESSERA_STRAGGLER_PERIOD_MS late). -1: none named. */
+  /* The straggler: over the last TESSERA_STRAGGLER_WINDOW collectives, the rank that
+   * arrived last in TESSERA_STRAGGLER_SHARE percent of them, or that the others' waiting
+   * on late ranks was that share on (docs/diagnosis.md#stragglers); judged by rank 0
+   * and handed to every rank (at most TESSERA_STRAGGLER_PERIOD_MS late). -1: none. */
   int straggler;
-  int windowCalls;             /* collectives the verdict looked at */
-  double stragglerShare;       /* of those, the share (0-1) it arrived last in */
-  double stragglerLagSeconds;  /* its median lag behind the first rank */
+  int windowCalls;             /* collectives in the window */
+  int lateCalls;               /* of those, the ones the straggler arrived last in */
+  double stragglerLagSeconds;  /* its median lag behind the first rank in those */
+  double waitShare;            /* the share (0-1) of the waiting on late ranks that was on it */
+  double timeShare;            /* that waiting, over the window's time (0-1) */
   /* The verdict in words, NUL-terminated, "" when none: "rank 5 (pid 4242, host b)
-   * arrived last in 91% of the last 1000 collectives, a median of 38.0 ms after the
-   * first; ranks 0-4, 6, 7 waited on it" (cut at 511 bytes). */
+   * arrived last in 910 of the last 1000 collectives, a median of 38.0 ms after the
+   * first (97% of the waiting on late ranks, 35% of the time); ranks 0-4, 6, 7 waited
+   * on it" (cut at 511 bytes). */
   char verdict[512];
 } tesseraHealth_t;
 #define TESSERA_HEALTH_INITIALIZER \
-  { sizeof(tesseraHealth_t), 0, 0, 0, 0, 0, 0, 0.0, 0.0, -1, 0, 0.0, 0.0, "" }
+  { sizeof(tesseraHealth_t), 0, 0, 0, 0, 0, 0, 0.0, 0.0, -1, 0, 0, 0.0, 0.0, 0.0, "" }
 
 /* Fills *health as this rank sees comm, and, when peerStalledSeconds is not NULL, its
  * first npeers entries (at most nranks are written) with the time this rank stalled

@@ -26,9 +26,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   const std::string reply = in.Rest();
-  std::vector<CallTiming> timings;
+  RankTimings timings;
   int timing_rank = 0;
-  if (DecodeTimings(reply, &timing_rank, &timings).ok() && timings.size() > Activity::kTimingSlots) std::abort();
+  if (DecodeTimings(reply, &timing_rank, &timings).ok() &&
+      (timings.stalls.size() > Activity::kTimingSlots || timings.covered_from == 0)) {
+    std::abort();
+  }
   int rank = 0, pid = 0;
   ActivitySnapshot snapshot;
   if (!DecodeSnapshot(reply, &rank, &pid, &snapshot).ok()) return 0;

@@ -150,8 +150,10 @@ void WatchSeeds() {
   named.last_calls = 910;
   named.median_lag_us = 38000;
   named.waiters = {0, 1, 2, 3, 4, 6, 7};
-  std::vector<CallTiming> timings;
-  for (uint32_t seq = 1; seq <= 3; ++seq) timings.push_back(CallTiming{seq, 0, 4, 38000 * seq, 1000 * seq});
+  RankTimings timings;
+  timings.last_seq = 9;
+  timings.covered_from = 2;
+  for (uint32_t seq = 2; seq <= 4; ++seq) timings.stalls.push_back(CallTiming{seq, 0, 4, 38000 * seq, 1000 * seq});
   Write("watch_fuzz", "timings", Bytes(secret) + EncodeWatchRequest(secret, WatchRequest::kTimings, 0) +
                                      verdict(named) + EncodeTimings(3, timings));
 }
