@@ -190,7 +190,7 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--driver", required=True, help="straggler_rank")
   parser.add_argument("--cases", default=",".join(CASES), help="comma-separated, of " + ", ".join(CASES))
-  parser.add_argument("--out", help="directory for results.json (default: a temporary one)")
+  parser.add_argument("--out", help="directory for results.json and each case's log")
   args = parser.parse_args()
   driver = os.path.abspath(args.driver)
   workdir = tempfile.mkdtemp(prefix="straggler_suite.")
@@ -214,6 +214,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "results.json"), "w") as f:
       json.dump(runs, f, indent=1)
+    for run in runs:  # the ranks' logs: rank 0 logs each verdict at WARN
+      shutil.copy(os.path.join(workdir, run["case"], "mpirun.log"), os.path.join(args.out, run["case"] + ".log"))
   shutil.rmtree(workdir, ignore_errors=True)
   print(table(runs))
   return 0 if all(verdict_ok(r) for r in runs) else 1
