@@ -6,6 +6,24 @@
 
 namespace tessera {
 
+namespace {
+
+// Of the ranks that stalled least (stalls under kMinLagUs leave no account: they tie),
+// the one that began the call latest where they share a host, else -1: ranks of
+// different hosts that tie are never ordered (their clocks differ).
+int LeastStalled(const std::vector<CallTiming>& timings, uint32_t least, const std::vector<int>& host_of) {
+  int last = -1;
+  for (size_t r = 0; r < timings.size(); ++r) {
+    const uint32_t s = timings[r].stalled_us;
+    if (s != least && !(s < kMinLagUs && least < kMinLagUs)) continue;
+    if (last >= 0 && host_of[r] != host_of[last]) return -1;
+    if (last < 0 || timings[r].began_us > timings[last].began_us) last = static_cast<int>(r);
+  }
+  return last;
+}
+
+}  // namespace
+
 LastArrival JudgeCall(uint32_t seq, const std::vector<CallTiming>& timings, const std::vector<int>& host_of) {
   LastArrival out;
   out.seq = seq;
@@ -31,13 +49,9 @@ LastArrival JudgeCall(uint32_t seq, const std::vector<CallTiming>& timings, cons
       last = static_cast<int>(r);
     }
   }
-  if (!one_host) {  // durations alone: the least stalled
-    for (size_t r = 0; r < timings.size(); ++r) {
-      if (timings[r].stalled_us == least) {
-        last = static_cast<int>(r);
-        break;
-      }
-    }
+  if (!one_host) {  // durations alone: the least stalled, if it is the only one
+    last = LeastStalled(timings, least, host_of);
+    if (last < 0) return out;
   }
   out.rank = last;
   out.lag_us = int64_t{most} - timings[last].stalled_us;
@@ -149,7 +163,8 @@ StragglerVerdict StragglerWindow::Verdict() const {
     std::vector<int64_t> mine, others;
     for (const LastArrival& c : late_) (c.rank == r ? mine : others).push_back(c.lag_us);
     const bool often = uint64_t{late[r]} * 100 >= uint64_t(share_percent_) * v.window_calls;
-    const bool costly = r == by_time && lag[r] * 100 >= share_percent_ * total_lag && lag[r] >= 2 * runner_up &&
+    const bool costly = r == by_time && v.window_calls >= window_ && span_us >= kMinCostSpanUs &&
+                        lag[r] * 100 >= share_percent_ * total_lag && lag[r] >= 2 * runner_up &&
                         lag[r] * 100 >= int64_t{kMinCostPercent} * span_us && StandsOut(r, late, mine, others);
     if (!often && !costly) continue;
     v.rank = r;

@@ -11,14 +11,17 @@
 //    different hosts can compare; their clocks are never compared);
 //  - the last to arrive is the rank that stalled least; where several stalled about as
 //    little and all share a host, the one that began the call latest (one host's ranks
-//    share a clock), else the lowest of them;
+//    share a clock); where the least stalled of different hosts tie (stalls under
+//    kMinLagUs leave no account, so they tie), nobody;
 //  - its waiters are the ranks that stalled for at least half the lag.
 // Over a sliding window of the last TESSERA_STRAGGLER_WINDOW calls, a rank that arrived
 // last in kMinLateCalls or more of them is the straggler when either
 //  - it arrived last in TESSERA_STRAGGLER_SHARE percent of the window's calls (late at
 //    every step), or
-//  - the others' waiting on it is that share of all their waiting on late ranks, twice
-//    their waiting on any other rank, and at least kMinCostPercent of the window's time
+//  - over a whole window that spans a second or more (kMinCostSpanUs: shorter ones are
+//    a scheduler's hiccups), the others' waiting on it is that share of all their
+//    waiting on late ranks, twice their waiting on any other rank, and at least
+//    kMinCostPercent of the window's time
 //    (late now and then, by much), and it stands out from chance: it arrived last in
 //    three standard deviations more calls than an even split of the late calls, or by
 //    a median lag four times the other late calls'.
@@ -95,6 +98,7 @@ class StragglerWindow {
   static constexpr size_t kMinVerdictCalls = 50;  // or the whole window, if smaller
   static constexpr uint32_t kMinLateCalls = 5;
   static constexpr int kMinCostPercent = 10;
+  static constexpr int64_t kMinCostSpanUs = 1000000;  // a window by time spans a second
   StragglerWindow(size_t window, int share_percent, int nranks);
   // A call in which someone was late (its seq above every earlier one's).
   void Add(const LastArrival& call);

@@ -49,9 +49,12 @@ TEST(JudgeCall, OneHostsRanksAreOrderedByTheirClock) {
   EXPECT_EQ(Judge(1, {20000, 20000, 1100, 1200}, {0, 0, 4000, 5000}).rank, 3);
 }
 
-// Ranks of different hosts are never ordered by their clocks: the least stalled.
+// Ranks of different hosts are never ordered by their clocks: the least stalled, and
+// nobody where the least stalled of two hosts tie (stalls under 1 ms leave no account).
 TEST(JudgeCall, RanksOfDifferentHostsAreOrderedByTheirStalls) {
-  EXPECT_EQ(Judge(1, {200, 20000, 0, 20000}, {999999, 0, 0, 0}).rank, 2);
+  EXPECT_EQ(Judge(1, {1500, 20000, 0, 20000}, {999999, 0, 0, 0}).rank, 2);
+  EXPECT_EQ(Judge(1, {0, 20000, 0, 20000}, {999999, 0, 0, 0}).rank, -1);
+  EXPECT_EQ(Judge(1, {20000, 20000, 0, 0}, {0, 0, 4000, 5000}).rank, 3);
 }
 
 // Feeds `w` calls from..to, where late(seq) gives the stalls of a call someone was late
