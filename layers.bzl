@@ -19,8 +19,9 @@ LAYERS = [
     ["cuda", ["device"]],
     ["collectives", ["transport"]],
     ["diagnosis", ["transport"]],
+    ["metrics", ["diagnosis"]],  # the metrics server (HTTP)
     # The public header (include/tessera) is what comm/ implements.
-    ["comm", ["bootstrap", "collectives", "cuda", "diagnosis", "include"]],
+    ["comm", ["bootstrap", "collectives", "cuda", "diagnosis", "include", "metrics"]],
 ]
 
 # Above the library, each using what it needs of it: the public API's users, the

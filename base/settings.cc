@@ -69,6 +69,10 @@ Status Validate(const Settings& s) {
   if (s.diagnosis_ms < 0 || s.diagnosis_ms > 60000) {
     return InvalidArgument("TESSERA_DIAGNOSIS_MS must be in [0, 60000]");
   }
+  TESSERA_RETURN_IF_ERROR(InRange("TESSERA_STRAGGLER_WINDOW", s.straggler_window, 0, 1000000));
+  TESSERA_RETURN_IF_ERROR(InRange("TESSERA_STRAGGLER_SHARE", s.straggler_share, 1, 100));
+  TESSERA_RETURN_IF_ERROR(InRange("TESSERA_STRAGGLER_PERIOD_MS", s.straggler_period_ms, 10, 3600000));
+  TESSERA_RETURN_IF_ERROR(InRange("TESSERA_METRICS_PORT", s.metrics_port, 0, 65535));
   TESSERA_RETURN_IF_ERROR(InRange("TESSERA_HALF_SEGMENT_BYTES", s.half_segment_bytes, 4096, int64_t{1} << 40));
   if (s.half_wire != "float32" && s.half_wire != "half") {
     return InvalidArgument("TESSERA_HALF_WIRE must be float32 or half, not '" + s.half_wire + "'");

@@ -253,7 +253,24 @@ constexpr const char* kAgreeAll = "all";
     "else 1. Every rank takes the median of what the ranks say.")                      \
   X(int64_t, rack_uplink_percent, "TESSERA_RACK_UPLINK_PERCENT", 0, kAgreeNone,          \
     "A rack's uplinks in percent of the sum of its hosts' links (33 for ABCI's racks), " \
-    "where the layout file says none. 0: 100 (full bisection).")
+    "where the layout file says none. 0: 100 (full bisection).")                         \
+  X(int64_t, straggler_window, "TESSERA_STRAGGLER_WINDOW", 1000, kAgreeNone,             \
+    "Collectives the straggler verdict looks back on (docs/diagnosis.md#stragglers): "  \
+    "each rank keeps how long it stalled on whom in those it stalled in, and rank 0 "  \
+    "judges who arrived last in each of the last this many. 0: nothing kept, no "      \
+    "verdict (rank 0's value decides; needs the watch service).")                      \
+  X(int64_t, straggler_share, "TESSERA_STRAGGLER_SHARE", 50, kAgreeNone,                 \
+    "Percent of the window's collectives a rank must have arrived last in (by 1 ms or " \
+    "more), or of the others' waiting on late ranks that must have been on it, to be "  \
+    "named the straggler; it is no longer named once it falls below both.")            \
+  X(int64_t, straggler_period_ms, "TESSERA_STRAGGLER_PERIOD_MS", 1000, kAgreeNone,       \
+    "How often rank 0 collects every rank's account of its collectives and judges; "   \
+    "the other ranks learn the verdict one period later.")                              \
+  X(int64_t, metrics_port, "TESSERA_METRICS_PORT", 0, kAgreeNone,                        \
+    "TCP port of the metrics server (docs/diagnosis.md#metrics): /metrics in the "      \
+    "Prometheus text format and /health as JSON, from a thread of its own. A rank "     \
+    "serves on this port plus its index among its host's ranks (one server per "       \
+    "process, for all its communicators). Needs libmicrohttpd12. 0: no server.")
 // clang-format on
 
 // Each row's default as a compile-time constant (SettingDefaults::ucx_chunk_bytes; text

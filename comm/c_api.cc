@@ -9,6 +9,7 @@
 #include "comm/group_runner.h"
 #include "comm/handle.h"
 #include "comm/handle_registry.h"
+#include "comm/health_report.h"
 #include "comm/last_error.h"
 #include "tessera/tessera.h"
 
@@ -151,6 +152,16 @@ tesseraResult_t tesseraCommDumpFlightRecord(tesseraComm_t comm) {
   std::string path;
   if (s.ok()) s = comm->impl()->DumpFlightRecordNow("asked by tesseraCommDumpFlightRecord", &path);
   return Report(guard.comm(), "tesseraCommDumpFlightRecord", s);
+}
+
+tesseraResult_t tesseraCommGetHealth(tesseraComm_t comm, tesseraHealth_t* health, double* peerStalledSeconds,
+                                     int npeers) {
+  CallGuard guard(comm);
+  Status s = CheckCommHandle(comm, guard.comm());
+  if (s.ok()) s = tessera::CheckHealthArguments(health, npeers);
+  if (s.ok() && comm->impl() == nullptr) s = tessera::InvalidUsage("the communicator is still being created");
+  if (s.ok()) tessera::FillHealth(comm->impl()->Health(), health, peerStalledSeconds, npeers);
+  return Report(guard.comm(), "tesseraCommGetHealth", s);
 }
 
 const char* tesseraGetErrorString(tesseraResult_t result) {

@@ -101,6 +101,7 @@ Status Communicator::Init(const Settings& settings, const UniqueIdData& id, int 
   const Status s = SetUpWith(all, deadline);
   if (!s.ok()) return FailCreation(s);
   activity_.CallEnded(CallOutcome::kDone, NowMicros());
+  StartWatchers(all);
   return Status::Ok();
 }
 
@@ -114,6 +115,7 @@ Status Communicator::OpenForPeers(uint64_t secret, RankInfo* mine) {
   mine->host = host.substr(0, kMaxHostBytes);
   flight_.SetCapacity(static_cast<size_t>(settings_.flight_recorder));
   flight_identity_ = FlightIdentity{secret, rank_, nranks_, static_cast<int>(mine->pid), mine->host};
+  activity_.SetRanks(nranks_, settings_.straggler_window > 0);
   if (settings_.diagnosis_ms > 0 && nranks_ > 1) TESSERA_RETURN_IF_ERROR(StartWatch(settings_, secret, mine));
   if (!settings_.algo_table.empty()) {
     TESSERA_RETURN_IF_ERROR(CostModel::ChoicesFromFile(settings_.algo_table, &model_.measured));
@@ -168,7 +170,7 @@ Status Communicator::StartWatch(const Settings& settings, uint64_t secret, RankI
   };
   const bool on_signal = settings.dump_signal > 0;
   if (on_signal) TESSERA_RETURN_IF_ERROR(InstallDumpSignal(static_cast<int>(settings.dump_signal)));
-  TESSERA_RETURN_IF_ERROR(WatchService::Start(ip, secret, rank_, &activity_, dump, on_signal, &watch_));
+  TESSERA_RETURN_IF_ERROR(WatchService::Start(ip, secret, rank_, nranks_, &activity_, dump, on_signal, &watch_));
   const SocketAddress a = watch_->address();
   std::string card(6, '\0');
   std::memcpy(&card[0], &a.ip_be, 4);
@@ -189,6 +191,51 @@ void Communicator::InitMembership(const RankTable& all, const std::vector<std::s
     std::memcpy(&addresses[r].port_be, &card[4], 2);
   }
   membership_ = Membership{rank_, flight_identity_.comm_id, std::move(addresses), pids, hosts};
+  // Before the judge runs (it starts once rank 0 is created) and so before any verdict.
+  activity_.OnStragglerChange([this, pids, hosts](const StragglerVerdict& v) {
+    flight_.NoteStraggler(StragglerText(v, pids, hosts));
+  });
+}
+
+void Communicator::StartWatchers(const RankTable& all) {
+  if (rank_ == 0 && settings_.straggler_window > 0 && !membership_.watch.empty()) {
+    StragglerOptions options;
+    options.window = static_cast<size_t>(settings_.straggler_window);
+    options.share_percent = static_cast<int>(settings_.straggler_share);
+    options.period_ms = settings_.straggler_period_ms;
+    options.log_level = log_level_;
+    judge_ = StragglerJudge::Start(membership_, &activity_, options);
+  }
+  if (settings_.metrics_port == 0) return;
+  std::vector<std::string> hosts;
+  for (int r = 0; r < all.size(); ++r) hosts.push_back(all.host(r));
+  int local_index = 0;
+  for (int r = 0; r < rank_; ++r) local_index += hosts[r] == hosts[rank_] ? 1 : 0;
+  const int port = static_cast<int>(settings_.metrics_port) + local_index;
+  const Status s = MetricsEndpoint::Join(port, [this] { return Health(); }, &metrics_);
+  if (!s.ok()) Log(log_level_, LogLevel::kWarn, "rank " + std::to_string(rank_) + ": no metrics: " + s.message());
+}
+
+HealthSnapshot Communicator::Health() const {
+  HealthSnapshot h;
+  h.comm_id = Fnv1a(&flight_identity_.comm_id, sizeof(flight_identity_.comm_id));  // not the secret itself
+  h.rank = rank_;
+  h.nranks = nranks_;
+  h.pid = flight_identity_.pid;
+  h.host = flight_identity_.host;
+  h.broken = broken_.load(std::memory_order_acquire);
+  h.revokes = revoked_.load() ? 1 : 0;
+  h.shrinks = shrinks_.load();
+  for (int k = 0; k < kCallKinds; ++k) h.kinds[k] = call_stats_.Counts(k);
+  h.stalled_us = activity_.Stalled();
+  h.peer_stall_us = activity_.PeerStalls();
+  h.straggler = activity_.Straggler();
+  if (h.straggler.named() && static_cast<size_t>(h.straggler.rank) < membership_.hosts.size()) {
+    h.straggler_text = StragglerText(h.straggler, membership_.pids, membership_.hosts);
+    h.straggler_host = membership_.hosts[h.straggler.rank];
+  }
+  h.judge = judge_ != nullptr;
+  return h;
 }
 
 // A failure after the rendezvous: diagnosed like a collective's (the culprit among ranks
@@ -278,6 +325,7 @@ CommunicatorView Communicator::View() {
   view.premulsum = &premulsum_;
   if (flight_.capacity() > 0) view.observers.push_back(&flight_);
   view.observers.push_back(&activity_);
+  view.observers.push_back(&call_stats_);
   if (tracer_) view.observers.push_back(tracer_.get());
   view.context = Context();
   view.fail = [this](const Status& s) { return RecordFailure(s); };

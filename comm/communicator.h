@@ -24,8 +24,12 @@
 #include "comm/flight_recorder.h"
 #include "comm/premulsum_ops.h"
 #include "diagnosis/activity.h"
+#include "diagnosis/call_stats.h"
 #include "diagnosis/diagnose.h"
+#include "diagnosis/health.h"
+#include "diagnosis/straggler_judge.h"
 #include "diagnosis/watch.h"
+#include "metrics/metrics_endpoint.h"
 #include "device/device_engine.h"
 #include "transport/link_table.h"
 #include "transport/registry.h"
@@ -119,6 +123,10 @@ class Communicator {
   // now; *path names the file. InvalidUsage when the setting is empty.
   Status DumpFlightRecordNow(const std::string& reason, std::string* path) const;
 
+  // Thread-safe, any time, never communicates: this rank's health snapshot (its calls,
+  // its stalls on each peer, the straggler verdict it last got; diagnosis/health.h).
+  HealthSnapshot Health() const;
+
  private:
   Communicator() = default;
   Status Init(const Settings& settings, const UniqueIdData& id, int nranks, int rank);
@@ -160,6 +168,9 @@ class Communicator {
   // The ranks whose watch service refuses or does not answer within TESSERA_DIAGNOSIS_MS.
   Status LostRanks(std::vector<int>* lost) const;
   Status DumpFlightRecord(const Status& cause) const;
+  // After creation: rank 0's straggler judge (TESSERA_STRAGGLER_WINDOW) and the metrics
+  // server (TESSERA_METRICS_PORT; a failure to serve is logged, not fatal).
+  void StartWatchers(const RankTable& all);
 
   Settings settings_;
   LogLevel log_level_ = LogLevel::kWarn;
@@ -183,6 +194,8 @@ class Communicator {
   // The last TESSERA_FLIGHT_RECORDER operations, and who this rank is in its dumps.
   FlightRecorder flight_{0};
   FlightIdentity flight_identity_;
+  // What the calls did, by kind (an observer of every call), for Health.
+  CallStats call_stats_;
   // The backends, from their opening to the device links (declared before the link
   // tables: destroyed after them). Once device links are enabled: the engine, its
   // stream for local work, and the device links (declared after the engine: closed first).
@@ -199,8 +212,12 @@ class Communicator {
   Membership membership_;  // watch addresses empty: no diagnosis
   std::atomic<bool> revoked_{false};
   std::mutex run_mu_;      // held while a call runs (Revoke breaks the communicator only when free)
-  uint32_t shrinks_ = 0;   // Shrink calls so far: which offer of the lowest survivor is current
+  std::atomic<uint32_t> shrinks_{0};  // Shrink calls so far: which offer of the lowest survivor is current
   std::unique_ptr<WatchService> watch_;
+  // Rank 0's straggler judge and the metrics server's hold on Health (declared last:
+  // their threads read the members above, and stop first).
+  std::unique_ptr<StragglerJudge> judge_;
+  std::unique_ptr<MetricsEndpoint> metrics_;
 };
 
 }  // namespace tessera

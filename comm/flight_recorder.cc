@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include "base/json.h"
+
 namespace tessera {
 namespace {
 
@@ -15,29 +17,11 @@ int64_t WallMicros() {
   return static_cast<int64_t>(tv.tv_sec) * 1000000 + tv.tv_usec;
 }
 
-// `text` as a JSON string literal.
-std::string Quoted(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
 std::string EntryJson(const FlightEntry& e) {
-  return "{\"seq\": " + std::to_string(e.seq) + ", \"op\": " + Quoted(e.what) + ", \"bytes\": " +
-         std::to_string(e.bytes) + ", \"algorithm\": " + Quoted(e.algorithm) + ", \"start_us\": " +
+  return "{\"seq\": " + std::to_string(e.seq) + ", \"op\": " + JsonString(e.what) + ", \"bytes\": " +
+         std::to_string(e.bytes) + ", \"algorithm\": " + JsonString(e.algorithm) + ", \"start_us\": " +
          std::to_string(e.start_us) + ", \"end_us\": " + std::to_string(e.end_us) + ", \"state\": " +
-         Quoted(FlightStateName(e.state)) + "}";
+         JsonString(FlightStateName(e.state)) + "}";
 }
 
 }  // namespace
@@ -129,11 +113,23 @@ std::string FlightRecorder::ToJson(const FlightIdentity& who, const std::string&
   std::snprintf(id, sizeof(id), "%016" PRIx64, who.comm_id);
   std::string out = "{\"comm_id\": \"" + std::string(id) + "\", \"rank\": " + std::to_string(who.rank) +
                     ", \"nranks\": " + std::to_string(who.nranks) + ", \"pid\": " + std::to_string(who.pid) +
-                    ", \"host\": " + Quoted(who.host) + ", \"reason\": " + Quoted(reason) +
+                    ", \"host\": " + JsonString(who.host) + ", \"reason\": " + JsonString(reason) +
                     ", \"dumped_us\": " + std::to_string(WallMicros()) + ",\n \"entries\": [";
   const std::vector<FlightEntry> entries = Entries();
   for (size_t i = 0; i < entries.size(); ++i) out += std::string(i ? ",\n  " : "\n  ") + EntryJson(entries[i]);
-  return out + "\n]}\n";
+  out += "\n],\n \"stragglers\": [";
+  std::lock_guard<std::mutex> lock(notes_mu_);
+  for (size_t i = 0; i < straggler_notes_.size(); ++i) {
+    out += std::string(i ? ", " : "") + "{\"wall_us\": " + std::to_string(straggler_notes_[i].first) +
+           ", \"verdict\": " + JsonString(straggler_notes_[i].second) + "}";
+  }
+  return out + "]}\n";
+}
+
+void FlightRecorder::NoteStraggler(const std::string& text) {
+  std::lock_guard<std::mutex> lock(notes_mu_);
+  if (straggler_notes_.size() == kStragglerNotes) straggler_notes_.erase(straggler_notes_.begin());
+  straggler_notes_.emplace_back(WallMicros(), text);
 }
 
 Status FlightRecorder::Dump(const std::string& dir, const FlightIdentity& who, const std::string& reason,

@@ -4,7 +4,9 @@
 // this communicator, what it was, its bytes, the algorithm, when it started and ended
 // (wall clock, microseconds since the epoch, comparable across ranks on synchronised
 // hosts) and how it ended. When the communicator breaks, the ring is written as JSON
-// (TESSERA_FLIGHT_RECORDER_DIR); tools/flight_report.py reads every rank's file.
+// (TESSERA_FLIGHT_RECORDER_DIR); tools/flight_report.py reads every rank's file. It
+// also keeps the last kStragglerNotes changes of the straggler verdict
+// (docs/diagnosis.md#stragglers), with their wall-clock times.
 //
 // Thread-safety: one thread at a time writes (the CallObserver methods: the thread that
 // runs the operations, under the communicator's run lock), without a lock: each entry
@@ -64,7 +66,12 @@ class FlightRecorder : public CallObserver {
 
   // The entries, oldest first.
   std::vector<FlightEntry> Entries() const;
-  // {"comm_id", "rank", "nranks", "pid", "host", "reason", "dumped_us", "entries": [...]}
+  // The straggler verdict changed to `text` ("" when no straggler is named any more).
+  // Thread-safe.
+  static constexpr size_t kStragglerNotes = 16;
+  void NoteStraggler(const std::string& text);
+  // {"comm_id", "rank", "nranks", "pid", "host", "reason", "dumped_us", "entries": [...],
+  //  "stragglers": [{"wall_us", "verdict"}, ...]}
   std::string ToJson(const FlightIdentity& who, const std::string& reason) const;
   // Writes ToJson to <dir>/tessera-flight-<comm_id as 16 hex digits>-rank<r>.json;
   // *path names the file. SystemError naming the path when it cannot be written.
@@ -98,6 +105,8 @@ class FlightRecorder : public CallObserver {
   Slot* current_ = nullptr;
   size_t next_slot_ = 0;
   mutable std::mutex dump_mu_;         // one Dump at a time
+  mutable std::mutex notes_mu_;
+  std::vector<std::pair<int64_t, std::string>> straggler_notes_;  // (wall_us, text), oldest first
   int64_t wall_minus_now_us_ = 0;      // WallFrom's offset, taken at offset_taken_us_
   int64_t offset_taken_us_ = -1;
 };

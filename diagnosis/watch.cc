@@ -17,6 +17,7 @@ namespace {
 
 constexpr uint64_t kRequestMagic = 0x7465737377617463ull;  // "tesswatc"
 constexpr uint64_t kReplyMagic = 0x7465737377617472ull;    // "tesswatr"
+constexpr uint64_t kTimingsMagic = 0x7465737374696d65ull;  // "tesstime"
 // How long one client may take to send its request or read the answer.
 constexpr int kClientMs = 200;
 
@@ -44,6 +45,36 @@ struct ReplyHeader {
   uint32_t verdict_bytes;
   uint32_t reserved2;
 };
+
+struct VerdictWire {
+  int32_t rank;
+  uint32_t window_calls;
+  uint32_t last_calls;
+  uint32_t waiters;
+  int64_t median_lag_us;
+  uint32_t wait_permille;
+  uint32_t cost_permille;
+};
+static_assert(sizeof(VerdictWire) + 4 * kMaxVerdictWaiters == kMaxStragglerVerdictBytes, "the verdict's bound");
+
+struct TimingsHeader {
+  uint64_t magic;
+  int32_t rank;
+  uint32_t count;
+  uint32_t last_seq;
+  uint32_t covered_from;
+};
+
+struct TimingWire {
+  uint32_t seq;
+  uint32_t stalled_us;
+  int32_t waited_on;
+  uint8_t kind;
+  uint8_t reserved[3];
+  int64_t began_us;
+};
+static_assert(sizeof(TimingsHeader) + sizeof(TimingWire) * Activity::kTimingSlots == kMaxTimingsReplyBytes,
+              "the timings reply's bound");
 
 template <typename T>
 void Append(std::string* out, const T& value) {
@@ -113,6 +144,77 @@ Status DecodeSnapshot(const std::string& bytes, int* rank, int* pid, ActivitySna
   return Status::Ok();
 }
 
+std::string EncodeStragglerVerdict(const StragglerVerdict& v) {
+  VerdictWire w{v.rank,           v.window_calls,    v.last_calls,
+                static_cast<uint32_t>(std::min(v.waiters.size(), kMaxVerdictWaiters)),
+                v.median_lag_us,  v.wait_permille,   v.cost_permille};
+  std::string out;
+  Append(&out, w);
+  for (uint32_t i = 0; i < w.waiters; ++i) Append(&out, v.waiters[i]);
+  return out;
+}
+
+Status DecodeStragglerVerdict(const std::string& bytes, int nranks, StragglerVerdict* v) {
+  VerdictWire w;
+  if (bytes.size() < sizeof(w)) return InvalidArgument("a straggler verdict of " + std::to_string(bytes.size()) + " bytes");
+  std::memcpy(&w, bytes.data(), sizeof(w));
+  if (w.waiters > kMaxVerdictWaiters || bytes.size() != sizeof(w) + 4 * size_t{w.waiters}) {
+    return InvalidArgument("a straggler verdict of " + std::to_string(bytes.size()) + " bytes with " +
+                           std::to_string(w.waiters) + " waiters");
+  }
+  if (w.rank < -1 || w.rank >= nranks || w.last_calls > w.window_calls || w.median_lag_us < 0 ||
+      w.wait_permille > 1000 || w.cost_permille > 1000) {
+    return InvalidArgument("a straggler verdict out of range");
+  }
+  StragglerVerdict out;
+  out.rank = w.rank;
+  out.window_calls = w.window_calls;
+  out.last_calls = w.last_calls;
+  out.median_lag_us = w.median_lag_us;
+  out.wait_permille = w.wait_permille;
+  out.cost_permille = w.cost_permille;
+  const char* p = bytes.data() + sizeof(w);
+  ReadRanks(&p, w.waiters, &out.waiters);
+  for (int32_t r : out.waiters) {
+    if (r < 0 || r >= nranks) return InvalidArgument("a straggler verdict naming rank " + std::to_string(r));
+  }
+  *v = std::move(out);
+  return Status::Ok();
+}
+
+std::string EncodeTimings(int rank, const RankTimings& timings) {
+  const size_t n = std::min(timings.stalls.size(), Activity::kTimingSlots);
+  std::string out;
+  Append(&out, TimingsHeader{kTimingsMagic, rank, static_cast<uint32_t>(n), timings.last_seq, timings.covered_from});
+  for (size_t i = 0; i < n; ++i) {
+    const CallTiming& t = timings.stalls[i];
+    Append(&out, TimingWire{t.seq, t.stalled_us, t.waited_on, t.kind, {0, 0, 0}, t.began_us});
+  }
+  return out;
+}
+
+Status DecodeTimings(const std::string& bytes, int* rank, RankTimings* timings) {
+  TimingsHeader h;
+  if (bytes.size() < sizeof(h)) return InvalidArgument("timings reply of " + std::to_string(bytes.size()) + " bytes");
+  std::memcpy(&h, bytes.data(), sizeof(h));
+  if (h.magic != kTimingsMagic) return InvalidArgument("timings reply without its magic");
+  if (h.count > Activity::kTimingSlots || bytes.size() != sizeof(h) + sizeof(TimingWire) * size_t{h.count}) {
+    return InvalidArgument("timings reply of " + std::to_string(bytes.size()) + " bytes for " +
+                           std::to_string(h.count) + " calls");
+  }
+  if (h.covered_from == 0) return InvalidArgument("timings reply covering calls from 0");
+  *rank = h.rank;
+  timings->last_seq = h.last_seq;
+  timings->covered_from = h.covered_from;
+  timings->stalls.resize(h.count);
+  for (uint32_t i = 0; i < h.count; ++i) {
+    TimingWire w;
+    std::memcpy(&w, bytes.data() + sizeof(h) + i * sizeof(w), sizeof(w));
+    timings->stalls[i] = CallTiming{w.seq, w.kind, w.waited_on, w.stalled_us, w.began_us};
+  }
+  return Status::Ok();
+}
+
 // --- The dump signal ------------------------------------------------------------------
 
 namespace {
@@ -145,7 +247,7 @@ Status InstallDumpSignal(int signo) {
 
 // --- The service ----------------------------------------------------------------------
 
-Status WatchService::Start(const std::string& ip, uint64_t secret, int rank, const Activity* activity,
+Status WatchService::Start(const std::string& ip, uint64_t secret, int rank, int nranks, Activity* activity,
                            std::function<void()> dump, bool dump_on_signal, std::unique_ptr<WatchService>* out) {
   std::unique_ptr<WatchService> w(new WatchService());
   TESSERA_RETURN_IF_ERROR(Listen(ip, 0, &w->listener_, &w->address_).Annotate("watch service"));
@@ -153,6 +255,7 @@ Status WatchService::Start(const std::string& ip, uint64_t secret, int rank, con
   if (w->wake_fd_ < 0) return ErrnoError("watch service: eventfd", errno);
   w->secret_ = secret;
   w->rank_ = rank;
+  w->nranks_ = nranks;
   w->pid_ = static_cast<int>(getpid());
   w->activity_ = activity;
   w->dump_ = std::move(dump);
@@ -207,7 +310,8 @@ Status DecodeWatchRequest(const std::string& bytes, uint64_t secret, WatchReques
   if (req.magic != kRequestMagic || req.secret != secret) return InvalidArgument("not a watch request of this job");
   if (req.kind != static_cast<uint32_t>(WatchRequest::kStatus) &&
       req.kind != static_cast<uint32_t>(WatchRequest::kStatusAndDump) &&
-      req.kind != static_cast<uint32_t>(WatchRequest::kOffer)) {
+      req.kind != static_cast<uint32_t>(WatchRequest::kOffer) &&
+      req.kind != static_cast<uint32_t>(WatchRequest::kTimings)) {
     return InvalidArgument("watch request of unknown kind " + std::to_string(req.kind));
   }
   *kind = static_cast<WatchRequest>(req.kind);
@@ -224,12 +328,26 @@ void WatchService::Answer(Socket client) {
   if (kind == WatchRequest::kOffer) {
     std::lock_guard<std::mutex> lock(offer_mu_);
     reply = offer_;
+  } else if (kind == WatchRequest::kTimings) {
+    if (!AnswerTimings(client, deadline, &reply)) return;
   } else {
     if (kind == WatchRequest::kStatusAndDump && dump_) dump_();
     reply = EncodeSnapshot(rank_, pid_, activity_->Snapshot());
   }
   const uint32_t length = static_cast<uint32_t>(reply.size());
   if (SendAll(client, &length, sizeof(length), deadline).ok()) SendAll(client, reply.data(), reply.size(), deadline);
+}
+
+bool WatchService::AnswerTimings(const Socket& client, const Deadline& deadline, std::string* reply) {
+  uint32_t length = 0;
+  if (!RecvAll(client, &length, sizeof(length), deadline).ok() || length > kMaxStragglerVerdictBytes) return false;
+  std::string bytes(length, '\0');
+  if (!RecvAll(client, &bytes[0], length, deadline).ok()) return false;
+  StragglerVerdict verdict;
+  if (!DecodeStragglerVerdict(bytes, nranks_, &verdict).ok()) return false;
+  activity_->SetStraggler(verdict);
+  *reply = EncodeTimings(rank_, activity_->Timings());
+  return true;
 }
 
 // --- The client -----------------------------------------------------------------------
@@ -294,47 +412,49 @@ void StartQuery(const SocketAddress& to, Query* q, PeerAnswer* a) {
 }
 
 // The connection is writable: check it connected and send the request (small: one send).
-void SendRequest(const RequestWire& req, Query* q, PeerAnswer* a) {
+void SendRequest(const std::string& request, Query* q, PeerAnswer* a) {
   int err = 0;
   socklen_t len = sizeof(err);
   getsockopt(q->socket.fd(), SOL_SOCKET, SO_ERROR, &err, &len);
   if (err != 0) return Fail(q, a, err, "connect");
-  const ssize_t n = ::send(q->socket.fd(), &req, sizeof(req), MSG_NOSIGNAL);
-  if (n != static_cast<ssize_t>(sizeof(req))) return Fail(q, a, n < 0 ? errno : EPIPE, "send");
+  const ssize_t n = ::send(q->socket.fd(), request.data(), request.size(), MSG_NOSIGNAL);
+  if (n != static_cast<ssize_t>(request.size())) return Fail(q, a, n < 0 ? errno : EPIPE, "send");
   q->step = Query::Step::kReceiving;
 }
 
-// Reads what has arrived; decodes once the whole reply is in.
-void ReadReply(Query* q, PeerAnswer* a) {
+// Reads what has arrived; hands the whole reply to `decode` once it is in. Returns
+// what `decode` did (true: go on asking).
+bool ReadReply(size_t max_reply, const ReplyDecoder& decode, Query* q, PeerAnswer* a) {
   char buf[4096];
   const ssize_t n = ::recv(q->socket.fd(), buf, sizeof(buf), 0);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-  if (n <= 0) return Fail(q, a, n < 0 ? errno : ECONNRESET, "receive");
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
+  if (n <= 0) {
+    Fail(q, a, n < 0 ? errno : ECONNRESET, "receive");
+    return true;
+  }
   q->in.append(buf, static_cast<size_t>(n));
   uint32_t length = 0;
-  if (q->in.size() < sizeof(length)) return;
+  if (q->in.size() < sizeof(length)) return true;
   std::memcpy(&length, q->in.data(), sizeof(length));
-  if (length > sizeof(ReplyHeader) + 8 * kMaxWatchPeers + kMaxVerdictBytes || q->in.size() > sizeof(length) + length) {
+  bool go_on = true;
+  if (length > max_reply || q->in.size() > sizeof(length) + length) {
     a->kind = PeerAnswer::Kind::kBadReply;
     a->error = "watch reply too long";
   } else if (q->in.size() < sizeof(length) + length) {
-    return;
+    return true;
   } else {
-    int rank = -1;
-    const Status s = DecodeSnapshot(q->in.substr(sizeof(length)), &rank, &a->pid, &a->snapshot);
-    a->kind = s.ok() && rank == q->peer ? PeerAnswer::Kind::kAnswered : PeerAnswer::Kind::kBadReply;
-    a->error = s.ok() ? (rank == q->peer ? "" : "answered as rank " + std::to_string(rank)) : s.message();
+    go_on = decode(q->peer, q->in.substr(sizeof(length)), a);
   }
   q->step = Query::Step::kDone;
   q->socket.Close();
+  return go_on;
 }
 
 }  // namespace
 
-void QueryPeers(const std::vector<SocketAddress>& peers, const std::vector<bool>& skip, uint64_t secret, int my_rank,
-                WatchRequest request, const Deadline& deadline, bool stop_on_verdict, std::vector<PeerAnswer>* answers) {
+void AskPeers(const std::vector<SocketAddress>& peers, const std::vector<bool>& skip, const std::string& request,
+              size_t max_reply, const Deadline& deadline, const ReplyDecoder& decode, std::vector<PeerAnswer>* answers) {
   answers->assign(peers.size(), PeerAnswer());
-  const RequestWire req{kRequestMagic, secret, static_cast<uint32_t>(request), my_rank};
   std::vector<Query> queries;
   for (size_t r = 0; r < peers.size(); ++r) {
     if (r < skip.size() && skip[r]) continue;
@@ -356,16 +476,47 @@ void QueryPeers(const std::vector<SocketAddress>& peers, const std::vector<bool>
       if (fds[i].revents == 0) continue;
       PeerAnswer* a = &(*answers)[open[i]->peer];
       if (open[i]->step == Query::Step::kConnecting) {
-        SendRequest(req, open[i], a);
-      } else {
-        ReadReply(open[i], a);
+        SendRequest(request, open[i], a);
+      } else if (!ReadReply(max_reply, decode, open[i], a)) {
+        return;
       }
-      if (stop_on_verdict && a->kind == PeerAnswer::Kind::kAnswered && !a->snapshot.verdict.empty()) return;
     }
   }
   for (Query& q : queries) {
     if (q.step != Query::Step::kDone) (*answers)[q.peer].error = "no answer by the deadline";
   }
+}
+
+void QueryPeers(const std::vector<SocketAddress>& peers, const std::vector<bool>& skip, uint64_t secret, int my_rank,
+                WatchRequest request, const Deadline& deadline, bool stop_on_verdict, std::vector<PeerAnswer>* answers) {
+  auto decode = [stop_on_verdict](int peer, const std::string& reply, PeerAnswer* a) {
+    int rank = -1;
+    const Status s = DecodeSnapshot(reply, &rank, &a->pid, &a->snapshot);
+    a->kind = s.ok() && rank == peer ? PeerAnswer::Kind::kAnswered : PeerAnswer::Kind::kBadReply;
+    a->error = s.ok() ? (rank == peer ? "" : "answered as rank " + std::to_string(rank)) : s.message();
+    return !(stop_on_verdict && a->kind == PeerAnswer::Kind::kAnswered && !a->snapshot.verdict.empty());
+  };
+  AskPeers(peers, skip, EncodeWatchRequest(secret, request, my_rank),
+           sizeof(ReplyHeader) + 8 * kMaxWatchPeers + kMaxVerdictBytes, deadline, decode, answers);
+}
+
+void QueryTimings(const std::vector<SocketAddress>& peers, const std::vector<bool>& skip, uint64_t secret,
+                  int my_rank, const StragglerVerdict& verdict, const Deadline& deadline,
+                  std::vector<PeerAnswer>* answers, std::vector<RankTimings>* timings) {
+  timings->assign(peers.size(), RankTimings());
+  auto decode = [timings](int peer, const std::string& reply, PeerAnswer* a) {
+    int rank = -1;
+    const Status s = DecodeTimings(reply, &rank, &(*timings)[peer]);
+    a->kind = s.ok() && rank == peer ? PeerAnswer::Kind::kAnswered : PeerAnswer::Kind::kBadReply;
+    a->error = s.ok() ? (rank == peer ? "" : "answered as rank " + std::to_string(rank)) : s.message();
+    if (a->kind != PeerAnswer::Kind::kAnswered) (*timings)[peer] = RankTimings();
+    return true;
+  };
+  const std::string v = EncodeStragglerVerdict(verdict);
+  std::string request = EncodeWatchRequest(secret, WatchRequest::kTimings, my_rank);
+  Append(&request, static_cast<uint32_t>(v.size()));
+  request += v;
+  AskPeers(peers, skip, request, kMaxTimingsReplyBytes, deadline, decode, answers);
 }
 
 }  // namespace tessera

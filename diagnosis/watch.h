@@ -8,7 +8,9 @@
 //   callback), so that every rank that still runs leaves its record, not only those
 //   that failed;
 // - kOffer: the bytes this rank offers its peers (SetOffer; empty when none), e.g. the
-//   unique id of the communicator that the survivors of a shrink create.
+//   unique id of the communicator that the survivors of a shrink create;
+// - kTimings: this rank's CallTimings (Activity::Timings), asked by the communicator's
+//   straggler judge, whose request carries its latest verdict (Activity::SetStraggler).
 // Requests carry the communicator's secret; anything else is dropped unanswered. A
 // stopped process (SIGSTOP) answers nothing; a dead one refuses the connection.
 //
@@ -32,7 +34,7 @@
 
 namespace tessera {
 
-enum class WatchRequest : uint32_t { kStatus = 1, kStatusAndDump = 2, kOffer = 3 };
+enum class WatchRequest : uint32_t { kStatus = 1, kStatusAndDump = 2, kOffer = 3, kTimings = 4 };
 
 // The reply's bytes: encoded by the service, decoded (bounds-checked: they come from the
 // network) by QueryPeers. At most kMaxWatchPeers waiting peers and culprits and
@@ -49,6 +51,18 @@ constexpr size_t kWatchRequestBytes = 24;
 std::string EncodeWatchRequest(uint64_t secret, WatchRequest kind, int from_rank);
 Status DecodeWatchRequest(const std::string& bytes, uint64_t secret, WatchRequest* kind);
 
+// A kTimings request's verdict follows its 24 bytes: a 4-byte length, then the verdict
+// (at most kMaxVerdictWaiters waiters travel). Decoding checks the bounds (the bytes
+// come from the network) and that the ranks lie in [0, nranks).
+constexpr size_t kMaxVerdictWaiters = 256;
+constexpr size_t kMaxStragglerVerdictBytes = 32 + 4 * kMaxVerdictWaiters;
+std::string EncodeStragglerVerdict(const StragglerVerdict& v);
+Status DecodeStragglerVerdict(const std::string& bytes, int nranks, StragglerVerdict* v);
+// A kTimings reply: the rank and its accounts (at most Activity::kTimingSlots).
+std::string EncodeTimings(int rank, const RankTimings& timings);
+Status DecodeTimings(const std::string& bytes, int* rank, RankTimings* timings);
+constexpr size_t kMaxTimingsReplyBytes = 24 + 24 * Activity::kTimingSlots;
+
 // Makes signal `signo` (e.g. SIGUSR1) ask every watch service of the process that was
 // started with dump_on_signal to run its dump (within kSignalCheckMs). The handler only
 // bumps a counter. Installed once per process; InvalidArgument for a signal that cannot
@@ -61,7 +75,8 @@ class WatchService {
   // Listens on `ip` (port chosen by the kernel) and starts the thread. `activity` and
   // `dump` must outlive the service; `dump` runs on the service's thread. With
   // dump_on_signal it also runs when the signal of InstallDumpSignal arrives.
-  static Status Start(const std::string& ip, uint64_t secret, int rank, const Activity* activity,
+  // kTimings requests hand `activity` the judge's verdict (ranks of `nranks`).
+  static Status Start(const std::string& ip, uint64_t secret, int rank, int nranks, Activity* activity,
                       std::function<void()> dump, bool dump_on_signal, std::unique_ptr<WatchService>* out);
   ~WatchService();  // stops and joins the thread, closes every socket
   WatchService(const WatchService&) = delete;
@@ -75,6 +90,8 @@ class WatchService {
   WatchService() = default;
   void Serve();
   void Answer(Socket client);
+  // A kTimings request's verdict, read after its header, and the reply.
+  bool AnswerTimings(const Socket& client, const Deadline& deadline, std::string* reply);
 
   Socket listener_;
   int wake_fd_ = -1;  // an eventfd: written to stop the thread
@@ -82,7 +99,9 @@ class WatchService {
   uint64_t secret_ = 0;
   int rank_ = 0;
   int pid_ = 0;
-  const Activity* activity_ = nullptr;
+  int nranks_ = 0;
+  Activity* activity_ = nullptr;
+
   std::function<void()> dump_;
   bool dump_on_signal_ = false;
   std::mutex offer_mu_;
@@ -114,12 +133,25 @@ struct PeerAnswer {
 };
 const char* PeerAnswerName(PeerAnswer::Kind kind);
 
-// Asks each address of `peers` (index = rank; ranks in `skip` are not asked) for its
-// status, all at once, until every one has answered or failed or the deadline passes.
-// With stop_on_verdict, returns as soon as one answer carries a verdict (the others stay
-// kSilent). `answers` is resized to peers.size().
+// Sends `request` to each address of `peers` (index = rank; ranks in `skip` are not
+// asked), all at once, and reads each reply (a 4-byte length, then at most `max_reply`
+// bytes) until every one has answered or failed or the deadline passes. `decode` gets
+// each whole reply, sets the answer's kind (kAnswered or kBadReply) and what it holds,
+// and returns false to stop asking (the others stay kSilent). `answers` is resized to
+// peers.size().
+using ReplyDecoder = std::function<bool(int peer, const std::string& reply, PeerAnswer* answer)>;
+void AskPeers(const std::vector<SocketAddress>& peers, const std::vector<bool>& skip, const std::string& request,
+              size_t max_reply, const Deadline& deadline, const ReplyDecoder& decode, std::vector<PeerAnswer>* answers);
+
+// AskPeers for each peer's status (kStatus or kStatusAndDump). With stop_on_verdict,
+// returns as soon as one answer carries a verdict.
 void QueryPeers(const std::vector<SocketAddress>& peers, const std::vector<bool>& skip, uint64_t secret, int my_rank,
                 WatchRequest request, const Deadline& deadline, bool stop_on_verdict, std::vector<PeerAnswer>* answers);
+
+// AskPeers for each peer's accounts (into (*timings)[rank]), handing each `verdict`.
+void QueryTimings(const std::vector<SocketAddress>& peers, const std::vector<bool>& skip, uint64_t secret,
+                  int my_rank, const StragglerVerdict& verdict, const Deadline& deadline,
+                  std::vector<PeerAnswer>* answers, std::vector<RankTimings>* timings);
 
 }  // namespace tessera
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <stdexcept>
 #include <utility>
 
@@ -213,6 +214,16 @@ void OperationQueue::Loop() {
   }
 }
 
+void OperationQueue::LogStraggler() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_health_ || aborted_ || comm_ == nullptr) return;
+  next_health_ = now + std::chrono::seconds(1);
+  tesseraHealth_t h = TESSERA_HEALTH_INITIALIZER;
+  if (tesseraCommGetHealth(comm_, &h, nullptr, 0) != tesseraSuccess || h.straggler == straggler_) return;
+  straggler_ = h.straggler;
+  std::fprintf(stderr, "tessera_torch %s: %s\n", who_.c_str(), h.straggler >= 0 ? h.verdict : "no straggler any more");
+}
+
 void OperationQueue::Help(TesseraWork* work) {
   for (;;) {
     std::vector<Operation> batch;
@@ -229,6 +240,7 @@ void OperationQueue::Help(TesseraWork* work) {
 
 void OperationQueue::ExecuteExclusively(std::vector<Operation>& batch) {
   std::exception_ptr error = Execute(batch);
+  LogStraggler();
   // Works complete in issue order: before the next batch can start.
   for (Operation& op : batch) op.work->MarkDone(error);
   {

@@ -155,6 +155,9 @@ class OperationQueue : public std::enable_shared_from_this<OperationQueue> {
   // Destroys, on the calling thread, the operations the worker has finished.
   void DropFinished();
   std::string Describe(const std::vector<Operation>& batch, tesseraResult_t result) const;
+  // At most once a second, with `executing_` set: logs the straggler verdict when it
+  // names another rank (docs/diagnosis.md#stragglers).
+  void LogStraggler();
 
   tesseraComm_t comm_;
   const std::string who_;
@@ -173,6 +176,8 @@ class OperationQueue : public std::enable_shared_from_this<OperationQueue> {
   // deep). Operations still run one at a time, in issue order.
   std::vector<std::thread> workers_;
   size_t idle_workers_ = 0;  // workers waiting for a batch
+  std::chrono::steady_clock::time_point next_health_{};  // LogStraggler's
+  int straggler_ = -1;
   size_t running_workers_ = 0;  // workers whose Loop has not returned
   std::condition_variable ended_cv_;  // a worker's Loop returned
   WithoutInterpreter without_interpreter_;

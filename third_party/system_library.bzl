@@ -229,6 +229,15 @@ def tessera_system_libraries():
         required_files = ["/usr/local/cuda/bin/nvcc"],
     )
     system_library(
+        name = "system_microhttpd",
+        debian_package = "libmicrohttpd-dev",
+        build_file = "//third_party/system:microhttpd.BUILD",
+        links = {
+            "include/microhttpd.h": "/usr/include/microhttpd.h",
+        },
+        required_files = [_MULTIARCH_LIB + "/libmicrohttpd.so.12"],
+    )
+    system_library(
         name = "system_ibverbs",
         debian_package = "libibverbs-dev",
         build_file = "//third_party/system:ibverbs.BUILD",

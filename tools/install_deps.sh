@@ -35,6 +35,8 @@ PACKAGES=(
   libsimgrid-dev    # //third_party:simgrid: SimGrid 3.32's S4U API, the simulator (simulator/); also
                     # its tools (smpirun, simgrid-graphicator: Debian ships no separate package)
   libibverbs-dev    # //third_party:ibverbs: rdma-core's verbs API (pulls libibverbs1, ibverbs-providers)
+  libmicrohttpd-dev # //third_party:microhttpd: the metrics server's HTTP library (libmicrohttpd12, opened at run time)
+  prometheus        # promtool (//metrics:promtool_test) and the server that scrapes the straggler tests
   iproute2          # ip netns, veth and tc, for tests that emulate several hosts
   iptables          # the fault suite's partitions and packet loss (//tests/faults)
   python3           # scripts in tools/

@@ -422,6 +422,7 @@ tessera::Status Trainer::EndEpoch(int epoch) {
   if (leader()) {
     log_.AddEpoch(metrics);
     display_->EndEpoch(metrics);
+    PrintStraggler(epoch);
     if (settings_.plot) {
       tessera::Status plotted = log_.Plot();
       if (!plotted.ok()) std::fprintf(stderr, "train_resnet: no plot: %s\n", plotted.message().c_str());
@@ -643,6 +644,18 @@ void Trainer::SteadyTotals::Add(const StepMetrics& m) {
   exposed_s += m.exposed_comm_s;
   busy_s += m.comm_busy_s;
   update_s += m.update_s;
+}
+
+void Trainer::PrintStraggler(int epoch) const {
+  const tesseraComm_t comm = comms_.gradients != nullptr ? comms_.gradients : comms_.main;
+  tesseraHealth_t h = TESSERA_HEALTH_INITIALIZER;
+  if (comms_.world < 2 || comm == nullptr || tesseraCommGetHealth(comm, &h, nullptr, 0) != tesseraSuccess) return;
+  if (h.straggler >= 0) {
+    std::fprintf(stderr, "train_resnet: epoch %d: straggler: %s\n", epoch + 1, h.verdict);
+  } else {
+    std::fprintf(stderr, "train_resnet: epoch %d: no straggler (rank %d stalled %.1f s waiting on peers)\n", epoch + 1,
+                 comms_.rank, h.stalledSeconds);
+  }
 }
 
 void Trainer::PrintSummary() const {

@@ -69,11 +69,15 @@ struct Transfer {
 
 // Told, from the exchange's thread, what a stalled exchange waits for each time it is
 // about to sleep: the peers of its transfers not yet done and when anything last moved
-// (NowMicros). Diagnosis reads what it was told from another thread.
+// (NowMicros); and, once something moves again (or the wait ends), when the stall was
+// over. Diagnosis reads what it was told from another thread; the stalls' lengths are
+// what straggler detection compares (diagnosis/straggler.h).
 class ExchangeObserver {
  public:
   virtual ~ExchangeObserver() = default;
   virtual void Waiting(const int* peers, size_t count, int64_t last_progress_us) = 0;
+  // The stall that the last Waiting told of ended at `now_us` (NowMicros).
+  virtual void Resumed(int64_t now_us) = 0;
 };
 
 struct ExchangeOptions {

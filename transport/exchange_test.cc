@@ -166,9 +166,46 @@ TEST(Exchange, GatedReceivesWaitAndOffsetSendsFollowTheirBytes) {
 
 class Recorder : public ExchangeObserver {
  public:
-  void Waiting(const int* peers, size_t count, int64_t) override { last.assign(peers, peers + count); }
+  void Waiting(const int* peers, size_t count, int64_t last_progress_us) override {
+    last.assign(peers, peers + count);
+    stalled_since_us = last_progress_us;
+  }
+  void Resumed(int64_t now_us) override { resumed_us.push_back(now_us); }
   std::vector<int> last;
+  int64_t stalled_since_us = -1;
+  std::vector<int64_t> resumed_us;
 };
+
+// A link whose receive completes once the clock passes a time.
+class LateLink : public FailingLink {
+ public:
+  LateLink(int peer, int64_t ready_us) : FailingLink(peer), ready_us_(ready_us) {}
+  Status ProgressRecv(bool* progressed, bool* done) override {
+    *progressed = *done = NowMicros() >= ready_us_;
+    return Status::Ok();
+  }
+
+ private:
+  int64_t ready_us_;
+};
+
+// A wait that slept tells the observer when its stall ended, once: straggler detection
+// adds up these stalls.
+TEST(Exchange, AStallThatSleptEndsWithResumed) {
+  const int64_t begin = NowMicros();
+  LateLink late(3, begin + 30000);
+  char buffer[8] = {};
+  Transfer t = Transfer::Recv(&late, buffer, sizeof(buffer));
+  Recorder recorder;
+  ExchangeOptions options;
+  options.deadline = Deadline::AfterMs(10000);
+  options.observer = &recorder;  // no progress policy: sleeps at once
+  ASSERT_TRUE(Exchange(&t, 1, options).ok());
+  EXPECT_EQ(recorder.last, (std::vector<int>{3}));
+  ASSERT_EQ(recorder.resumed_us.size(), 1u);
+  EXPECT_GE(recorder.resumed_us[0] - recorder.stalled_since_us, 29000);
+  EXPECT_LE(recorder.resumed_us[0], NowMicros());
+}
 
 // A rank whose exchange fails before it ever slept still tells whom it was waiting on:
 // a rank finishing an earlier call when a peer died is then not blamed for being behind.

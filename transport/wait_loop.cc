@@ -33,6 +33,7 @@ class Loop {
     const Status s = Iterate();
     w_->Flush();
     if (!s.ok() && opt_.observer != nullptr) TellObserver();
+    if (s.ok() && stalled_) opt_.observer->Resumed(NowMicros());  // done straight after a sleep
     return s;
   }
 
@@ -59,6 +60,7 @@ class Loop {
   Waitable* w_;
   const ExchangeOptions& opt_;
   int64_t last_progress_us_ = -1;  // when a look last moved something (or the wait began)
+  bool stalled_ = false;    // the observer was told of a stall that has not ended yet
   std::vector<int> peers_;  // for the observer
 };
 
@@ -92,6 +94,10 @@ Status Loop::Iterate() {
     w_->Flush();  // a few looks after publishing: the fence finds the stores gone
     yielding = opt_.progress != nullptr && opt_.progress->Yields(now);
     if (undated_move) {
+      if (stalled_) {
+        opt_.observer->Resumed(now);
+        stalled_ = false;
+      }
       last_progress_us_ = now;
       undated_move = false;
       if (last_peer_check_us < 0) last_peer_check_us = now;
@@ -106,7 +112,10 @@ Status Loop::Iterate() {
       st = w_->CheckPeers();
       if (!st.ok()) return Explain(st);
     }
-    if (opt_.observer != nullptr) TellObserver();
+    if (opt_.observer != nullptr) {
+      TellObserver();
+      stalled_ = true;
+    }
     TESSERA_RETURN_IF_ERROR(Sleep(&waits, &moved));
     if (moved) undated_move = true;
   }

@@ -256,6 +256,50 @@ tesseraResult_t tesseraCommGetAsyncError(tesseraComm_t comm, tesseraResult_t* as
  * created; tesseraSystemError when the file cannot be written. */
 tesseraResult_t tesseraCommDumpFlightRecord(tesseraComm_t comm);
 
+/* A communicator's health as one rank sees it (tesseraCommGetHealth): its calls, how
+ * long they stalled waiting on peers, and the straggler verdict (docs/diagnosis.md#stragglers).
+ * Initialise with TESSERA_HEALTH_INITIALIZER (it sets `size`); later versions add
+ * fields at the end only. */
+typedef struct {
+  size_t size;                 /* sizeof(tesseraHealth_t), set by the initializer */
+  int rank;
+  int nranks;
+  int broken;                  /* 1 once a call failed while communicating, else 0 */
+  unsigned long long calls;    /* collectives and send/receive groups that ended here */
+  unsigned long long failures; /* of which failed */
+  unsigned long long bytes;    /* this rank's input bytes of the calls done */
+  double callSeconds;          /* the calls' time (on a clock of 1-4 ms ticks) */
+  double stalledSeconds;       /* time this rank's calls stalled waiting on peers */
+  /* The straggler: over the last TESSERA_STRAGGLER_WINDOW collectives, the rank that
+   * arrived last in TESSERA_STRAGGLER_SHARE percent of them, or that the others' waiting
+   * on late ranks was that share on (docs/diagnosis.md#stragglers); judged by rank 0
+   * and handed to every rank (at most TESSERA_STRAGGLER_PERIOD_MS late). -1: none. */
+  int straggler;
+  int windowCalls;             /* collectives in the window */
+  int lateCalls;               /* of those, the ones the straggler arrived last in */
+  double stragglerLagSeconds;  /* its median lag behind the first rank in those */
+  double waitShare;            /* the share (0-1) of the waiting on late ranks that was on it */
+  double timeShare;            /* that waiting, over the window's time (0-1) */
+  /* The verdict in words, NUL-terminated, "" when none: "rank 5 (pid 4242, host b)
+   * arrived last in 910 of the last 1000 collectives, a median of 38.0 ms after the
+   * first (97% of the waiting on late ranks, 35% of the time); ranks 0-4, 6, 7 waited
+   * on it" (cut at 511 bytes). */
+  char verdict[512];
+} tesseraHealth_t;
+#define TESSERA_HEALTH_INITIALIZER \
+  { sizeof(tesseraHealth_t), 0, 0, 0, 0, 0, 0, 0.0, 0.0, -1, 0, 0, 0.0, 0.0, 0.0, "" }
+
+/* Fills *health as this rank sees comm, and, when peerStalledSeconds is not NULL, its
+ * first npeers entries (at most nranks are written) with the time this rank stalled
+ * while a transfer with that rank was pending (its own entry 0). Never communicates;
+ * thread-safe: may be called while another thread is in a collective of comm, and on a
+ * broken communicator. The same figures are served on TESSERA_METRICS_PORT.
+ * tesseraInvalidArgument when health is NULL, its size is not at least this version's
+ * sizeof(tesseraHealth_t), or npeers < 0; tesseraInvalidUsage while comm is being
+ * created. */
+tesseraResult_t tesseraCommGetHealth(tesseraComm_t comm, tesseraHealth_t* health, double* peerStalledSeconds,
+                                     int npeers);
+
 /* A short static description of a result code ("invalid argument", ...). */
 const char* tesseraGetErrorString(tesseraResult_t result);
 

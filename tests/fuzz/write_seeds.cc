@@ -132,11 +132,30 @@ void WatchSeeds() {
   s.waiting_on = {2, 3};
   s.culprits = {3};
   s.verdict = "rank 3 (pid 4244 on node-b) stopped in allreduce #7 [culprit: rank 3]";
+  // After the request: the communicator's size (2 bytes), a verdict's length (2 bytes)
+  // and the verdict, then a reply.
+  auto verdict = [](const StragglerVerdict& v) {
+    const std::string bytes = EncodeStragglerVerdict(v);
+    return Bytes(uint16_t{8}) + Bytes(static_cast<uint16_t>(bytes.size())) + bytes;
+  };
+  const std::string none = verdict(StragglerVerdict());
   Write("watch_fuzz", "status_broken",
-        Bytes(secret) + EncodeWatchRequest(secret, WatchRequest::kStatus, 1) + EncodeSnapshot(1, 4242, s));
-  Write("watch_fuzz", "offer", Bytes(secret) + EncodeWatchRequest(secret, WatchRequest::kOffer, 2));
-  Write("watch_fuzz", "dump_idle", Bytes(secret) + EncodeWatchRequest(secret, WatchRequest::kStatusAndDump, 0) +
+        Bytes(secret) + EncodeWatchRequest(secret, WatchRequest::kStatus, 1) + none + EncodeSnapshot(1, 4242, s));
+  Write("watch_fuzz", "offer", Bytes(secret) + EncodeWatchRequest(secret, WatchRequest::kOffer, 2) + none);
+  Write("watch_fuzz", "dump_idle", Bytes(secret) + EncodeWatchRequest(secret, WatchRequest::kStatusAndDump, 0) + none +
                                        EncodeSnapshot(0, 4241, ActivitySnapshot()));
+  StragglerVerdict named;
+  named.rank = 5;
+  named.window_calls = 1000;
+  named.last_calls = 910;
+  named.median_lag_us = 38000;
+  named.waiters = {0, 1, 2, 3, 4, 6, 7};
+  RankTimings timings;
+  timings.last_seq = 9;
+  timings.covered_from = 2;
+  for (uint32_t seq = 2; seq <= 4; ++seq) timings.stalls.push_back(CallTiming{seq, 0, 4, 38000 * seq, 1000 * seq});
+  Write("watch_fuzz", "timings", Bytes(secret) + EncodeWatchRequest(secret, WatchRequest::kTimings, 0) +
+                                     verdict(named) + EncodeTimings(3, timings));
 }
 
 void LayoutSeeds() {
