@@ -249,7 +249,7 @@ constexpr const char* kAgreeAll = "all";
     "/etc/slurm when it exists; none: never read one.")                                \
   X(int64_t, nics, "TESSERA_NICS", 0, kAgreeNone,                                        \
     "NICs per host for the cost model (local rank i's flows use NIC i*N/R), where the "   \
-    "layout file says none. 0: the host's InfiniBand/RoCE NICs as hwloc sees them, "     \
+    "layout file says none. 0: the host's RDMA NICs (/sys/class/infiniband), "           \
     "else 1. Every rank takes the median of what the ranks say.")                      \
   X(int64_t, rack_uplink_percent, "TESSERA_RACK_UPLINK_PERCENT", 0, kAgreeNone,          \
     "A rack's uplinks in percent of the sum of its hosts' links (33 for ABCI's racks), " \

@@ -1,7 +1,8 @@
 // The fabric above the hosts: layout-file fabric lines, Slurm's topology.conf, inference
-// from hwloc, and what the cost model sees of it (fabric.h).
+// from sysfs, and what the cost model sees of it (fabric.h).
 #include "topology/fabric.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -14,7 +15,6 @@
 #include <sstream>
 
 #include "topology/host_identity.h"
-#include "topology/host_topology.h"
 
 namespace tessera {
 namespace {
@@ -268,14 +268,23 @@ std::string SlurmTopologyPath() {
   return stat(path.c_str(), &st) == 0 ? path : "";
 }
 
-// The host's RDMA-capable NICs (PCI class 0x0207) as hwloc sees them; 0 if none or unknown.
-int DetectedRdmaNics(std::string* how) {
-  HostTopology topology;
-  if (!DetectHostTopology(TopologySource(), &topology).ok()) return 0;
+// The host's RDMA NICs: the devices of /sys/class/infiniband (InfiniBand and RoCE, the
+// list ibv_get_device_list gives) that are a PCI function; software devices (rxe, siw)
+// have no `device` link and do not count. 0 if none. A directory read, cheap enough for
+// every creation (a whole hwloc load with its PCI plugin is not).
+int DetectedRdmaNics(const std::string& sysfs_class, std::string* how) {
+  DIR* dir = opendir(sysfs_class.c_str());
   int n = 0;
-  for (const PciDevice& nic : topology.nics) n += nic.class_id == 0x0207 ? 1 : 0;
-  *how = "inferred: " + std::to_string(n) + " InfiniBand/RoCE NIC(s) of " + std::to_string(topology.nics.size()) +
-         " network controllers (hwloc); racks and uplinks cannot be seen from a host";
+  if (dir != nullptr) {
+    for (const dirent* e = readdir(dir); e != nullptr; e = readdir(dir)) {
+      if (e->d_name[0] == '.') continue;
+      struct stat st;
+      n += stat((sysfs_class + "/" + e->d_name + "/device").c_str(), &st) == 0 ? 1 : 0;
+    }
+    closedir(dir);
+  }
+  *how = "inferred: " + std::to_string(n) + " RDMA NIC(s) in " + sysfs_class +
+         "; racks and uplinks cannot be seen from a host";
   return n;
 }
 
@@ -314,7 +323,7 @@ Status ReadFabric(const FabricSources& sources, Fabric* out) {
   }
   if (f.nics == 0 && sources.infer) {
     std::string how;
-    f.nics = DetectedRdmaNics(&how);
+    f.nics = DetectedRdmaNics("/sys/class/infiniband", &how);
     if (!how.empty()) f.sources.push_back(how);
   }
   if (f.uplink_percent == 0 && sources.uplink_percent > 0) {

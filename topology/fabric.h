@@ -11,8 +11,8 @@
 //       fabric rack r0 host0 host1     # a leaf switch and the hosts under it
 //   - Slurm's topology.conf (TESSERA_TOPOLOGY_CONF, else under Slurm the one beside
 //     slurm.conf): every switch with Nodes= is a rack of those nodes;
-//   - inferred: the NICs from hwloc (the host's RDMA-capable network controllers, class
-//     0x0207, else one); racks and uplinks cannot be seen from a host.
+//   - inferred: the NICs from sysfs (the host's RDMA devices that are PCI functions,
+//     else one); racks and uplinks cannot be seen from a host.
 // TESSERA_NICS and TESSERA_RACK_UPLINK_PERCENT fill what the description leaves out.
 #ifndef TESSERA_TOPOLOGY_FABRIC_H_
 #define TESSERA_TOPOLOGY_FABRIC_H_
@@ -76,7 +76,7 @@ struct FabricSources {
   std::string topology_conf;   // TESSERA_TOPOLOGY_CONF ("none": never read one)
   int nics = 0;                // TESSERA_NICS
   int uplink_percent = 0;      // TESSERA_RACK_UPLINK_PERCENT
-  bool infer = true;           // detect the NICs with hwloc where nothing says them
+  bool infer = true;           // count the NICs in sysfs where nothing says them
 };
 
 // The sources a rank's settings name (the four rows above, out-of-range counts clamped).
