@@ -89,6 +89,7 @@ Status Validate(const Settings& s) {
   }
   TESSERA_RETURN_IF_ERROR(InRange("TESSERA_SHM_SEGMENT_BYTES", s.shm_segment_bytes, 1 << 20, int64_t{1} << 40));
   TESSERA_RETURN_IF_ERROR(InRange("TESSERA_SHM_PREFAULT_BYTES", s.shm_prefault_bytes, 0, int64_t{1} << 40));
+  TESSERA_RETURN_IF_ERROR(InRange("TESSERA_SHM_SINGLE_COPY_BYTES", s.shm_single_copy_bytes, 0, int64_t{1} << 40));
   if (s.shm_board_bytes < 0 || s.shm_board_bytes % 64 != 0 || s.shm_board_bytes > (1 << 20)) {
     return InvalidArgument("TESSERA_SHM_BOARD_BYTES must be a multiple of 64 in [0, 1 MiB]");
   }

@@ -78,6 +78,12 @@ constexpr const char* kAgreeAll = "all";
     "a page's first touch (about 10 us a page on virtual machines that shadow page "   \
     "tables; docs/performance.md#first-touch). Larger segments, and 0: pages are "     \
     "mapped as messages first reach them.")                                             \
+  X(int64_t, shm_single_copy_bytes, "TESSERA_SHM_SINGLE_COPY_BYTES", 8192, kAgreeNone,   \
+    "Shared-memory messages from this many bytes up to a ring's (TESSERA_SHM_SLOTS x "  \
+    "TESSERA_SHM_SLOT_BYTES) are read by the receiver straight from the sender's "     \
+    "buffer (Linux cross-memory attach, process_vm_readv): one copy where slots take "  \
+    "two, the send done once the receiver has read it. Used where a rank can read its " \
+    "local peers' memory (checked when the link is made). 0: slots only.")              \
   X(int64_t, cuda_ipc_slot_bytes, "TESSERA_CUDA_IPC_SLOT_BYTES", 4194304, "cuda_ipc",    \
     "Size of one of the TESSERA_CUDA_IPC_SLOTS device-memory slots a rank keeps per "   \
     "local peer for cuda_ipc (the pipelining unit of device-resident calls). 1 MiB "    \

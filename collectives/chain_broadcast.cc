@@ -32,7 +32,7 @@ Status ChainBroadcastOver(const CollectiveContext& ctx, const RingGroup& group, 
   }
   if (pos < p - 1) {
     TESSERA_RETURN_IF_ERROR(ctx.links->Get(group.ranks[(r + 1) % p], ctx.exchange.deadline, &link));
-    t[n++] = pos == 0 ? Transfer::Send(link, args.send, bytes) : Transfer::SendAfter(link, recv, bytes, 0);
+    t[n++] = Transfer::ToCopy(pos == 0 ? Transfer::Send(link, args.send, bytes) : Transfer::SendAfter(link, recv, bytes, 0));
   }
   return Exchange(t, n, ctx.exchange);
 }

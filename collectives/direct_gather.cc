@@ -13,7 +13,7 @@ Status DirectGather(const CollectiveContext& ctx, const CollectiveArgs& args) {
   Link* link = nullptr;
   if (r != args.root) {
     TESSERA_RETURN_IF_ERROR(ctx.links->Get(args.root, ctx.exchange.deadline, &link));
-    Transfer t = Transfer::Send(link, args.send, block);
+    Transfer t = Transfer::ToCopy(Transfer::Send(link, args.send, block));
     return Exchange(&t, 1, ctx.exchange);
   }
   char* recv = static_cast<char*>(args.recv);

@@ -22,7 +22,7 @@ Status DirectScatter(const CollectiveContext& ctx, const CollectiveArgs& args) {
   for (int q = 0; q < p; ++q) {
     if (q == r) continue;
     TESSERA_RETURN_IF_ERROR(ctx.links->Get(q, ctx.exchange.deadline, &link));
-    t.push_back(Transfer::Send(link, send + q * block, block));
+    t.push_back(Transfer::ToCopy(Transfer::Send(link, send + q * block, block)));
   }
   return Exchange(t.data(), t.size(), ctx.exchange);
 }

@@ -59,9 +59,9 @@ Status GridAllGather(const CollectiveContext& ctx, const CollectiveArgs& args, c
   for (int s = 0; s < Y - 1; ++s) {
     const int out = col[mod(y - s, Y)], in = col[mod(y - s - 1, Y)];
     if (s == 0) {
-      t.push_back(Transfer::Send(col_right, args.send, block));
+      t.push_back(Transfer::ToCopy(Transfer::Send(col_right, args.send, block)));
     } else {
-      t.push_back(Transfer::SendAfter(col_right, at(out), block, arrived[s]));
+      t.push_back(Transfer::ToCopy(Transfer::SendAfter(col_right, at(out), block, arrived[s])));
     }
     arrived[s + 1] = static_cast<int>(t.size());
     t.push_back(Transfer::Recv(col_left, at(in), block));
@@ -76,9 +76,9 @@ Status GridAllGather(const CollectiveContext& ctx, const CollectiveArgs& args, c
     for (int k = 0; k < Y; ++k) {
       const int j = mod(y - k, Y);
       if (s == 0 && k == 0) {
-        t.push_back(Transfer::Send(row_right, args.send, block));
+        t.push_back(Transfer::ToCopy(Transfer::Send(row_right, args.send, block)));
       } else {
-        t.push_back(Transfer::SendAfter(row_right, at(out[j]), block, arrived[k]));
+        t.push_back(Transfer::ToCopy(Transfer::SendAfter(row_right, at(out[j]), block, arrived[k])));
       }
       next[k] = static_cast<int>(t.size());
       t.push_back(Transfer::Recv(row_left, at(in[j]), block));

@@ -20,7 +20,7 @@ Status PairwiseAlltoAll(const CollectiveContext& ctx, const CollectiveArgs& args
     Link* in = nullptr;
     TESSERA_RETURN_IF_ERROR(ctx.links->Get(to, ctx.exchange.deadline, &out));
     TESSERA_RETURN_IF_ERROR(ctx.links->Get(from, ctx.exchange.deadline, &in));
-    t.push_back(Transfer::Send(out, send + to * block, block));
+    t.push_back(Transfer::ToCopy(Transfer::Send(out, send + to * block, block)));
     t.push_back(Transfer::Recv(in, recv + from * block, block));
   }
   return Exchange(t.data(), t.size(), ctx.exchange);

@@ -25,9 +25,9 @@ Status RingAllGather(const CollectiveContext& ctx, const CollectiveArgs& args) {
   for (int s = 0; s < p - 1; ++s) {
     const int out = ((r - s) % p + p) % p, in = ((r - s - 1) % p + p) % p;
     if (s == 0) {
-      t.push_back(Transfer::Send(right, args.send, block));
+      t.push_back(Transfer::ToCopy(Transfer::Send(right, args.send, block)));
     } else {
-      t.push_back(Transfer::SendAfter(right, recv + out * block, block, static_cast<int>(t.size()) - 1));
+      t.push_back(Transfer::ToCopy(Transfer::SendAfter(right, recv + out * block, block, static_cast<int>(t.size()) - 1)));
     }
     t.push_back(Transfer::Recv(left, recv + in * block, block));
   }

@@ -55,7 +55,8 @@ struct Queue {
 class ExchangeRun : public Waitable {
  public:
   ExchangeRun(Transfer* ts, size_t n, const ExchangeOptions& opt)
-      : ts_(ts), opt_(opt), state_(n), next_(n), queues_(n), start_us_(opt.tracer != nullptr ? n : 0, 0) {
+      : ts_(ts), opt_(opt), state_(n), next_(n), queues_(n), start_us_(opt.tracer != nullptr ? n : 0, 0),
+        crowded_(opt.progress != nullptr && opt.progress->crowded()) {
     for (size_t i = 0; i < n; ++i) {
       state_[i] = State::kWaiting;
       next_[i] = kEnd;
@@ -115,6 +116,7 @@ class ExchangeRun : public Waitable {
         state_[i] = State::kActive;
         if (opt_.tracer != nullptr) start_us_[i] = NowMicros();
         if (ts_[i].is_send) {
+          ts_[i].link->set_peer_copies(ts_[i].to_copy && !crowded_);
           ts_[i].link->BeginSend(ts_[i].src, ts_[i].len);
         } else {
           ts_[i].link->BeginRecv(ts_[i].dst, ts_[i].len, ts_[i].acc, ts_[i].reducer);
@@ -144,6 +146,9 @@ class ExchangeRun : public Waitable {
   size_t nqueues_ = 0;
   std::vector<int64_t> start_us_;  // when each transfer began (tracing only)
   size_t remaining_ = 0;
+  // Ranks outnumber cores: no send waits for its receiver to read it (Transfer::ToCopy),
+  // which would cost the receiver's turn on a core at every hop.
+  const bool crowded_;
 };
 
 // One pass over the active transfers.

@@ -38,6 +38,8 @@ struct Transfer {
   // transfers of its queue wait behind it. -1: none.
   int gate = -1;
   size_t gate_offset = 0;
+  // A send whose receiver copies it (Recv, not RecvReduce): Link::set_peer_copies.
+  bool to_copy = false;
 
   static Transfer Send(Link* l, const void* data, size_t len) {
     Transfer t;
@@ -58,6 +60,14 @@ struct Transfer {
     Transfer t = Send(l, data, len);
     t.gate = gate;
     t.gate_offset = gate_offset;
+    return t;
+  }
+  // Send `t` (Send or SendAfter) to a peer that receives it with Recv, not RecvReduce:
+  // a transport may then wait for the peer to take the message before the send is
+  // done, so the peer's receive must not wait for this rank to receive first. Not
+  // passed on where the ranks outnumber the cores (ProgressPolicy::crowded).
+  static Transfer ToCopy(Transfer t) {
+    t.to_copy = true;
     return t;
   }
   // Receive `t` (Recv or RecvReduce), begun once transfer `gate` is done.

@@ -48,6 +48,9 @@ class ProgressPolicy {
 
   // How long a wait polls before sleeping.
   int64_t budget_us() const { return s_.spin_us; }
+  // Whether the ranks outnumber the cores (polls yield): a rank waiting for a peer then
+  // waits for it to get a core.
+  bool crowded() const { return s_.mode == PollMode::kYield; }
   // Whether each poll yields the core (else it pauses the CPU, yielding now and then);
   // now_us on NowMicros' clock.
   bool Yields(int64_t now_us) const { return s_.mode == PollMode::kYield && now_us >= no_yield_until_us_; }

@@ -99,6 +99,13 @@ class Link {
   int peer() const { return peer_; }
   virtual const char* kind() const = 0;  // "shm", "tcp", ...
 
+  // Whether the peer takes the next message begun with BeginSend as a copy (a receive
+  // without reducer), not a reduction: the algorithm's hint, which the Exchange engine
+  // sets before each BeginSend (Transfer::ToCopy). A transport may then let the
+  // receiver read the sender's buffer itself (shm's single copy), the send done only
+  // once it has; a reducing receiver is fed faster through staging memory.
+  void set_peer_copies(bool copies) { peer_copies_ = copies; }
+
   // The call that the messages begun from now on belong to (base/call_stamp.h): the
   // collective's stamp, all zero outside collectives or with TESSERA_CHECK_CALLS=0; the
   // Exchange engine sets it before it begins a link's messages, and it holds for both
@@ -147,8 +154,12 @@ class Link {
   // (received, and reduced when reducing). May lag received_bytes().
   virtual size_t ready_bytes() const = 0;
 
+ protected:
+  bool peer_copies() const { return peer_copies_; }
+
  private:
   const int peer_;
+  bool peer_copies_ = false;
 };
 
 }  // namespace tessera

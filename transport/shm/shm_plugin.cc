@@ -8,7 +8,7 @@ class OpenShm : public OpenTransport {
  public:
   explicit OpenShm(const Settings& settings)
       : options_{settings.shm_slot_bytes, settings.shm_slots, settings.shm_segment_bytes, settings.shm_board_bytes,
-                 settings.shm_prefault_bytes},
+                 settings.shm_prefault_bytes, settings.shm_single_copy_bytes},
         segment_(ShmTransport::NewSegmentName()) {}
 
   std::string card() const override { return segment_; }

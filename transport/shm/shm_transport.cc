@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +29,7 @@ struct SegmentHeader {
   uint64_t slots;
   uint64_t channels;
   uint64_t board_bytes;  // of each of the two board slots after the channels (0: none)
+  uint64_t owner_address;  // where the owner maps this segment (CanReadPeer)
   alignas(kLine) Doorbell doorbell;
   // Set (with a reason) when the owner's communicator broke, so local peers blocked on
   // it fail at once with the root cause instead of timing out.
@@ -70,6 +72,16 @@ static_assert(sizeof(SlotHeader) <= kLine, "a slot's header fits its first line"
 
 // Whether a piece of `piece` bytes travels in its slot's first line (Ring::payload).
 bool InlinePiece(uint64_t piece) { return piece <= kInlineBytes; }
+
+// A single-copy piece (TESSERA_SHM_SINGLE_COPY_BYTES) sets this bit of its header's
+// `offset` and carries, in its slot's second line, the address of its bytes in the
+// sender's memory instead of the bytes; the receiver reads them with process_vm_readv.
+constexpr uint64_t kSingleCopyBit = uint64_t{1} << 63;
+uint64_t PieceOffset(const SlotHeader* h) { return h->offset & ~kSingleCopyBit; }
+bool IsSingleCopy(const SlotHeader* h) { return (h->offset & kSingleCopyBit) != 0; }
+// The second line of the slot headed by `h`: a larger piece's bytes, or a single-copy
+// piece's address.
+char* SecondLine(SlotHeader* h) { return reinterpret_cast<char*>(h) + kLine; }
 
 // A stamp's digest: equal stamps give equal digests, and stamps that differ in any
 // field differ in their digest but for chances of one in 2^64.
@@ -135,6 +147,19 @@ Status CheckLocalPeer(const SegmentHeader* h, int rank, int pid, int pidfd) {
   return Status::Ok();
 }
 
+// Whether this process can read the memory of local peer `pid`, owner of the segment
+// headed by `h` (single copy): reads the header's owner_address through the owner's own
+// mapping. Fails where ptrace rules forbid it (another user, Yama's ptrace_scope, a
+// seccomp filter) or the pid is of another pid namespace.
+bool CanReadPeer(int pid, const SegmentHeader* h) {
+  const uintptr_t field = reinterpret_cast<uintptr_t>(&h->owner_address) - reinterpret_cast<uintptr_t>(h);
+  uint64_t seen = 0;
+  iovec local{&seen, sizeof(seen)};
+  iovec remote{reinterpret_cast<void*>(h->owner_address + field), sizeof(seen)};
+  return process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(sizeof(seen)) &&
+         seen == h->owner_address;
+}
+
 }  // namespace
 
 struct ShmTransport::Mapping {
@@ -175,9 +200,7 @@ struct Ring {
   SlotHeader* slot_header(uint64_t n) const { return slot_at(n % nslots); }
   // Where the piece of `piece` bytes of the slot headed by `h` is: in its first line
   // when small enough.
-  static char* payload(SlotHeader* h, size_t piece) {
-    return InlinePiece(piece) ? h->inline_bytes : reinterpret_cast<char*>(h) + kLine;
-  }
+  static char* payload(SlotHeader* h, size_t piece) { return InlinePiece(piece) ? h->inline_bytes : SecondLine(h); }
   // The index after `index`, round the ring (links keep their slots' indices: a division
   // per poll delayed seeing the peer's message).
   size_t next(size_t index) const { return index + 1 == nslots ? 0 : index + 1; }
@@ -232,10 +255,12 @@ Status CheckBoardCall(const ShmTransport::Mapping& m, int my_rank, const CallSta
 
 class ShmLink : public Link {
  public:
+  // Messages of at least `single_copy_bytes` are sent by single copy (0: none).
   ShmLink(int my_rank, int peer, int peer_pid, int pidfd, Ring out, Ring in, Doorbell* mine,
-          const ShmTransport::Mapping* theirs)
+          const ShmTransport::Mapping* theirs, size_t single_copy_bytes)
       : Link(peer), my_rank_(my_rank), peer_pid_(peer_pid), pidfd_(pidfd), out_(out), in_(in), mine_(mine),
-        peer_map_(theirs), peer_header_(theirs->header()), theirs_(&peer_header_->doorbell) {
+        peer_map_(theirs), peer_header_(theirs->header()), theirs_(&peer_header_->doorbell),
+        single_copy_bytes_(single_copy_bytes) {
     // Both sides start from the counters as they are (fresh segments hold zero).
     send_head_ = out_.ch->head.load(std::memory_order_relaxed);
     send_tail_ = out_.ch->tail.load(std::memory_order_relaxed);
@@ -255,6 +280,10 @@ class ShmLink : public Link {
     send_data_ = static_cast<const char*>(data);
     send_len_ = len;
     send_off_ = 0;
+    // Messages larger than the ring go through slots: there both ranks copy at once,
+    // and the slots stay in cache, where a single copy of megabytes pins every page.
+    send_single_ = single_copy_bytes_ > 0 && peer_copies() && len >= single_copy_bytes_ && len > kInlineBytes &&
+                   len <= out_.nslots * out_.slot_bytes;
   }
 
   void BeginRecv(void* dst, size_t len, const void* acc, const Reducer* reducer) override {
@@ -271,15 +300,20 @@ class ShmLink : public Link {
     if (send_head_ - send_tail_ >= out_.nslots) send_tail_ = out_.ch->tail.load(std::memory_order_acquire);
     // A full slot, or the end of the message: never a sliver of a gated message.
     const size_t piece = std::min(out_.slot_bytes, send_len_ - send_off_);
-    if (send_head_ - send_tail_ < out_.nslots && send_off_ + piece <= available) {
+    if (piece > 0 && send_head_ - send_tail_ < out_.nslots && send_off_ + piece <= available) {
       // The header's line last, its stores back to back: the receiver polls that line,
       // and a store to another line between two of them (a miss) lets the receiver's
       // poll take the line back, so the next store fetches it again.
       SlotHeader* h = out_.slot_at(send_index_);
-      std::memcpy(Ring::payload(h, piece), send_data_ + send_off_, piece);
+      if (send_single_) {
+        const uint64_t address = reinterpret_cast<uintptr_t>(send_data_ + send_off_);
+        std::memcpy(SecondLine(h), &address, sizeof(address));
+      } else {
+        std::memcpy(Ring::payload(h, piece), send_data_ + send_off_, piece);
+      }
       if (send_off_ == 0) *SenderCall(h, send_len_, out_.slot_bytes) = call_;
       h->message_bytes = send_len_;
-      h->offset = send_off_;
+      h->offset = send_off_ | (send_single_ ? kSingleCopyBit : 0);
       if (send_off_ == 0) h->call_digest = call_digest_;
       h->published.store(send_head_ + 1, std::memory_order_release);
       out_.ch->head.store(++send_head_, std::memory_order_release);
@@ -288,7 +322,13 @@ class ShmLink : public Link {
       send_off_ += piece;
       *progressed = true;
     }
-    *done = send_off_ == send_len_;
+    // A single-copy message's buffer is the receiver's to read until it has freed the
+    // slot of every piece.
+    if (send_single_ && send_off_ == send_len_ && send_tail_ != send_head_) {
+      send_tail_ = out_.ch->tail.load(std::memory_order_acquire);
+      *progressed |= send_tail_ == send_head_;
+    }
+    *done = send_off_ == send_len_ && (!send_single_ || send_tail_ == send_head_);
     return Status::Ok();
   }
 
@@ -296,18 +336,20 @@ class ShmLink : public Link {
     *progressed = false;
     SlotHeader* h = in_.slot_at(recv_index_);
     if (h->published.load(std::memory_order_acquire) == recv_tail_ + 1) {
-      if (recv_off_ == 0 && h->offset == 0 && h->call_digest != call_digest_) {
+      if (recv_off_ == 0 && PieceOffset(h) == 0 && h->call_digest != call_digest_) {
         return MismatchedCalls(my_rank_, call_, peer(), *SenderCall(h, h->message_bytes, in_.slot_bytes));  // before anything is consumed
       }
-      if (h->message_bytes != recv_len_ || h->offset != recv_off_) {
+      if (h->message_bytes != recv_len_ || PieceOffset(h) != recv_off_) {
         return InvalidUsage("message size mismatch: rank " + std::to_string(peer()) + " sent " +
-                            std::to_string(h->message_bytes) + " bytes (piece at " + std::to_string(h->offset) +
+                            std::to_string(h->message_bytes) + " bytes (piece at " + std::to_string(PieceOffset(h)) +
                             "), this rank expected " + std::to_string(recv_len_) +
                             " (do all ranks pass the same count and datatype?)");
       }
       const size_t piece = std::min(in_.slot_bytes, recv_len_ - recv_off_);
       const char* src = Ring::payload(h, piece);
-      if (recv_reducer_ != nullptr) {
+      if (IsSingleCopy(h)) {
+        TESSERA_RETURN_IF_ERROR(ReadPiece(h, piece));
+      } else if (recv_reducer_ != nullptr) {
         recv_reducer_->fn(recv_dst_ + recv_off_, recv_acc_ + recv_off_, src, piece / recv_reducer_->elem_size);
       } else {
         std::memcpy(recv_dst_ + recv_off_, src, piece);
@@ -323,6 +365,30 @@ class ShmLink : public Link {
   }
 
   void AddWaits(WaitSet* set, bool, bool) override { mine_->AddTo(set); }
+
+  // Reads single-copy piece `h` of `piece` bytes from the sender's memory: straight
+  // into the destination, or into the slot (this rank's until it frees it, and a piece's
+  // size) to reduce from there.
+  Status ReadPiece(SlotHeader* h, size_t piece) {
+    uint64_t address = 0;
+    std::memcpy(&address, SecondLine(h), sizeof(address));
+    if (recv_reducer_ == nullptr) return ReadPeer(address, recv_dst_ + recv_off_, piece);
+    TESSERA_RETURN_IF_ERROR(ReadPeer(address, SecondLine(h), piece));
+    recv_reducer_->fn(recv_dst_ + recv_off_, recv_acc_ + recv_off_, SecondLine(h), piece / recv_reducer_->elem_size);
+    return Status::Ok();
+  }
+
+  // Copies `n` bytes at `address` in the sender's memory to `to`.
+  Status ReadPeer(uint64_t address, char* to, size_t n) {
+    iovec local{to, n};
+    iovec remote{reinterpret_cast<void*>(address), n};
+    const ssize_t got = process_vm_readv(peer_pid_, &local, 1, &remote, 1, 0);
+    if (got == static_cast<ssize_t>(n)) return Status::Ok();
+    const std::string what = "shm: reading " + std::to_string(n) + " bytes of rank " + std::to_string(peer()) +
+                             "'s buffer (pid " + std::to_string(peer_pid_) + ") by single copy";
+    if (got >= 0) return RemoteError(what + " read " + std::to_string(got) + " bytes");
+    return ErrnoError(what, errno);
+  }
 
   // One ring for what both directions published since the last: rung at once, its
   // fence waited for the slot's line to reach the peer's core (on 2 ranks, a tenth of
@@ -357,8 +423,10 @@ class ShmLink : public Link {
   CallStamp call_;  // of this link's messages, both ways
   uint64_t call_digest_ = DigestOf(CallStamp{});
   bool ring_pending_ = false;  // published a slot or freed one since the last Flush
+  const size_t single_copy_bytes_;
   const char* send_data_ = nullptr;
   size_t send_len_ = 0, send_off_ = 0;
+  bool send_single_ = false;  // the active send goes by single copy
   char* recv_dst_ = nullptr;
   const char* recv_acc_ = nullptr;
   const Reducer* recv_reducer_ = nullptr;
@@ -485,7 +553,7 @@ Status ShmBoard::CheckInbound(size_t i) const {
   const uint64_t tail = in.ch->tail.load(std::memory_order_acquire);
   if (in.ch->head.load(std::memory_order_acquire) == tail) return Status::Ok();
   SlotHeader* h = in.slot_header(tail);
-  if (h->offset != 0 || h->call_digest == DigestOf(call_)) return Status::Ok();
+  if (PieceOffset(h) != 0 || h->call_digest == DigestOf(call_)) return Status::Ok();
   return MismatchedCalls(members_[my_].rank, call_, members_[i].rank, *SenderCall(h, h->message_bytes, in.slot_bytes));
 }
 
@@ -558,6 +626,7 @@ Status ShmTransport::Init(const Options& options, int my_rank, const std::vector
   own->slots = shape.slots;
   own->channels = n;
   own->board_bytes = board_bytes;
+  own->owner_address = reinterpret_cast<uintptr_t>(own);
   own->magic.store(kSegmentMagic, std::memory_order_release);
 
   for (size_t i = 0; i < n; ++i) {
@@ -708,8 +777,10 @@ Status ShmTransport::Connect(int peer, const Deadline&, std::unique_ptr<Link>* o
     Prefault(out_ring);
     Prefault(in_ring);
   }
+  const bool single_copy = options_.single_copy_bytes > 0 && CanReadPeer(local_[pi].pid, maps_[pi]->header());
   *out = std::make_unique<ShmLink>(my_rank_, peer, local_[pi].pid, pidfds_[pi], out_ring, in_ring,
-                                   &maps_[my_index_]->header()->doorbell, maps_[pi].get());
+                                   &maps_[my_index_]->header()->doorbell, maps_[pi].get(),
+                                   single_copy ? static_cast<size_t>(options_.single_copy_bytes) : 0);
   return Status::Ok();
 }
 

@@ -16,6 +16,14 @@
 // sender's call stamp (Link::SetCall), which the receiver compares with its own before
 // it consumes the slot.
 //
+// Single copy: a message whose receiver copies it (Link::set_peer_copies), from
+// TESSERA_SHM_SINGLE_COPY_BYTES up to a ring's bytes, puts in each slot only the address
+// of its piece in the sender's buffer; the receiver reads the piece from there with
+// process_vm_readv (into its destination, or into the slot where it reduces after all),
+// and the send is done once every slot is freed. Larger messages keep the slots, where
+// both ranks copy at once and the ring stays in cache. Connect checks that this process
+// may read the peer's memory (CanReadPeer); where not, the link uses slots only.
+//
 // Segments are unlinked as soon as every local peer has mapped them, so nothing is left
 // in /dev/shm whatever happens to the processes afterwards. A dead peer is noticed
 // through a pidfd while waiting.
@@ -44,6 +52,9 @@ class ShmTransport : public Transport {
     // Where segments are at most this many bytes, Connect maps the two channels of the
     // pair whole (TESSERA_SHM_PREFAULT_BYTES).
     int64_t prefault_bytes = SettingDefaults::shm_prefault_bytes;
+    // Messages of at least this many bytes go by single copy where the link can
+    // (TESSERA_SHM_SINGLE_COPY_BYTES; 0: never).
+    int64_t single_copy_bytes = SettingDefaults::shm_single_copy_bytes;
   };
   // The rings of a host of `local_ranks` ranks: options' slots and slot size where the
   // channels of one segment fit in segment_bytes, else fewer slots (at least 2), else

@@ -66,8 +66,9 @@ void Move(Link* from, Link* to, const std::vector<char>& src, std::vector<char>*
 // Three ranks' transports on the smallest rings: 2 slots of what 1 MiB segments hold.
 class SmallRings {
  public:
-  explicit SmallRings(int64_t prefault_bytes = SettingDefaults::shm_prefault_bytes) {
+  explicit SmallRings(int64_t prefault_bytes = SettingDefaults::shm_prefault_bytes, int64_t single_copy_bytes = 0) {
     o_.prefault_bytes = prefault_bytes;
+    o_.single_copy_bytes = single_copy_bytes;
     o_.segment_bytes = 1 << 20;
     o_.slot_bytes = 1 << 20;  // asks for more than fits: 2 slots of what does
     std::vector<ShmTransport::Member> local;
@@ -98,6 +99,48 @@ TEST(ShmTransport, AMessageCrossesTheSmallestRingsWhole) {
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<char>(i * 7 + 3);
   Move(out.get(), in.get(), src, &dst);
   EXPECT_EQ(src, dst);
+}
+
+// Sums bytes: dst = acc + in, each byte modulo 256.
+void AddBytes(void* dst, const void* acc, const void* in, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    static_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>(static_cast<const uint8_t*>(acc)[i] +
+                                                         static_cast<const uint8_t*>(in)[i]);
+  }
+}
+
+// A message to a copying receiver (Link::set_peer_copies) of at least
+// TESSERA_SHM_SINGLE_COPY_BYTES is read from the sender's buffer: it arrives whole, and
+// the send is done only once the receiver has read all of it. A reducing receiver
+// (the sender was told it copies: the hint is a hint) still gets the sum.
+TEST(ShmTransport, SingleCopyMessagesAreReadFromTheSendersBuffer) {
+  SmallRings rings(SettingDefaults::shm_prefault_bytes, 4096);
+  for (const Status& s : rings.made_) ASSERT_TRUE(s.ok()) << s.message();
+  std::unique_ptr<Link> out, in;
+  ASSERT_TRUE(rings.t_[0]->Connect(1, Deadline::AfterMs(1000), &out).ok());
+  ASSERT_TRUE(rings.t_[1]->Connect(0, Deadline::AfterMs(1000), &in).ok());
+  std::vector<char> src(100003), dst(src.size());
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<char>(i * 7 + 3);
+  out->set_peer_copies(true);
+  out->BeginSend(src.data(), src.size());
+  bool progressed = false, sent = false, received = false;
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(out->ProgressSend(src.size(), &progressed, &sent).ok());
+  EXPECT_FALSE(sent) << "the send finished before the receiver read the buffer";
+  in->BeginRecv(dst.data(), dst.size(), nullptr, nullptr);
+  while (!received) ASSERT_TRUE(in->ProgressRecv(&progressed, &received).ok());
+  while (!sent) ASSERT_TRUE(out->ProgressSend(src.size(), &progressed, &sent).ok());
+  EXPECT_EQ(src, dst);
+
+  const Reducer add{AddBytes, 1};
+  std::vector<char> acc(src.size(), 1), sum(src.size());
+  out->BeginSend(src.data(), src.size());
+  in->BeginRecv(sum.data(), sum.size(), acc.data(), &add);
+  sent = received = false;
+  while (!sent || !received) {
+    if (!sent) ASSERT_TRUE(out->ProgressSend(src.size(), &progressed, &sent).ok());
+    if (!received) ASSERT_TRUE(in->ProgressRecv(&progressed, &received).ok());
+  }
+  for (size_t i = 0; i < src.size(); ++i) ASSERT_EQ(static_cast<char>(src[i] + 1), sum[i]) << i;
 }
 
 // The Rss of each of this process's mappings of `segment` (/proc/self/smaps: the bytes
