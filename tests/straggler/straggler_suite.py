@@ -25,8 +25,9 @@ Cases (host 2 holds ranks 2 and 3):
 Prints a table (case, slowed ranks, ranks whose pages Prometheus scraped, the rank each
 query names, whom each rank's tesseraCommGetHealth named first and at which call, how
 many ranks name a slowed one at the end) and exits 1 when a case is wrong: the query
-and every rank must name a slowed rank (for a host, one of its ranks), or nobody in the
-balanced case. Needs root (network namespaces). About three minutes.
+must name a slowed rank (for a host, one of its ranks) and no other, and every rank name
+it; nobody in the balanced case; in the link case nobody or a rank of host 2 (with two
+hosts a slow link holds up both hosts' ranks alike: nobody arrives late). Needs root (network namespaces). About three minutes.
 
   bazel build //tests/straggler:straggler_rank //trainer:train_resnet //tools:make_dataset
   python3 tests/straggler/straggler_suite.py --driver bazel-bin/tests/straggler/straggler_rank \
@@ -285,7 +286,7 @@ def run_trainer_case(cluster, trainer, make_dataset, workdir):
   answer, error = query(cluster, over_run)
   up, _ = query(cluster, "count(max_over_time(up{job=\"tessera\"}[5m]) == 1)")
   # Only rank 0 prints the verdict; how many ranks' pages served it, from Prometheus.
-  pages, _ = query(cluster, "count by (straggler) (max_over_time(tessera_straggler[5m]))")
+  pages, _ = query(cluster, "count by (straggler) (max by (rank, straggler) (max_over_time(tessera_straggler[5m])))")
   pages_naming = {int(r["metric"]["straggler"]): int(r["value"][1]) for r in pages["data"]["result"]} if pages else {}
   # Rank 0 prints its health's verdict at each epoch's end (first named at: that epoch's
   # last step); mpirun tags each line with the rank ("[1,R]<stderr>:").
@@ -303,17 +304,18 @@ def run_trainer_case(cluster, trainer, make_dataset, workdir):
     for r in ranks:
       r["error"] = "mpirun exited %d" % proc.returncode
   return {"case": "trainer", "slowed": slowed, "query": over_run, "answer": answer, "query_error": error,
-          "named_by_query": named_rank(answer, "straggler"), "peer_query": "", "peer_answer": None,
+          "named_by_query": named_ranks(answer, "straggler"), "peer_query": "", "peer_answer": None,
           "waited_on_by_peer_query": None, "ranks": ranks,
           "naming": sum(n for r, n in pages_naming.items() if r in slowed),
           "scraped": int(up["data"]["result"][0]["value"][1]) if up and up["data"]["result"] else 0}
 
 
-def named_rank(answer, label):
+def named_ranks(answer, label):
+  """The ranks the answer's series name, largest value first; None: no answer."""
   if not answer or answer.get("status") != "success":
     return None
-  result = answer["data"]["result"]
-  return int(result[0]["metric"][label]) if result else -1
+  result = sorted(answer["data"]["result"], key=lambda r: -float(r["value"][1]))
+  return [int(r["metric"][label]) for r in result]
 
 
 def run_case(cluster, driver, name, workdir):
@@ -355,18 +357,25 @@ def run_case(cluster, driver, name, workdir):
     ranks.append(json.load(open(path)) if os.path.exists(path) else {"rank": r, "error": "no result"})
   naming = sum(1 for r in ranks if r.get("straggler", -1) in slowed)
   return {"case": name, "slowed": slowed, "query": QUERY, "answer": answer, "query_error": error, "naming": naming,
-          "named_by_query": named_rank(answer, "straggler"), "peer_query": PEER_QUERY, "peer_answer": peer_answer,
-          "waited_on_by_peer_query": named_rank(peer_answer, "peer"), "ranks": ranks,
+          "named_by_query": named_ranks(answer, "straggler"), "peer_query": PEER_QUERY, "peer_answer": peer_answer,
+          "waited_on_by_peer_query": named_ranks(peer_answer, "peer"), "ranks": ranks,
           "scraped": int(up["data"]["result"][0]["value"][1]) if up and up["data"]["result"] else 0}
 
 
 def verdict_ok(run):
-  ranks = run["ranks"]
-  if any(r.get("error") for r in ranks) or run["scraped"] != 4:
+  """The query names a slowed rank and nobody else, and every rank names it at the end;
+  the balanced case names nobody, ever. The link case may name nobody (a known gap:
+  docs/diagnosis.md#the-straggler-suite) but never a rank of the fast host."""
+  ranks, named = run["ranks"], run["named_by_query"]
+  if any(r.get("error") for r in ranks) or run["scraped"] != 4 or named is None:
+    return False
+  if not all(r in run["slowed"] for r in named):
     return False
   if not run["slowed"]:
-    return run["named_by_query"] == -1 and all(r["first_named"] == -1 for r in ranks)
-  return run["named_by_query"] in run["slowed"] and run["naming"] == 4
+    return all(r["first_named"] == -1 for r in ranks)
+  if run["case"] == "link" and not named:
+    return True
+  return bool(named) and run["naming"] == 4
 
 
 def table(runs):
@@ -376,7 +385,7 @@ def table(runs):
   for run in runs:
     firsts = ", ".join("-" if r.get("first_named", -1) < 0 else "%d at %d" % (r["first_named"], r["first_named_at"])
                        for r in run["ranks"])
-    show = lambda n: "-" if n is None else "none" if n == -1 else str(n)
+    show = lambda n: "-" if n is None else ", ".join(map(str, n)) or "none"
     lines.append("| %s | %s | %d of 4 | %s | %s | %s | %d of 4 | %s |" %
                  (run["case"], ", ".join(map(str, run["slowed"])) or "none", run["scraped"],
                   show(run["named_by_query"]), show(run["waited_on_by_peer_query"]), firsts, run["naming"],
