@@ -34,7 +34,7 @@ hosts a slow link holds up both hosts' ranks alike: nobody arrives late). Needs 
       --trainer bazel-bin/trainer/train_resnet --make-dataset bazel-bin/tools/make_dataset
 
 The trainer exits when done, so its case asks Prometheus over the run's samples:
-max by (straggler) (max_over_time(tessera_straggler[5m])).
+max by (straggler) (max_over_time(tessera_straggler[<the run's seconds>s])).
 """
 
 import argparse
@@ -258,6 +258,7 @@ def run_trainer_case(cluster, trainer, make_dataset, workdir):
              "300", "--mca", "orte_tag_output", "1", "--", trainer, "--data=" + os.path.join(rundir, "data"),
              "--out=" + os.path.join(rundir, "run"), *flags]
   log_path = os.path.join(rundir, "mpirun.log")
+  started = time.time()
   proc = subprocess.Popen(command, stdout=open(log_path, "w"), stderr=subprocess.STDOUT, env=env,
                           start_new_session=True)
   stop = threading.Event()
@@ -282,11 +283,13 @@ def run_trainer_case(cluster, trainer, make_dataset, workdir):
       proc.wait()
     remove_loader_cgroup()
   time.sleep(2)
-  over_run = "max by (straggler) (max_over_time(tessera_straggler[5m]))"
+  # Over this run's samples only: the earlier cases' pages had the same addresses.
+  span = "[%ds]" % (time.time() - started)
+  over_run = "max by (straggler) (max_over_time(tessera_straggler%s))" % span
   answer, error = query(cluster, over_run)
-  up, _ = query(cluster, "count(max_over_time(up{job=\"tessera\"}[5m]) == 1)")
+  up, _ = query(cluster, "count(max_over_time(up{job=\"tessera\"}%s) == 1)" % span)
   # Only rank 0 prints the verdict; how many ranks' pages served it, from Prometheus.
-  pages, _ = query(cluster, "count by (straggler) (max by (rank, straggler) (max_over_time(tessera_straggler[5m])))")
+  pages, _ = query(cluster, "count by (straggler) (max by (rank, straggler) (max_over_time(tessera_straggler%s)))" % span)
   pages_naming = {int(r["metric"]["straggler"]): int(r["value"][1]) for r in pages["data"]["result"]} if pages else {}
   # Rank 0 prints its health's verdict at each epoch's end (first named at: that epoch's
   # last step); mpirun tags each line with the rank ("[1,R]<stderr>:").
