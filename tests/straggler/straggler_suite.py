@@ -20,7 +20,7 @@ Cases (host 2 holds ranks 2 and 3):
   trainer   train_resnet (a small ResNet on a generated 4-class dataset, 3 epochs of 50 steps,
             one gradient allreduce a step) with rank 3's data loading CPU-throttled: its
             decoding thread ("train-decode") in a cgroup allowed 1% of a CPU
-  balanced  10,000 allreduces of 8 bytes, nobody slowed: nobody may be named
+  balanced  10,000 allreduces of 8 bytes 1 ms apart, nobody slowed: nobody may be named
 
 Prints a table (case, slowed ranks, ranks whose pages Prometheus scraped, the rank each
 query names, whom each rank's tesseraCommGetHealth named first and at which call, how
@@ -66,7 +66,7 @@ CASES = {
     "cpu": ([2, 3], ["--calls", "1500", "--step-ms", "4", "--work-ms", "6"]),
     "trainer": ([3], ["--blocks=1,1,1,1", "--width=8", "--crop_size=32", "--val_resize=37", "--batch=16", "--epochs=3",
                       "--lr=0.1", "--bucket_mb=64", "--decode_threads=1", "--prefetch=1", "--progress=lines"]),
-    "balanced": ([], ["--calls", "10000"]),
+    "balanced": ([], ["--calls", "10000", "--step-ms", "1"]),
 }
 TRAINER_STEPS_PER_EPOCH = 50  # 800 images, a global batch of 16
 TRAINER_WINDOW = 200
