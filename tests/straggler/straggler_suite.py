@@ -27,7 +27,8 @@ query names, whom each rank's tesseraCommGetHealth named first and at which call
 many ranks name a slowed one at the end) and exits 1 when a case is wrong: the query
 must name a slowed rank (for a host, one of its ranks) and no other, and every rank name
 it; nobody in the balanced case; in the link case nobody or a rank of host 2 (with two
-hosts a slow link holds up both hosts' ranks alike: nobody arrives late). Needs root (network namespaces). About three minutes.
+hosts a slow link holds up both hosts' ranks alike: nobody arrives late). Needs root
+(network namespaces, tc, cgroup v1's cpu controller). About four minutes.
 
   bazel build //tests/straggler:straggler_rank //trainer:train_resnet //tools:make_dataset
   python3 tests/straggler/straggler_suite.py --driver bazel-bin/tests/straggler/straggler_rank \
