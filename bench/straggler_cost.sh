@@ -49,8 +49,8 @@ done
 
 # One run of case $1 with TESSERA_STRAGGLER_WINDOW=$2; prints its out-of-place time in us.
 run_case() {
-  local case_name per_host hosts flags
-  IFS='|' read -r case_name per_host hosts flags <<<"$1"
+  local per_host hosts flags
+  IFS='|' read -r _ per_host hosts flags <<<"$1"
   # shellcheck disable=SC2086  # flags are words
   if ((hosts == 1)); then
     TESSERA_STRAGGLER_WINDOW=$2 mpirun --allow-run-as-root --oversubscribe -np "${per_host}" \
