@@ -208,7 +208,7 @@ def rank_pid(rank, exe):
   return None
 
 
-LOADER_CGROUP = "/sys/fs/cgroup/cpu/tessera-straggler-loader"  # cgroup v1's cpu controller
+LOADER_CGROUP = "/sys/fs/cgroup/cpu/tessera-straggler-%d" % os.getpid()  # cgroup v1's cpu controller
 LOADER_QUOTA_US, LOADER_PERIOD_US = 1000, 100000  # 1% of one CPU
 
 
