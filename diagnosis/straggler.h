@@ -23,8 +23,10 @@
 //    waiting on late ranks, twice their waiting on any other rank, and at least
 //    kMinCostPercent of the window's time
 //    (late now and then, by much), and it stands out from chance: it arrived last in
-//    three standard deviations more calls than an even split of the late calls, or by
-//    a median lag four times the other late calls'.
+//    three standard deviations more calls than an even split of the late calls, or its
+//    waiting median (the lag at which half the waiting on it was spent) is four times
+//    the other late calls' (a plain median would drown a rank stopped 200 ms every
+//    second in the few-millisecond calls that busy cores make every rank late in).
 //
 // Pure functions and value types: the judge (straggler_judge.h) feeds them.
 #ifndef TESSERA_DIAGNOSIS_STRAGGLER_H_

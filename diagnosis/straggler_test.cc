@@ -108,6 +108,31 @@ TEST(StragglerWindow, NamesTheRankThatCostsTheMostTime) {
   EXPECT_GE(v.cost_permille, 150u);  // 2 s of 10 s
 }
 
+// The same on busy cores (the straggler suite's sigstop case beside two busy loops):
+// every rank, the stopped one too, is also last by a few milliseconds in 2 or 3 calls of
+// a hundred, so the stopped rank's late calls are mostly small ones and no more than an
+// even split's. Half of the waiting on it is still spent in its 200 ms calls.
+TEST(StragglerWindow, NamesTheStoppedRankAmongEveryRanksSmallLateCalls) {
+  StragglerWindow w(1000, 50, 4);
+  Feed(&w, 1, 1000, [](uint32_t seq) {
+    if (seq % 100 == 0) return std::vector<uint32_t>{200000, 200000, 200000, 0};
+    if (seq % 100 % 40 == 0 || seq % 100 == 13) return std::vector<uint32_t>{3000, 3000, 3000, 0};
+    for (uint32_t r = 0; r < 3; ++r) {
+      if (seq % 100 == 21 + 20 * r || seq % 100 == 27 + 20 * r || seq % 100 == 33 + 20 * r) {
+        std::vector<uint32_t> stalls(4, 2000 + 500 * r);
+        stalls[r] = 0;
+        return stalls;
+      }
+    }
+    return std::vector<uint32_t>{};
+  });
+  const StragglerVerdict v = w.Verdict();
+  ASSERT_TRUE(v.named());
+  EXPECT_EQ(v.rank, 3);
+  EXPECT_EQ(v.last_calls, 40u);  // 10 stops and 30 calls late by 3 ms
+  EXPECT_GT(v.wait_permille, 900u);
+}
+
 // Every rank held up now and then (descheduled on shared cores): the others wait on it.
 TEST(StragglerWindow, ABalancedJobNamesNobody) {
   for (uint32_t every : {500, 50, 5}) {

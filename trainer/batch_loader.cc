@@ -1,6 +1,8 @@
 // Decoding threads with bounded prefetch (see batch_loader.h).
 #include "trainer/batch_loader.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 
 #include "trainer/random.h"
@@ -77,6 +79,9 @@ bool BatchLoader::Next(Batch* batch) {
 }
 
 void BatchLoader::DecodeLoop() {
+  // Named so that top -H, ps -L and /proc/PID/task/*/comm tell the data loading apart from
+  // the training (the straggler suite slows one rank's loader by this name).
+  pthread_setname_np(pthread_self(), "train-decode");
   JpegDecoder decoder;
   const int64_t prefetch = std::max(options_.prefetch_batches, 1);
   while (true) {

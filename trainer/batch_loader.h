@@ -1,7 +1,7 @@
 // The input pipeline: decoding threads that turn lists of image files into batches of
 // normalised float tensors (N, 3, crop, crop), ahead of the training loop.
 //
-// Each of `decode_threads` threads claims whole batches in order and decodes them; at
+// Each of `decode_threads` threads (named "train-decode") claims whole batches in order and decodes them; at
 // most `prefetch_batches` finished or in-flight batches run ahead of the consumer, which
 // bounds memory. Batches are handed out strictly in order. An image that cannot be read
 // or decoded is left out of its batch and reported in Batch::skipped (never fatal), so a

@@ -647,15 +647,21 @@ void Trainer::SteadyTotals::Add(const StepMetrics& m) {
 }
 
 void Trainer::PrintStraggler(int epoch) const {
-  const tesseraComm_t comm = comms_.gradients != nullptr ? comms_.gradients : comms_.main;
-  tesseraHealth_t h = TESSERA_HEALTH_INITIALIZER;
-  if (comms_.world < 2 || comm == nullptr || tesseraCommGetHealth(comm, &h, nullptr, 0) != tesseraSuccess) return;
-  if (h.straggler >= 0) {
-    std::fprintf(stderr, "train_resnet: epoch %d: straggler: %s\n", epoch + 1, h.verdict);
-  } else {
-    std::fprintf(stderr, "train_resnet: epoch %d: no straggler (rank %d stalled %.1f s waiting on peers)\n", epoch + 1,
-                 comms_.rank, h.stalledSeconds);
+  if (comms_.world < 2) return;
+  // A rank late to a step is waited on in the step's first collective: on `main` (the
+  // buffers' broadcast, the statistics) or on `gradients` (the first bucket).
+  double stalled = 0;
+  for (tesseraComm_t comm : {comms_.main, comms_.gradients}) {
+    tesseraHealth_t h = TESSERA_HEALTH_INITIALIZER;
+    if (comm == nullptr || tesseraCommGetHealth(comm, &h, nullptr, 0) != tesseraSuccess) continue;
+    if (h.straggler >= 0) {
+      std::fprintf(stderr, "train_resnet: epoch %d: straggler: %s\n", epoch + 1, h.verdict);
+      return;
+    }
+    stalled += h.stalledSeconds;
   }
+  std::fprintf(stderr, "train_resnet: epoch %d: no straggler (rank %d stalled %.1f s waiting on peers)\n", epoch + 1,
+               comms_.rank, stalled);
 }
 
 void Trainer::PrintSummary() const {

@@ -101,7 +101,8 @@ class Trainer {
   tessera::Status Validate(EpochMetrics* metrics);
   tessera::Status SaveState();
   void ReportSkipped(const Batch& batch);
-  // The straggler verdict of the gradients' communicator (docs/diagnosis.md#stragglers).
+  // The straggler verdict of the main or the gradients' communicator, whichever names one
+  // (docs/diagnosis.md#stragglers).
   void PrintStraggler(int epoch) const;
   void PrintSummary() const;
   bool leader() const { return comms_.rank == 0; }

@@ -3,8 +3,9 @@
 //
 // mpirun starts it on every rank of an emulated cluster (tools/cluster/cluster.sh run);
 // it creates its communicator from the launcher's environment and runs --calls
-// allreduces of --bytes, --step-ms apart (the compute of a training step), reading its health (tesseraCommGetHealth) every --check-every
-// calls. It notes the first rank its health names and at which call, then waits, with
+// allreduces of --bytes, --step-ms apart (a training step's wait for its data), each after
+// --work-ms of this thread's CPU time (its compute: a rank whose core is shared takes
+// longer), reading its health (tesseraCommGetHealth) every --check-every calls. It notes the first rank its health names and at which call, then waits, with
 // its communicator (and so its metrics page) alive, until the suite writes
 // <dir>/release (at most --linger-s), and writes <dir>/rank<R>.json:
 //   {"rank", "pid", "calls", "seconds", "first_named", "first_named_at", "straggler",
@@ -13,8 +14,9 @@
 // Files in --dir: pid.R (written first: the suite slows the rank it names), looping.R
 // (the first allreduce is done), done.R (the last), rank<R>.json.
 //
-// Usage: straggler_rank --dir DIR [--calls N] [--bytes B] [--step-ms M] [--check-every K]
-//                       [--linger-s S]
+// Usage: straggler_rank --dir DIR [--calls N] [--bytes B] [--step-ms M] [--work-ms W]
+//                       [--check-every K] [--linger-s S]
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -37,6 +39,7 @@ struct Args {
   long bytes = 8;
   long check_every = 10;
   double step_ms = 0;
+  double work_ms = 0;
   double linger_s = 30;
 };
 
@@ -51,6 +54,8 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       a->bytes = std::atol(value.c_str());
     } else if (flag == "--step-ms") {
       a->step_ms = std::atof(value.c_str());
+    } else if (flag == "--work-ms") {
+      a->work_ms = std::atof(value.c_str());
     } else if (flag == "--check-every") {
       a->check_every = std::atol(value.c_str());
     } else if (flag == "--linger-s") {
@@ -59,7 +64,7 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       return false;
     }
   }
-  return !a->dir.empty() && a->calls > 0 && a->bytes >= 4 && a->check_every > 0 && a->step_ms >= 0 && (argc % 2) == 1;
+  return !a->dir.empty() && a->calls > 0 && a->bytes >= 4 && a->check_every > 0 && a->step_ms >= 0 && a->work_ms >= 0 && (argc % 2) == 1;
 }
 
 void WriteFile(const std::string& path, const std::string& text) {
@@ -68,6 +73,20 @@ void WriteFile(const std::string& path, const std::string& text) {
     std::fputs(text.c_str(), f);
     std::fclose(f);
     std::rename(part.c_str(), path.c_str());
+  }
+}
+
+double ThreadCpuMs() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
+// Spins until this thread has had `ms` of CPU time: the longer, the more its core is shared.
+void Work(double ms, std::vector<float>* scratch) {
+  const double until = ThreadCpuMs() + ms;
+  while (ThreadCpuMs() < until) {
+    for (float& x : *scratch) x = x * 0.999f + 0.001f;
   }
 }
 
@@ -109,9 +128,11 @@ std::string Json(int rank, const Outcome& o) {
 
 void Run(const Args& a, tesseraComm_t comm, int rank, int nranks, Outcome* o) {
   std::vector<float> data(static_cast<size_t>(a.bytes / 4), 1.0f);
+  std::vector<float> scratch(256, 1.0f);
   const auto start = Clock::now();
   for (long i = 1; i <= a.calls; ++i) {
     if (a.step_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(a.step_ms));
+    if (a.work_ms > 0) Work(a.work_ms, &scratch);
     const tesseraResult_t r =
         tesseraAllReduce(data.data(), data.data(), data.size(), tesseraFloat32, tesseraSum, comm, nullptr);
     if (r != tesseraSuccess) {
@@ -142,8 +163,8 @@ int main(int argc, char** argv) {
   Args a;
   if (!ParseArgs(argc, argv, &a)) {
     std::fprintf(stderr,
-                 "usage: straggler_rank --dir DIR [--calls N] [--bytes B] [--step-ms M] [--check-every K] "
-                 "[--linger-s S]\n");
+                 "usage: straggler_rank --dir DIR [--calls N] [--bytes B] [--step-ms M] [--work-ms W] "
+                 "[--check-every K] [--linger-s S]\n");
     return 2;
   }
   const char* rank_text = std::getenv("OMPI_COMM_WORLD_RANK");
