@@ -74,9 +74,16 @@ static_assert(sizeof(SlotHeader) <= kLine, "a slot's header fits its first line"
 bool InlinePiece(uint64_t piece) { return piece <= kInlineBytes; }
 
 // A single-copy piece (TESSERA_SHM_SINGLE_COPY_BYTES) sets this bit of its header's
-// `offset` and carries, in its slot's second line, the address of its bytes in the
-// sender's memory instead of the bytes; the receiver reads them with process_vm_readv.
+// `offset` and carries, in its slot's second line, where its bytes are in the sender's
+// memory (SingleCopyPiece) instead of the bytes; the receiver reads them with
+// process_vm_readv. Its size is the sender's: all that is left of the message where
+// all of it is there, one system call; a slot's bytes where a gated send forwards what
+// is still arriving.
 constexpr uint64_t kSingleCopyBit = uint64_t{1} << 63;
+struct SingleCopyPiece {
+  uint64_t address;
+  uint64_t bytes;
+};
 uint64_t PieceOffset(const SlotHeader* h) { return h->offset & ~kSingleCopyBit; }
 bool IsSingleCopy(const SlotHeader* h) { return (h->offset & kSingleCopyBit) != 0; }
 // The second line of the slot headed by `h`: a larger piece's bytes, or a single-copy
@@ -299,15 +306,16 @@ class ShmLink : public Link {
     // The receiver's tail is read only when the ring looks full (a line it writes).
     if (send_head_ - send_tail_ >= out_.nslots) send_tail_ = out_.ch->tail.load(std::memory_order_acquire);
     // A full slot, or the end of the message: never a sliver of a gated message.
-    const size_t piece = std::min(out_.slot_bytes, send_len_ - send_off_);
+    size_t piece = std::min(out_.slot_bytes, send_len_ - send_off_);
+    if (send_single_ && available == send_len_) piece = send_len_ - send_off_;
     if (piece > 0 && send_head_ - send_tail_ < out_.nslots && send_off_ + piece <= available) {
       // The header's line last, its stores back to back: the receiver polls that line,
       // and a store to another line between two of them (a miss) lets the receiver's
       // poll take the line back, so the next store fetches it again.
       SlotHeader* h = out_.slot_at(send_index_);
       if (send_single_) {
-        const uint64_t address = reinterpret_cast<uintptr_t>(send_data_ + send_off_);
-        std::memcpy(SecondLine(h), &address, sizeof(address));
+        const SingleCopyPiece where{reinterpret_cast<uintptr_t>(send_data_ + send_off_), piece};
+        std::memcpy(SecondLine(h), &where, sizeof(where));
       } else {
         std::memcpy(Ring::payload(h, piece), send_data_ + send_off_, piece);
       }
@@ -345,10 +353,10 @@ class ShmLink : public Link {
                             "), this rank expected " + std::to_string(recv_len_) +
                             " (do all ranks pass the same count and datatype?)");
       }
-      const size_t piece = std::min(in_.slot_bytes, recv_len_ - recv_off_);
+      size_t piece = std::min(in_.slot_bytes, recv_len_ - recv_off_);
       const char* src = Ring::payload(h, piece);
       if (IsSingleCopy(h)) {
-        TESSERA_RETURN_IF_ERROR(ReadPiece(h, piece));
+        TESSERA_RETURN_IF_ERROR(ReadPiece(h, &piece));
       } else if (recv_reducer_ != nullptr) {
         recv_reducer_->fn(recv_dst_ + recv_off_, recv_acc_ + recv_off_, src, piece / recv_reducer_->elem_size);
       } else {
@@ -366,15 +374,26 @@ class ShmLink : public Link {
 
   void AddWaits(WaitSet* set, bool, bool) override { mine_->AddTo(set); }
 
-  // Reads single-copy piece `h` of `piece` bytes from the sender's memory: straight
-  // into the destination, or into the slot (this rank's until it frees it, and a piece's
-  // size) to reduce from there.
-  Status ReadPiece(SlotHeader* h, size_t piece) {
-    uint64_t address = 0;
-    std::memcpy(&address, SecondLine(h), sizeof(address));
-    if (recv_reducer_ == nullptr) return ReadPeer(address, recv_dst_ + recv_off_, piece);
-    TESSERA_RETURN_IF_ERROR(ReadPeer(address, SecondLine(h), piece));
-    recv_reducer_->fn(recv_dst_ + recv_off_, recv_acc_ + recv_off_, SecondLine(h), piece / recv_reducer_->elem_size);
+  // Reads single-copy piece `h` from the sender's memory, setting *piece to its size:
+  // straight into the destination, or a slot's bytes at a time into the slot (this
+  // rank's until it frees it) to reduce from there.
+  Status ReadPiece(SlotHeader* h, size_t* piece) {
+    SingleCopyPiece from;
+    std::memcpy(&from, SecondLine(h), sizeof(from));
+    if (from.bytes == 0 || from.bytes > recv_len_ - recv_off_) {
+      return InvalidUsage("shm: rank " + std::to_string(peer()) + " sent a single-copy piece of " +
+                          std::to_string(from.bytes) + " bytes at offset " + std::to_string(recv_off_) +
+                          " of a message of " + std::to_string(recv_len_));
+    }
+    *piece = from.bytes;
+    if (recv_reducer_ == nullptr) return ReadPeer(from.address, recv_dst_ + recv_off_, from.bytes);
+    for (size_t done = 0; done < from.bytes;) {
+      const size_t n = std::min<size_t>(in_.slot_bytes, from.bytes - done);
+      TESSERA_RETURN_IF_ERROR(ReadPeer(from.address + done, SecondLine(h), n));
+      recv_reducer_->fn(recv_dst_ + recv_off_ + done, recv_acc_ + recv_off_ + done, SecondLine(h),
+                        n / recv_reducer_->elem_size);
+      done += n;
+    }
     return Status::Ok();
   }
 
