@@ -38,6 +38,8 @@ PACKAGES=(
   libmicrohttpd-dev # //third_party:microhttpd: the metrics server's HTTP library (libmicrohttpd12, opened at run time)
   prometheus        # promtool (//metrics:promtool_test) and the server that scrapes the straggler tests
   iproute2          # ip netns, veth and tc, for tests that emulate several hosts
+  slurm-wlm         # slurmctld, slurmd and srun over the emulated hosts (//tools/cluster:slurm_test)
+  munge             # Slurm's authentication (munged)
   iptables          # the fault suite's partitions and packet loss (//tests/faults)
   python3           # scripts in tools/
   python3-venv      # the torch 2.x virtual environment (below)
