@@ -4,7 +4,7 @@
 # See docs/cluster.md for the layout and its limits. Needs root.
 #
 #   cluster.sh up --hosts N [--rate 2gbit|none] [--mtu 1500] [--burst BYTES] [--name PREFIX]
-#                 [--subnet 10.x.y.0/24]
+#                 [--subnet 10.x.y.0/24] [--hosts-per-rack K --uplink RATE]
 #   cluster.sh run --hosts N --ranks-per-host R [--name PREFIX] [--timeout S] [--pin-hosts]
 #                  [--mca KEY VALUE]... [-x VAR[=VALUE]]... -- PROGRAM ARGS...
 #   cluster.sh measure [--name PREFIX] [--from I] [--to J] [--seconds S]
@@ -118,39 +118,42 @@ check_count() {  # check_count FLAG VALUE MAX
 
 # --- up -----------------------------------------------------------------------------
 
-# bucket_bytes: the bucket of every tbf. By default it holds 0.5 ms at the rate (at least
-# 128 KiB, two of the largest segments TCP hands a veth), so a bulk stream reaches the
-# rate while a burst after idle gains at most 0.5 ms of sending; --burst sets it.
+# bucket_bytes [RATE]: the bucket of a tbf at RATE (default: the hosts' --rate). By
+# default it holds 0.5 ms at the rate (at least 128 KiB, two of the largest segments TCP
+# hands a veth), so a bulk stream reaches the rate while a burst after idle gains at
+# most 0.5 ms of sending; --burst sets it.
 bucket_bytes() {
   local bytes
   if ((BURST > 0)); then echo "${BURST}"; return; fi
-  bytes="$(rate_bytes_per_second "${RATE}")"
+  bytes="$(rate_bytes_per_second "${1:-${RATE}}")"
   bytes=$((bytes / 2000))
   ((bytes >= LEAST_BUCKET)) || bytes=${LEAST_BUCKET}
   echo "${bytes}"
 }
 
-# shape NS DEV: caps egress of DEV in NS at RATE with a token bucket. A bucket under
-# 128 KiB (--burst) also caps the segments DEV takes at a quarter of it (8-64 KiB), so
-# that the bucket holds several: tbf cuts a larger one up in software, at the rate's cost.
+# shape NS DEV [RATE]: caps egress of DEV in NS at RATE (default: the hosts' --rate) with
+# a token bucket. A bucket under 128 KiB (--burst) also caps the segments DEV takes at a
+# quarter of it (8-64 KiB), so that the bucket holds several: tbf cuts a larger one up in
+# software, at the rate's cost.
 shape() {
-  local burst segment
-  burst="$(bucket_bytes)"
+  local burst segment rate="${3:-${RATE}}"
+  burst="$(bucket_bytes "${rate}")"
   if ((burst < LEAST_BUCKET)); then
     segment=$((burst / 4))
     ((segment >= 8192)) || segment=8192
     ip -n "$1" link set dev "$2" gso_max_size "${segment}"
   fi
-  tc -n "$1" qdisc replace dev "$2" root tbf rate "${RATE}" burst "${burst}" latency "${TBF_LATENCY}"
+  tc -n "$1" qdisc replace dev "$2" root tbf rate "${rate}" burst "${burst}" latency "${TBF_LATENCY}"
 }
 
-# add_port INDEX_NAME NS ADDRESS: a veth from the switch's bridge (port INDEX_NAME) to
-# eth0 in NS, created directly inside the two namespaces, with ADDRESS/24 on eth0.
+# add_port INDEX_NAME NS ADDRESS [BRIDGE]: a veth from the switch's BRIDGE (default br0,
+# the spine; port INDEX_NAME) to eth0 in NS, created directly inside the two namespaces,
+# with ADDRESS/24 on eth0.
 add_port() {
-  local port="$1" ns="$2" address="$3"
+  local port="$1" ns="$2" address="$3" bridge="${4:-br0}"
   ip link add "${port}" netns "$(switch_ns)" mtu "${MTU}" type veth \
     peer name "${HOST_IFNAME}" netns "${ns}" mtu "${MTU}"
-  ip -n "$(switch_ns)" link set "${port}" master br0 up
+  ip -n "$(switch_ns)" link set "${port}" master "${bridge}" up
   ip -n "${ns}" link set lo up
   ip -n "${ns}" addr add "${address}/24" dev "${HOST_IFNAME}"
   ip -n "${ns}" link set "${HOST_IFNAME}" up
@@ -178,14 +181,40 @@ write_hosts_files() {
   done
 }
 
+# add_racks HOSTS: a bridge per rack of HOSTS_PER_RACK hosts (rk1, rk2, ...) in the
+# switch, each joined to the spine (br0) by a veth whose two ends are shaped to UPLINK
+# (rkJ-up sends up, rkJ-dn sends down).
+add_racks() {
+  local hosts="$1" racks j
+  racks=$(((hosts + HOSTS_PER_RACK - 1) / HOSTS_PER_RACK))
+  for ((j = 1; j <= racks; j++)); do
+    ip -n "$(switch_ns)" link add "rk${j}" mtu "${MTU}" type bridge
+    ip -n "$(switch_ns)" link set "rk${j}" up
+    ip -n "$(switch_ns)" link add "rk${j}-up" mtu "${MTU}" type veth peer name "rk${j}-dn" mtu "${MTU}"
+    ip -n "$(switch_ns)" link set "rk${j}-up" master "rk${j}" up
+    ip -n "$(switch_ns)" link set "rk${j}-dn" master br0 up
+    shape "$(switch_ns)" "rk${j}-up" "${UPLINK}"
+    shape "$(switch_ns)" "rk${j}-dn" "${UPLINK}"
+  done
+}
+
+# The bridge host I is on: its rack's, or the spine where there are no racks.
+host_bridge() {
+  if ((HOSTS_PER_RACK > 0)); then echo "rk$((($1 - 1) / HOSTS_PER_RACK + 1))"; else echo br0; fi
+}
+
 cmd_up() {
   local hosts="" subnet="10.99.0.0/24"
   RATE=2gbit
   MTU=1500
   BURST=0
+  HOSTS_PER_RACK=0
+  UPLINK=none
   while (($#)); do
     case "$1" in
       --hosts) hosts="${2:-}"; shift 2 ;;
+      --hosts-per-rack) HOSTS_PER_RACK="${2:-}"; shift 2 ;;
+      --uplink) UPLINK="${2:-}"; shift 2 ;;
       --rate) RATE="${2:-}"; shift 2 ;;
       --mtu) MTU="${2:-}"; shift 2 ;;
       --burst) BURST="${2:-}"; shift 2 ;;
@@ -204,6 +233,15 @@ cmd_up() {
     die "--burst '${BURST}': expected 16384..67108864 bytes"
   fi
   [[ "${BURST}" == 0 || "${RATE}" != none ]] || die "--burst needs a --rate"
+  if ! [[ "${HOSTS_PER_RACK}" =~ ^[0-9]+$ ]] || ((HOSTS_PER_RACK > MAX_HOSTS)); then
+    die "--hosts-per-rack '${HOSTS_PER_RACK}': expected 1..${MAX_HOSTS}"
+  fi
+  if ((HOSTS_PER_RACK > 0)); then
+    [[ "${UPLINK}" != none ]] || die "--hosts-per-rack needs an --uplink rate (e.g. 2gbit)"
+    rate_bytes_per_second "${UPLINK}" >/dev/null
+  elif [[ "${UPLINK}" != none ]]; then
+    die "--uplink needs --hosts-per-rack"
+  fi
   parse_subnet "${subnet}"
   check_root
 
@@ -222,11 +260,12 @@ cmd_up() {
   ip -n "$(switch_ns)" link add br0 mtu "${MTU}" type bridge
   ip -n "$(switch_ns)" link set br0 up
 
+  ((HOSTS_PER_RACK == 0)) || add_racks "${hosts}"
   : >"${dir}/hosts"
   for ((i = 1; i <= hosts; i++)); do
     ns="$(host_ns "${i}")"
     new_namespace "${ns}"
-    add_port "h${i}" "${ns}" "${PREFIX_BASE}.${i}"
+    add_port "h${i}" "${ns}" "${PREFIX_BASE}.${i}" "$(host_bridge "${i}")"
     if [[ "${RATE}" != none ]]; then
       shape "${ns}" "${HOST_IFNAME}"   # what the host sends
       shape "$(switch_ns)" "h${i}"     # what the host receives
@@ -248,11 +287,15 @@ PREFIX_BASE=${PREFIX_BASE}
 RATE=${RATE}
 MTU=${MTU}
 BURST=${BURST}
+HOSTS_PER_RACK=${HOSTS_PER_RACK}
+UPLINK=${UPLINK}
 EOF
   trap - EXIT
   local bucket=""
   [[ "${RATE}" == none ]] || bucket=", bucket $(bucket_bytes) B"
-  echo "cluster '${NAME}' up: ${hosts} host(s) ${PREFIX_BASE}.1-${hosts} (namespaces $(host_ns 1)..$(host_ns "${hosts}")), rate ${RATE} each way${bucket}, mtu ${MTU}"
+  local racks=""
+  ((HOSTS_PER_RACK == 0)) || racks=", racks of ${HOSTS_PER_RACK} host(s) with uplinks of ${UPLINK} each way"
+  echo "cluster '${NAME}' up: ${hosts} host(s) ${PREFIX_BASE}.1-${hosts} (namespaces $(host_ns 1)..$(host_ns "${hosts}")), rate ${RATE} each way${bucket}, mtu ${MTU}${racks}"
 }
 
 # --- down ---------------------------------------------------------------------------
@@ -318,7 +361,13 @@ show_cluster() {
   printf '  %-28s %-16s %-30s %s\n' namespace address "sends (tbf)" "receives (tbf)"
   for ns in ${namespaces}; do
     case "${ns}" in
-      *-switch) printf '  %-28s %s\n' "${ns}" "bridge br0" ;;
+      *-switch)
+        printf '  %-28s %s\n' "${ns}" "bridge br0$(ip -n "${ns}" -br link show type bridge | awk '$1 != "br0" {printf ", %s", $1}')"
+        local up
+        for up in $(ip -n "${ns}" -br link show type veth | awk '{print $1}' | grep -E '^rk[0-9]+-(up|dn)' | sed 's/@.*//'); do
+          printf '  %-28s %-16s %s\n' "  ${up}" "uplink" "$(tbf_of "${ns}" "${up}")"
+        done
+        ;;
       *-launcher) printf '  %-28s %-16s %s\n' "${ns}" "$(address_of "${ns}")" "unshaped" ;;
       *)
         index="${ns##*-h}"

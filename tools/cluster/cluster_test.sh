@@ -2,7 +2,8 @@
 # End-to-end test of the emulated cluster (cluster.sh), for real: namespaces, shaped
 # veths, and mpirun launching tessera's and Open MPI's benchmarks across the hosts.
 #   - up (twice: the second replaces the first), status, a second cluster beside it
-#     (with a smaller bucket: --burst), a --burst out of range refused;
+#     (with a smaller bucket: --burst; in racks whose uplinks carry half a host's rate,
+#     measured across them), a --burst out of range and an --uplink without racks refused;
 #   - the shaped link carries about its rate and no more (one TCP stream);
 #   - all_reduce_perf on 2 hosts x 2 ranks and 3 hosts x 1 rank: exit 0, no wrong
 #     element, ranks grouped by host as placed (TESSERA_DEBUG=INFO), listening on the
@@ -136,8 +137,10 @@ got=$(grep -cE "^  ${NAME}-h[0-9]+ +10\.99\.0\.[0-9]+/24 +rate 2Gbit .* rate 2Gb
   fail "up changed the root namespace's interfaces"
 
 # A second cluster with another prefix and the same subnet coexists with the first. Its
-# links have a smaller bucket (--burst), and with it segments of a quarter of it.
-step other_up bash "${CLUSTER}" up --hosts 2 --rate 1gbit --burst 65536 --name "${OTHER}"
+# links have a smaller bucket (--burst), and with it segments of a quarter of it; its 3
+# hosts are in racks of 2 whose uplinks run at half a host's rate.
+step other_up bash "${CLUSTER}" up --hosts 3 --rate 1gbit --burst 65536 --name "${OTHER}" \
+  --hosts-per-rack 2 --uplink 500mbit
 expect_exit other_up 0
 for end in "${OTHER}-h1 eth0" "${OTHER}-switch h2"; do
   read -r ns dev <<<"${end}"
@@ -151,6 +154,19 @@ expect_exit burst_refused 2
 ip netns list | grep -q "^${OTHER}x-" && fail "burst_refused: left namespaces behind"
 step other_measure bash "${CLUSTER}" measure --name "${OTHER}" --seconds 1
 expect_exit other_measure 0
+for up in rk1-up rk1-dn rk2-up rk2-dn; do
+  tc -n "${OTHER}-switch" qdisc show dev "${up}" | grep -q "rate 500Mbit" ||
+    fail "other_up: uplink ${up}: $(tc -n "${OTHER}-switch" qdisc show dev "${up}"), expected 500 Mbit/s"
+done
+# Host 1 to host 3 crosses both racks' uplinks: about 62 MB/s, not the hosts' 125.
+step other_measure_racks bash "${CLUSTER}" measure --name "${OTHER}" --from 1 --to 3 --seconds 1
+expect_exit other_measure_racks 0
+mb=$(sed -n 's/^received .*: \([0-9]*\)\.[0-9] MB\/s$/\1/p' "${OUT}/other_measure_racks")
+if [ -z "${mb}" ] || [ "${mb}" -gt 66 ] || [ "${mb}" -lt 25 ]; then
+  fail "other_measure_racks: '${mb}' MB/s across 62.5 MB/s uplinks (expected 40%..105%)"
+fi
+step uplink_refused bash "${CLUSTER}" up --hosts 2 --uplink 1gbit --name "${OTHER}x"
+expect_exit uplink_refused 2
 step other_down bash "${CLUSTER}" down --name "${OTHER}"
 expect_exit other_down 0
 

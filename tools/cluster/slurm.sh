@@ -5,12 +5,14 @@
 # per rack of --hosts-per-rack hosts, one spine above them) that tessera's fabric reads
 # (docs/topology.md#the-fabric). See docs/cluster.md#slurm. Needs root.
 #
-#   slurm.sh up --hosts N [--hosts-per-rack K] [--name PREFIX] [cluster.sh up's options...]
+#   slurm.sh up --hosts N [--hosts-per-rack K [--uplink RATE]] [--name PREFIX]
+#               [cluster.sh up's options...]
 #   slurm.sh srun [--name PREFIX] -- SRUN_ARGUMENTS...
 #   slurm.sh exec [--name PREFIX] -- COMMAND ARGS...   (in the launcher, with SLURM_CONF)
 #   slurm.sh down [--name PREFIX]
 #
-# `up` brings the cluster up (taking down one of the same name), then munged, slurmctld
+# `up` brings the cluster up (taking down one of the same name; with --uplink, its hosts
+# in racks of K behind uplinks of RATE, as topology.conf says), then munged, slurmctld
 # and the slurmds, and waits until every node is idle. `srun` runs srun in the launcher
 # namespace; a task sees its host's namespace and hostname, as cluster.sh run's ranks do,
 # and SLURM_CONF, so tessera finds topology.conf beside it. `down` stops Slurm and takes
@@ -144,11 +146,12 @@ wait_until_idle() {
 }
 
 cmd_up() {
-  local hosts="" per_rack="" pass=()
+  local hosts="" per_rack="" uplink="" pass=()
   while (($#)); do
     case "$1" in
       --hosts) hosts="${2:-}"; pass+=("$1" "${2:-}"); shift 2 ;;
       --hosts-per-rack) per_rack="${2:-}"; shift 2 ;;
+      --uplink) uplink="${2:-}"; shift 2 ;;
       --name) NAME="${2:-}"; shift 2 ;;
       *) pass+=("$1" "${2:-}"); shift 2 ;;
     esac
@@ -158,6 +161,7 @@ cmd_up() {
   [[ "${per_rack}" =~ ^[1-9][0-9]*$ ]] || die "up: --hosts-per-rack '${per_rack}': a positive number"
   [[ "${EUID}" -eq 0 ]] || die "needs root (cluster.sh, and Slurm's daemons as root)"
   check_slurm
+  [[ -z "${uplink}" ]] || pass+=(--hosts-per-rack "${per_rack}" --uplink "${uplink}")
   bash "${CLUSTER}" up --name "${NAME}" "${pass[@]}"
   [[ -n "${SLURM_SH_KEEP:-}" ]] || trap 'echo "slurm.sh: up failed; taking it down" >&2; cmd_down --name "${NAME}" >/dev/null 2>&1 || true' EXIT
 

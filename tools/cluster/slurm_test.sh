@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end test of a real Slurm over the emulated cluster (slurm.sh), for real:
 # munged, slurmctld and a slurmd per emulated host, and srun launching tessera.
-#   - up: 4 hosts in racks of 2; sinfo shows the 4 nodes idle;
+#   - up: 4 hosts in racks of 2 (uplinks of 2 Gbit/s); sinfo shows the 4 nodes idle;
 #   - srun -N 4 -n 4 all_reduce_perf: exit 0, no wrong element, one rank on each host,
 #     and every rank read the racks from Slurm's topology.conf (TESSERA_DEBUG=INFO: "racks
 #     of 2 hosts"), which it does not with TESSERA_TOPOLOGY_CONF=none;
@@ -35,7 +35,7 @@ step() {
   timeout -k 5 "${STEP_LIMIT_S}" "$@"
 }
 
-if ! step bash "${SLURM}" up --hosts 4 --hosts-per-rack 2 --rate 2gbit --name "${NAME}" >"${OUT}/up.log" 2>&1; then
+if ! step bash "${SLURM}" up --hosts 4 --hosts-per-rack 2 --rate 2gbit --uplink 2gbit --name "${NAME}" >"${OUT}/up.log" 2>&1; then
   cat "${OUT}/up.log"
   echo "FAIL: slurm.sh up"
   exit 1
