@@ -183,28 +183,24 @@ cmd_up() {
     "(${dir}/topology.conf), slurmctld in $(launcher_ns)"
 }
 
-cmd_srun() {
+# in_slurm COMMAND [--name PREFIX] -- WORDS...: WORDS in the launcher of a cluster whose
+# Slurm is up (srun: srun WORDS; exec: WORDS).
+in_slurm() {
+  local command="$1"
+  shift
   while (($#)); do
     case "$1" in
       --name) NAME="${2:-}"; shift 2 ;;
       --) shift; break ;;
-      *) die "srun: unknown argument '$1' (srun's own go after --)" ;;
+      *) die "${command}: unknown argument '$1' (the command's own go after --)" ;;
     esac
   done
   [[ -f "$(slurm_dir)/slurm.conf" ]] || die "Slurm is not up on '${NAME}' (slurm.sh up --hosts N --name ${NAME})"
-  in_launcher srun "$@"
-}
-
-cmd_exec() {
-  while (($#)); do
-    case "$1" in
-      --name) NAME="${2:-}"; shift 2 ;;
-      --) shift; break ;;
-      *) die "exec: unknown argument '$1'" ;;
-    esac
-  done
-  [[ -f "$(slurm_dir)/slurm.conf" ]] || die "Slurm is not up on '${NAME}'"
-  in_launcher "$@"
+  if [[ "${command}" == srun ]]; then
+    in_launcher srun "$@"
+  else
+    in_launcher "$@"
+  fi
 }
 
 # Stops munged (the daemons in the namespaces end with them), then the cluster.
@@ -229,8 +225,7 @@ main() {
   shift
   case "${command}" in
     up) cmd_up "$@" ;;
-    srun) cmd_srun "$@" ;;
-    exec) cmd_exec "$@" ;;
+    srun | exec) in_slurm "${command}" "$@" ;;
     down) cmd_down "$@" ;;
     *) usage ;;
   esac
