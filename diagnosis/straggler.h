@@ -17,7 +17,7 @@
 // Over a sliding window of the last TESSERA_STRAGGLER_WINDOW calls, a rank that arrived
 // last in kMinLateCalls or more of them is the straggler when either
 //  - it arrived last in TESSERA_STRAGGLER_SHARE percent of the window's calls (late at
-//    every step), or
+//    every step) and is the rank the others waited on most, or
 //  - over a whole window that spans a second or more (kMinCostSpanUs: shorter ones are
 //    a scheduler's hiccups), the others' waiting on it is that share of all their
 //    waiting on late ranks, twice their waiting on any other rank, and at least

@@ -155,6 +155,20 @@ TEST(StragglerWindow, ABalancedJobNamesNobody) {
   }
 }
 
+// Last in most calls by a little, while others keep everyone waiting longer now and then
+// (as in a test suite whose calls are uneven): not a straggler, and neither are they
+// (no rank holds most of the waiting).
+TEST(StragglerWindow, LastInMostCallsByALittleIsNotNamedWhenOthersCostMore) {
+  StragglerWindow w(100, 50, 4);
+  Feed(&w, 1, 100, [](uint32_t seq) {
+    if (seq % 10 == 0) return seq % 20 == 0 ? std::vector<uint32_t>{0, 40000, 40000, 40000}
+                                            : std::vector<uint32_t>{40000, 0, 40000, 40000};
+    return std::vector<uint32_t>{1500, 1500, 0, 1500};  // rank 2, a little late
+  }, 10);
+  const StragglerVerdict v = w.Verdict();
+  EXPECT_FALSE(v.named()) << "rank " << v.rank << " named, last in " << v.last_calls << " calls";
+}
+
 TEST(StragglerWindow, TooFewCallsNameNobodyAndARecoveredRankIsDropped) {
   StragglerWindow w(100, 50, 2);
   auto late = [](uint32_t) { return std::vector<uint32_t>{5000, 0}; };
