@@ -287,11 +287,13 @@ Status Communicator::InitShape(const std::vector<std::string>& hosts, double ran
   char sharing[48] = "";
   if (shape_.ranks_per_core > 1) std::snprintf(sharing, sizeof(sharing), ", %.1f ranks per core", shape_.ranks_per_core);
   char racks[96] = "";
-  if (shape_.hosts > 1 && shape_.fabric.hosts_per_rack > 0) {
-    std::snprintf(racks, sizeof(racks), ", %d NIC(s) a host, racks of %d hosts, uplinks %.0f%%", shape_.fabric.nics,
-                  shape_.fabric.hosts_per_rack, shape_.fabric.uplink_share * 100);
-  } else if (shape_.hosts > 1) {
-    std::snprintf(racks, sizeof(racks), ", %d NIC(s) a host, no racks", shape_.fabric.nics);
+  if (shape_.hosts > 1) {
+    char rack_text[48] = "no racks";
+    if (shape_.fabric.hosts_per_rack > 0) {
+      std::snprintf(rack_text, sizeof(rack_text), "racks of %d hosts, uplinks %.0f%%", shape_.fabric.hosts_per_rack,
+                    shape_.fabric.uplink_share * 100);
+    }
+    std::snprintf(racks, sizeof(racks), ", %d NIC(s) a host, %s", shape_.fabric.nics, rack_text);
   }
   Log(log_level_, LogLevel::kInfo,
       "rank " + std::to_string(rank_) + ": " + std::to_string(shape_.hosts) + " host(s), " +

@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -142,6 +143,7 @@ def main():
                 json.dump(result, f, indent=1)
     finally:
         cluster("down", "--name", a.name, check=False)
+        shutil.rmtree(workdir, ignore_errors=True)
     result["runs"][-1]["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
     with open(a.out, "w") as f:
         json.dump(result, f, indent=1)

@@ -34,9 +34,9 @@ import statistics
 import subprocess
 import sys
 
+from measure_cluster import ALGOS, rate_bits
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-ALGOS = ["ring", "recursive_doubling", "rabenseifner", "torus", "hierarchical", "hierarchical_leader",
-         "hierarchical_doubling"]
 TOLERANCE = 0.15
 
 
@@ -72,11 +72,6 @@ def rack_lines(m, key, nic_gbps):
             "fabric.spines = 1\nfabric.links_per_spine = 1\n"
             "fabric.link_GBps = %.4f       # the uplink (%s) as the hosts' TCP rate scales to it\n"
             "fabric.latency_us = 0\n" % (per_rack, per_rack, uplink, racks["uplink"]))
-
-
-def rate_bits(rate):
-    number, unit = re.fullmatch(r"(\d+)(bit|kbit|mbit|gbit)", rate).groups()
-    return int(number) * {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}[unit]
 
 
 def times(rows):

@@ -44,15 +44,12 @@ slurm_dir() { echo "${STATE_ROOT}/${NAME}/slurm"; }
 launcher_ns() { echo "${NAME}-launcher"; }
 host_ns() { echo "${NAME}-h$1"; }
 
-# Runs COMMAND in namespace NS under hostname HOST (a UTS namespace of its own).
-as_host() {
-  local ns="$1" host="$2"
-  shift 2
-  ip netns exec "${ns}" unshare --uts /bin/sh -c 'hostname "$0" && exec "$@"' "${host}" "$@"
-}
-
+# Runs COMMAND in the launcher namespace under its hostname (a UTS namespace of its own),
+# with SLURM_CONF. The hosts' daemons start through cluster.sh exec, as ranks do.
 in_launcher() {
-  as_host "$(launcher_ns)" "$(launcher_ns)" env SLURM_CONF="$(slurm_dir)/slurm.conf" "$@"
+  # shellcheck disable=SC2016  # $0 and $@ belong to the inner shell
+  ip netns exec "$(launcher_ns)" unshare --uts /bin/sh -c 'hostname "$0" && exec "$@"' "$(launcher_ns)" \
+    env SLURM_CONF="$(slurm_dir)/slurm.conf" "$@"
 }
 
 check_slurm() {
@@ -172,10 +169,10 @@ cmd_up() {
   write_slurm_conf "${hosts}" "${dir}"
   write_topology "${hosts}" "${per_rack}" "${dir}/topology.conf"
   start_munge "${dir}"
-  as_host "$(launcher_ns)" "$(launcher_ns)" slurmctld -i -f "${dir}/slurm.conf"
+  in_launcher slurmctld -i -f "${dir}/slurm.conf"
   for ((i = 1; i <= hosts; i++)); do
     mkdir -p "${dir}/spool/$(host_ns "${i}")"
-    as_host "$(host_ns "${i}")" "$(host_ns "${i}")" slurmd -f "${dir}/slurm.conf" -N "$(host_ns "${i}")"
+    bash "${CLUSTER}" exec --name "${NAME}" --host "${i}" -- slurmd -f "${dir}/slurm.conf" -N "$(host_ns "${i}")"
   done
   wait_until_idle "${hosts}"
   trap - EXIT
